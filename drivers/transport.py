@@ -1,0 +1,233 @@
+"""The transport interface every target implements (pyserial's one-base-class idea).
+
+A transport moves 32-bit CSB register accesses and external-memory bytes between the
+driver and an accelerator. The driver never knows whether it talks to the in-process
+model, a Verilator simulation or an FPGA over a UART; it only calls these methods.
+
+Addresses:
+  * register addresses are CSB *byte* addresses (e.g. SDP S_LUT_ACCESS_CFG = 0x9008 on the
+    configurable nv_small design). A transport that speaks the CSB word protocol divides by 4.
+  * memory addresses are DBBIF (AXI) byte addresses as NVDLA sees them (e.g. 0x80000000).
+
+Subclasses implement the underscore methods; this base class owns validation, the
+optional access log and the context-manager life cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Transport",
+    "TransportError",
+    "TransportTimeoutError",
+    "NotOpenError",
+    "LinkIntegrityError",
+    "Timeout",
+    "AccessRecord",
+]
+
+
+class TransportError(OSError):
+    """A register or memory access could not be completed."""
+
+
+class TransportTimeoutError(TransportError, TimeoutError):
+    """A wait (interrupt, response, poll) ran past its deadline."""
+
+
+class NotOpenError(TransportError):
+    def __init__(self) -> None:
+        super().__init__("Attempting to use a transport that is not open")
+
+
+class LinkIntegrityError(TransportError):
+    """The link returned data that failed an integrity check, or a non-idempotent
+    operation may or may not have happened. Never retried silently."""
+
+
+class Timeout:
+    """A monotonic deadline (pyserial's ``serial.serialutil.Timeout``): ``None`` is infinite."""
+
+    def __init__(self, duration: float | None) -> None:
+        self.duration = duration
+        self._deadline = None if duration is None else time.monotonic() + duration
+
+    def expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
+
+    def time_left(self) -> float | None:
+        if self._deadline is None:
+            return None
+        return max(0.0, self._deadline - time.monotonic())
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRecord:
+    """One register access as seen on the transport, for triage logs."""
+
+    time: float
+    direction: str  # "R" or "W"
+    address: int
+    value: int
+
+
+class Transport(ABC):
+    """Register + memory access to one accelerator. Use as a context manager."""
+
+    #: profile name the target implements (``nv_small``, ``nv_small_256_full``, ``nv_full``)
+    profile_name: str = "nv_small"
+
+    def __init__(self) -> None:
+        self._is_open = False
+        self._observers: list[Callable[[AccessRecord], None]] = []
+
+    # ---- life cycle -------------------------------------------------------------
+    @property
+    def is_open(self) -> bool:
+        return self._is_open
+
+    def open(self) -> None:
+        if self._is_open:
+            raise TransportError(f"{self!r} is already open")
+        self._open()
+        self._is_open = True
+
+    def close(self) -> None:
+        if self._is_open:
+            self._is_open = False
+            self._close()
+
+    def __enter__(self) -> Transport:
+        if not self._is_open:
+            self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self) -> None:  # pragma: no cover - trivial default
+        """Acquire the board, process or file. Default: nothing to acquire."""
+
+    def _close(self) -> None:  # pragma: no cover - trivial default
+        """Release everything ``_open`` acquired, even after an error."""
+
+    # ---- observers (access log) ---------------------------------------------------
+    def add_observer(self, fn: Callable[[AccessRecord], None]) -> None:
+        """Call ``fn`` with an :class:`AccessRecord` for every register access."""
+        self._observers.append(fn)
+
+    def remove_observer(self, fn: Callable[[AccessRecord], None]) -> None:
+        self._observers.remove(fn)
+
+    def _notify(self, direction: str, address: int, value: int) -> None:
+        if self._observers:
+            rec = AccessRecord(time.time(), direction, address, value)
+            for fn in self._observers:
+                fn(rec)
+
+    def _check(self, address: int) -> None:
+        if not self._is_open:
+            raise NotOpenError()
+        if address % 4 or not 0 <= address < 1 << 32:
+            raise ValueError(f"register address {address:#x} is not a 32-bit aligned CSB byte address")
+
+    # ---- registers ----------------------------------------------------------------
+    def read32(self, address: int) -> int:
+        """Read one 32-bit register at CSB byte ``address``."""
+        self._check(address)
+        value = self._read32(address)
+        self._notify("R", address, value)
+        return value
+
+    def write32(self, address: int, value: int, *, posted: bool = True) -> None:
+        """Write one 32-bit register. ``posted=False`` waits for the write completion."""
+        self._check(address)
+        if not 0 <= value < 1 << 32:
+            raise ValueError(f"register value {value!r} does not fit 32 bits")
+        self._write32(address, value, posted)
+        self._notify("W", address, value)
+
+    def read_burst(self, address: int, count: int, *, incr: bool = True) -> list[int]:
+        """Read ``count`` words; ``incr=False`` reads the same address repeatedly (FIFO/LUT port)."""
+        self._check(address)
+        values = self._read_burst(address, count, incr)
+        for i, v in enumerate(values):
+            self._notify("R", address + 4 * i if incr else address, v)
+        return values
+
+    def write_burst(self, address: int, values: Sequence[int], *, incr: bool = True) -> None:
+        """Write several words; ``incr=False`` writes them all to one address (LUT data port)."""
+        self._check(address)
+        values = [int(v) for v in values]
+        for v in values:
+            if not 0 <= v < 1 << 32:
+                raise ValueError(f"register value {v!r} does not fit 32 bits")
+        self._write_burst(address, values, incr)
+        for i, v in enumerate(values):
+            self._notify("W", address + 4 * i if incr else address, v)
+
+    def _read_burst(self, address: int, count: int, incr: bool) -> list[int]:
+        return [self._read32(address + 4 * i if incr else address) for i in range(count)]
+
+    def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
+        for i, v in enumerate(values):
+            self._write32(address + 4 * i if incr else address, v, True)
+
+    @abstractmethod
+    def _read32(self, address: int) -> int: ...
+
+    @abstractmethod
+    def _write32(self, address: int, value: int, posted: bool) -> None: ...
+
+    # ---- external memory --------------------------------------------------------------
+    def mem_write(self, address: int, data: bytes | bytearray | np.ndarray, *, port: str = "pri_mem") -> None:
+        """Write bytes into the accelerator's external memory (``pri_mem`` or ``sec_mem``)."""
+        if not self._is_open:
+            raise NotOpenError()
+        buf = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
+        self._mem_write(address, buf, port)
+
+    def mem_read(self, address: int, size: int, *, port: str = "pri_mem") -> np.ndarray:
+        """Read ``size`` bytes of external memory as a ``uint8`` array (never-written bytes read 0)."""
+        if not self._is_open:
+            raise NotOpenError()
+        return self._mem_read(address, size, port)
+
+    @abstractmethod
+    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None: ...
+
+    @abstractmethod
+    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray: ...
+
+    # ---- interrupt, reset ---------------------------------------------------------------
+    def wait_irq(self, timeout: float | None) -> bool:
+        """Block until the interrupt line is high or ``timeout`` seconds pass.
+
+        Returns True when the line is asserted. Transports without a line (a UART board)
+        return True at once and the driver polls GLB S_INTR_STATUS instead.
+        """
+        if not self._is_open:
+            raise NotOpenError()
+        return self._wait_irq(timeout)
+
+    def _wait_irq(self, timeout: float | None) -> bool:
+        return True
+
+    def reset(self) -> None:
+        """Reset the accelerator (registers to reset values; memory is kept)."""
+        if not self._is_open:
+            raise NotOpenError()
+        self._reset()
+
+    def _reset(self) -> None:  # pragma: no cover - default: no reset line
+        raise TransportError(f"{type(self).__name__} has no reset")
+
+    def describe(self) -> str:
+        """One line naming the target, for reports."""
+        return type(self).__name__
