@@ -2,8 +2,8 @@
 
 Shared decoded configuration for the SDP (EW stage) and CDP (LRN) LUTs. The per-unit
 index/fraction/interpolation arithmetic differs (SDP: 35-bit fraction, whole weighted sum
-rounded once; CDP: 16-bit fraction, correction term rounded) and is implemented in
-``sdp_lut`` (this module) and ``cdp.py``. Rules: docs/nvdla-precision-semantics.md
+rounded once; CDP: 16-bit fraction, correction term rounded). The SDP flavour is
+``sdp_lut`` here; CDP lives in ``cdp.py``. Rules: docs/nvdla-precision-semantics.md
 sections 5 and 6, seed 003.
 """
 
@@ -11,10 +11,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["LutParams", "LutStats", "LE_ENTRIES", "LO_ENTRIES"]
+import numpy as np
+
+from .ops import lsat, rnd, sx
+
+__all__ = [
+    "LutParams",
+    "LutStats",
+    "LE_ENTRIES",
+    "LO_ENTRIES",
+    "KIND_HIT",
+    "KIND_UF",
+    "KIND_OF",
+    "sdp_lut",
+    "sdp_lut_stats",
+    "decode_sdp_lut_params",
+    "lut_stats",
+]
 
 LE_ENTRIES = 65
 LO_ENTRIES = 257
+
+# result kind of one table lookup / of the selected table (section 5.2, 5.3)
+KIND_HIT = 0
+KIND_UF = 1
+KIND_OF = 2
+
+FRAC_BITS = 35  # SDP fraction width (section 5.2)
+I64 = np.int64
 
 
 @dataclass(frozen=True)
@@ -56,3 +80,215 @@ class LutStats:
     uflow: int = 0
     oflow: int = 0
     hybrid: int = 0
+
+
+def decode_sdp_lut_params(view) -> LutParams:
+    """Read the SDP ``S_LUT_*`` registers (section 5.1 types: INFO bytes 8-bit signed,
+    starts/ends 32-bit signed, slope scales 16-bit signed, slope shifts 5-bit signed)."""
+
+    def f(reg: str, fld: str) -> int:
+        return int(view.field("SDP", reg, fld))
+
+    prio = ("LE", "LO")
+    return LutParams(
+        le_function="linear" if f("S_LUT_CFG", "LUT_LE_FUNCTION") else "exponent",
+        le_index_offset=sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
+        le_index_select=sx(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), 8),
+        lo_index_select=sx(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), 8),
+        le_start=sx(f("S_LUT_LE_START", "LUT_LE_START"), 32),
+        le_end=sx(f("S_LUT_LE_END", "LUT_LE_END"), 32),
+        lo_start=sx(f("S_LUT_LO_START", "LUT_LO_START"), 32),
+        lo_end=sx(f("S_LUT_LO_END", "LUT_LO_END"), 32),
+        le_slope_uflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_UFLOW_SCALE"), 16),
+        le_slope_oflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"), 16),
+        le_slope_uflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
+        le_slope_oflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
+        lo_slope_uflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_UFLOW_SCALE"), 16),
+        lo_slope_oflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"), 16),
+        lo_slope_uflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
+        lo_slope_oflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
+        uflow_priority=prio[f("S_LUT_CFG", "LUT_UFLOW_PRIORITY")],
+        oflow_priority=prio[f("S_LUT_CFG", "LUT_OFLOW_PRIORITY")],
+        hybrid_priority=prio[f("S_LUT_CFG", "LUT_HYBRID_PRIORITY")],
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# per-table index / fraction / kind (section 5.2)
+
+
+def _index_exponent(x: np.ndarray, start: int, eo: int):
+    """LE exponent mode: K, i, f (f = weight of entry i+1 scaled by 2^35)."""
+    uf = x <= start
+    d = np.where(uf, 1, x - start)  # 1 .. 2^32-1 where relevant
+    _, e = np.frexp(d.astype(np.float64))  # exact: d < 2^53
+    k = e.astype(I64) - 1  # floor(log2 d)
+    f = (d - (I64(1) << k)) << (FRAC_BITS - k)
+    uf |= k < eo
+    i = k - eo
+    of = ~uf & (i >= LE_ENTRIES - 1)
+    kind = np.where(uf, KIND_UF, np.where(of, KIND_OF, KIND_HIT)).astype(np.uint8)
+    i = np.where(uf, 0, np.where(of, LE_ENTRIES - 1, i))
+    return kind, i, f
+
+
+def _index_linear(x: np.ndarray, start: int, s: int, n: int, *, cmod_signed_frac: bool = False):
+    """Linear mode with depth ``n`` and signed select ``s``: K, i, f.
+
+    ``cmod_signed_frac``: [DIFF] 5.2, the cmod builds the LE fraction from a signed 32-bit
+    temporary, so for ``s >= 33`` and ``d >= 2^31`` the sign bits enter the 35-bit fraction.
+    """
+    uf = x <= start
+    d = np.where(uf, 0, x - start)  # 0 .. 2^32-1
+    if s >= 0:
+        i = np.minimum(d >> s if s < 63 else np.zeros_like(d), 511)
+    else:
+        i = np.minimum(d << min(-s, 31), 511) if -s < 31 else np.where(d > 0, 511, 0)
+    mask35 = (I64(1) << FRAC_BITS) - 1
+    if s < 0:
+        f = np.zeros_like(d)
+    else:
+        part = d & ((I64(1) << min(s, 40)) - 1)  # d < 2^32: s >= 32 keeps all bits
+        if cmod_signed_frac and s >= 32:
+            part = np.where(part >= 1 << 31, (part - (I64(1) << 32)) & mask35, part)
+        if s <= FRAC_BITS:
+            f = (part << (FRAC_BITS - s)) & mask35
+        else:
+            f = part >> (s - FRAC_BITS) if s - FRAC_BITS < 63 else np.zeros_like(d)
+    of = ~uf & (i >= n - 1)
+    kind = np.where(uf, KIND_UF, np.where(of, KIND_OF, KIND_HIT)).astype(np.uint8)
+    i = np.where(uf, 0, np.where(of, n - 1, i))
+    return kind, i, f
+
+
+def _sshift32(v: np.ndarray, s: int) -> np.ndarray:
+    """SSHIFT(v, s, 32) (section 1.4): s >= 0 rounds (ties away from zero) and saturates,
+    s < 0 shifts left and saturates."""
+    if s >= 0:
+        return np.clip(rnd(v, s), -(1 << 31), (1 << 31) - 1)
+    return lsat(v, -s, 32)
+
+
+def sdp_lut(
+    x: np.ndarray,
+    p: LutParams,
+    le: np.ndarray,
+    lo: np.ndarray,
+    semantics: str = "rtl",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """SDP LUT (section 5) on 32-bit signed inputs.
+
+    Returns ``(y, hit_le, hit_lo, kind)``: ``y`` int64 (32-bit signed values), the raw
+    per-table hit flags (bool arrays, counted by D_PERF_LUT_LE_HIT/LO_HIT) and the kind of
+    the selected result (``KIND_HIT``/``KIND_UF``/``KIND_OF``, uint8).
+
+    Inputs with a narrow value range (e.g. int8/int16 data) are evaluated once per distinct
+    value and gathered, which gives identical results.
+    """
+    if semantics not in ("rtl", "cmod"):
+        raise ValueError(f"semantics must be 'rtl' or 'cmod', not {semantics!r}")
+    le = np.asarray(le).astype(np.uint16).view(np.int16).astype(I64)
+    lo = np.asarray(lo).astype(np.uint16).view(np.int16).astype(I64)
+    if le.shape != (LE_ENTRIES,) or lo.shape != (LO_ENTRIES,):
+        raise ValueError(f"LUT tables must have {LE_ENTRIES}/{LO_ENTRIES} entries, got {le.shape}/{lo.shape}")
+    x = np.asarray(x)
+    if x.size == 0:
+        z = np.zeros(x.shape, dtype=I64)
+        return z, z.astype(bool), z.astype(bool), z.astype(np.uint8)
+    if x.dtype in (np.int8, np.uint8, np.int16, np.uint16) and x.size > 4 * 65536:
+        return _sdp_lut_gather(x, p, le, lo, semantics)
+    return _sdp_lut_direct(x.astype(I64), p, le, lo, semantics)
+
+
+def _sdp_lut_gather(x, p, le, lo, semantics):
+    """Evaluate on the whole 8/16-bit domain, then gather per element."""
+    info = np.iinfo(x.dtype)
+    dom = np.arange(int(info.min), int(info.max) + 1, dtype=I64)
+    y, hle, hlo, kind = _sdp_lut_direct(dom, p, le, lo, semantics)
+    if x.dtype == np.int16:
+        idx = x.view(np.uint16)
+        # rotate tables so that the uint16 view indexes them directly (-32768 -> 0x8000)
+        y, hle, hlo, kind = (np.roll(a, -32768) for a in (y, hle, hlo, kind))
+    elif x.dtype == np.int8:
+        idx = x.view(np.uint8)
+        y, hle, hlo, kind = (np.roll(a, -128) for a in (y, hle, hlo, kind))
+    else:
+        idx = x
+    return y[idx], hle[idx], hlo[idx], kind[idx]
+
+
+def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str):
+    x = x.astype(I64, copy=False)
+    # per-table lookups (5.2)
+    if p.le_function == "exponent":
+        k_le, i_le, f_le = _index_exponent(x, p.le_start, p.le_index_offset)
+    else:
+        k_le, i_le, f_le = _index_linear(
+            x, p.le_start, p.le_index_select, LE_ENTRIES, cmod_signed_frac=(semantics == "cmod")
+        )
+    k_lo, i_lo, f_lo = _index_linear(x, p.lo_start, p.lo_index_select, LO_ENTRIES)
+
+    hit_le = k_le == KIND_HIT
+    hit_lo = k_lo == KIND_HIT
+    # selection (5.3): True -> LO table
+    uf2 = (k_le == KIND_UF) & (k_lo == KIND_UF)
+    of2 = (k_le == KIND_OF) & (k_lo == KIND_OF)
+    hit2 = hit_le & hit_lo
+    miss2 = ~hit_le & ~hit_lo & ~uf2 & ~of2
+    use_lo = np.where(
+        uf2,
+        p.uflow_priority == "LO",
+        np.where(
+            of2,
+            p.oflow_priority == "LO",
+            np.where(hit2 | miss2, p.hybrid_priority == "LO", hit_lo),
+        ),
+    )
+    kind = np.where(use_lo, k_lo, k_le)
+
+    y = np.zeros(x.shape, dtype=I64)
+    # HIT: interpolation (5.4), whole weighted sum rounded once
+    for tab, sel, i, f in ((lo, use_lo, i_lo, f_lo), (le, ~use_lo, i_le, f_le)):
+        m = sel & (kind == KIND_HIT)
+        if m.any():
+            ii, ff = i[m], f[m]
+            acc = tab[ii] * ((I64(1) << FRAC_BITS) - ff) + tab[ii + 1] * ff
+            y[m] = np.clip(rnd(acc, FRAC_BITS), -(1 << 31), (1 << 31) - 1)
+
+    # UF / OF: extrapolation from the table edge (5.5)
+    eo = p.le_index_offset
+    if p.le_function == "exponent":
+        if semantics == "rtl":
+            bias = (1 << eo) if 0 <= eo < 32 else 0
+        else:
+            bias = (1 << eo) if 0 < eo < 32 else 0  # eo >= 32: undefined in the cmod
+    else:
+        bias = 0
+    cases = (
+        (~use_lo, KIND_UF, le[0], p.le_start + bias, p.le_slope_uflow_scale, p.le_slope_uflow_shift),
+        (~use_lo, KIND_OF, le[LE_ENTRIES - 1], p.le_end, p.le_slope_oflow_scale, p.le_slope_oflow_shift),
+        (use_lo, KIND_UF, lo[0], p.lo_start, p.lo_slope_uflow_scale, p.lo_slope_uflow_shift),
+        (use_lo, KIND_OF, lo[LO_ENTRIES - 1], p.lo_end, p.lo_slope_oflow_scale, p.lo_slope_oflow_shift),
+    )
+    for sel, kd, y0, anchor, scale, shift in cases:
+        m = sel & (kind == kd)
+        if m.any():
+            prod = (x[m] - I64(anchor)) * I64(scale)  # 34-bit x 16-bit, exact
+            y[m] = np.clip(int(y0) + _sshift32(prod, shift), -(1 << 31), (1 << 31) - 1)
+    return y, hit_le, hit_lo, kind.astype(np.uint8)
+
+
+def lut_stats(hit_le: np.ndarray, hit_lo: np.ndarray, kind: np.ndarray) -> LutStats:
+    """Counters of section 5.6 (per element): UFLOW/OFLOW/HYBRID by selected kind,
+    LE_HIT/LO_HIT from the raw per-table hit flags."""
+    counts = np.bincount(np.asarray(kind, dtype=np.uint8).ravel(), minlength=3)
+    return LutStats(
+        le_hit=int(np.count_nonzero(hit_le)),
+        lo_hit=int(np.count_nonzero(hit_lo)),
+        uflow=int(counts[KIND_UF]),
+        oflow=int(counts[KIND_OF]),
+        hybrid=int(counts[KIND_HIT]),
+    )
+
+
+sdp_lut_stats = lut_stats

@@ -1,0 +1,433 @@
+"""Precision-control API: LUT tables and registers, convertors, truncations, statistics.
+
+Everything here is register-level and goes through the driver (so every access is logged
+and range-checked). Hardware rules: docs/nvdla-precision-semantics.md sections 2, 5-8,
+seeds 001 (precision preservation) and 003 (LUT programming).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .regmap import FieldRangeError, RegisterMapError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .driver import NvdlaDriver
+
+__all__ = [
+    "LutConfig",
+    "ConvertorSetting",
+    "Statistics",
+    "StatisticsComparison",
+    "PrecisionControl",
+    "CONVERTORS",
+    "TRUNCATIONS",
+    "LUT_SIZES",
+    "compare_statistics",
+]
+
+LUT_SIZES = {"LE": 65, "LO": 257}
+LUT_UNITS = ("SDP", "CDP")
+
+
+@dataclass(frozen=True)
+class LutConfig:
+    """Decoded LUT register values (signed, mathematical), the same for SDP and CDP.
+
+    ``le_function``: ``"exponent"`` or ``"linear"``. Priorities: ``"LE"`` or ``"LO"``.
+    Index offset/selects are signed 8-bit fields (CDP uses only 6 bits of each select,
+    semantics doc 6.3). Starts/ends: SDP 32-bit signed, CDP 38-bit signed
+    ({*_HIGH[5:0], *_LOW[31:0]}). Slope scales signed 16-bit, slope shifts signed 5-bit.
+    """
+
+    le_function: str = "exponent"
+    le_index_offset: int = 0
+    le_index_select: int = 0
+    lo_index_select: int = 0
+    le_start: int = 0
+    le_end: int = 0
+    lo_start: int = 0
+    lo_end: int = 0
+    le_slope_uflow_scale: int = 0
+    le_slope_uflow_shift: int = 0
+    le_slope_oflow_scale: int = 0
+    le_slope_oflow_shift: int = 0
+    lo_slope_uflow_scale: int = 0
+    lo_slope_uflow_shift: int = 0
+    lo_slope_oflow_scale: int = 0
+    lo_slope_oflow_shift: int = 0
+    uflow_priority: str = "LE"
+    oflow_priority: str = "LE"
+    hybrid_priority: str = "LE"
+
+    def __post_init__(self) -> None:
+        if self.le_function not in ("exponent", "linear"):
+            raise ValueError(f"le_function must be 'exponent' or 'linear', not {self.le_function!r}")
+        for p in ("uflow_priority", "oflow_priority", "hybrid_priority"):
+            if getattr(self, p) not in ("LE", "LO"):
+                raise ValueError(f"{p} must be 'LE' or 'LO', not {getattr(self, p)!r}")
+
+
+@dataclass(frozen=True)
+class ConvertorSetting:
+    """``y = saturate(round((x - offset) * scale >> shift))`` (seed 001; semantics doc 2)."""
+
+    offset: int = 0
+    scale: int = 1
+    shift: int = 0
+
+
+@dataclass(frozen=True)
+class _CvtRegs:
+    block: str
+    offset: tuple[str, str]
+    scale: tuple[str, str]
+    shift: tuple[str, str]
+    offset_bits: int  # signed width the hardware uses
+    scale_bits: int
+    shift_bits: int  # unsigned
+
+
+#: Every convertor instance: register fields and the widths the datapath uses (semantics doc 2).
+CONVERTORS: dict[str, _CvtRegs] = {
+    "sdp_out": _CvtRegs("SDP", ("D_CVT_OFFSET", "CVT_OFFSET"), ("D_CVT_SCALE", "CVT_SCALE"),
+                        ("D_CVT_SHIFT", "CVT_SHIFT"), 32, 16, 6),
+    "sdp_ew_alu": _CvtRegs("SDP", ("D_DP_EW_ALU_CVT_OFFSET_VALUE", "EW_ALU_CVT_OFFSET"),
+                           ("D_DP_EW_ALU_CVT_SCALE_VALUE", "EW_ALU_CVT_SCALE"),
+                           ("D_DP_EW_ALU_CVT_TRUNCATE_VALUE", "EW_ALU_CVT_TRUNCATE"), 32, 16, 6),
+    "sdp_ew_mul": _CvtRegs("SDP", ("D_DP_EW_MUL_CVT_OFFSET_VALUE", "EW_MUL_CVT_OFFSET"),
+                           ("D_DP_EW_MUL_CVT_SCALE_VALUE", "EW_MUL_CVT_SCALE"),
+                           ("D_DP_EW_MUL_CVT_TRUNCATE_VALUE", "EW_MUL_CVT_TRUNCATE"), 32, 16, 6),
+    "cdp_in": _CvtRegs("CDP", ("D_DATIN_OFFSET", "DATIN_OFFSET"), ("D_DATIN_SCALE", "DATIN_SCALE"),
+                       ("D_DATIN_SHIFTER", "DATIN_SHIFTER"), 16, 16, 5),
+    "cdp_out": _CvtRegs("CDP", ("D_DATOUT_OFFSET", "DATOUT_OFFSET"), ("D_DATOUT_SCALE", "DATOUT_SCALE"),
+                        ("D_DATOUT_SHIFTER", "DATOUT_SHIFTER"), 32, 16, 6),
+    "cdma": _CvtRegs("CDMA", ("D_CVT_OFFSET", "CVT_OFFSET"), ("D_CVT_SCALE", "CVT_SCALE"),
+                     ("D_CVT_CFG", "CVT_TRUNCATE"), 16, 16, 6),
+}
+
+#: Truncation / shifter fields (unsigned shift amounts; semantics doc 3.1, 3.2, 4).
+TRUNCATIONS: dict[str, tuple[str, str, str]] = {
+    "sdp_bs_alu_shift": ("SDP", "D_DP_BS_ALU_CFG", "BS_ALU_SHIFT_VALUE"),
+    "sdp_bs_mul_truncate": ("SDP", "D_DP_BS_MUL_CFG", "BS_MUL_SHIFT_VALUE"),
+    "sdp_bn_alu_shift": ("SDP", "D_DP_BN_ALU_CFG", "BN_ALU_SHIFT_VALUE"),
+    "sdp_bn_mul_truncate": ("SDP", "D_DP_BN_MUL_CFG", "BN_MUL_SHIFT_VALUE"),
+    "sdp_ew_truncate": ("SDP", "D_DP_EW_TRUNCATE_VALUE", "EW_TRUNCATE"),
+    "cacc_clip_truncate": ("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE"),
+}
+
+
+@dataclass(frozen=True)
+class Statistics:
+    """Per-layer statistics of one unit and register group; ``None`` = the unit has no such counter."""
+
+    block: str
+    group: int
+    lut_le_hit: int | None = None
+    lut_lo_hit: int | None = None
+    lut_uflow: int | None = None
+    lut_oflow: int | None = None
+    lut_hybrid: int | None = None
+    out_saturation: int | None = None
+    nan_input: int | None = None
+    inf_input: int | None = None
+    nan_output: int | None = None
+
+    def counters(self) -> dict[str, int]:
+        return {k: v for k, v in asdict(self).items() if k not in ("block", "group") and v is not None}
+
+
+#: counter name -> (register, field) per unit (semantics doc 8; register names per the .rdl).
+_STAT_REGS: dict[str, dict[str, tuple[str, str]]] = {
+    "SDP": {
+        "lut_le_hit": ("D_PERF_LUT_LE_HIT", "LUT_LE_HIT"),
+        "lut_lo_hit": ("D_PERF_LUT_LO_HIT", "LUT_LO_HIT"),
+        "lut_uflow": ("D_PERF_LUT_UFLOW", "LUT_UFLOW"),
+        "lut_oflow": ("D_PERF_LUT_OFLOW", "LUT_OFLOW"),
+        "lut_hybrid": ("D_PERF_LUT_HYBRID", "LUT_HYBRID"),
+        "out_saturation": ("D_PERF_OUT_SATURATION", "OUT_SATURATION"),
+        "nan_input": ("D_STATUS_NAN_INPUT_NUM", "STATUS_NAN_INPUT_NUM"),
+        "inf_input": ("D_STATUS_INF_INPUT_NUM", "STATUS_INF_INPUT_NUM"),
+        "nan_output": ("D_STATUS_NAN_OUTPUT_NUM", "STATUS_NAN_OUTPUT_NUM"),
+    },
+    "CDP": {
+        "lut_le_hit": ("D_PERF_LUT_LE_HIT", "PERF_LUT_LE_HIT"),
+        "lut_lo_hit": ("D_PERF_LUT_LO_HIT", "PERF_LUT_LO_HIT"),
+        "lut_uflow": ("D_PERF_LUT_UFLOW", "PERF_LUT_UFLOW"),
+        "lut_oflow": ("D_PERF_LUT_OFLOW", "PERF_LUT_OFLOW"),
+        "lut_hybrid": ("D_PERF_LUT_HYBRID", "PERF_LUT_HYBRID"),
+        "out_saturation": ("D_OUT_SATURATION", "OUT_SATURATION"),
+        "nan_input": ("D_NAN_INPUT_NUM", "NAN_INPUT_NUM"),
+        "inf_input": ("D_INF_INPUT_NUM", "INF_INPUT_NUM"),
+        "nan_output": ("D_NAN_OUTPUT_NUM", "NAN_OUTPUT_NUM"),
+    },
+    "PDP": {
+        "nan_input": ("D_NAN_INPUT_NUM", "NAN_INPUT_NUM"),
+        "inf_input": ("D_INF_INPUT_NUM", "INF_INPUT_NUM"),
+        "nan_output": ("D_NAN_OUTPUT_NUM", "NAN_OUTPUT_NUM"),
+    },
+    "CACC": {"out_saturation": ("D_OUT_SATURATION", "SAT_COUNT")},
+}
+
+#: Counters whose RTL value is NOT a per-element count (measured on nv_small_256_full RTL,
+#: semantics doc 13): the SDP LUT counters sum flags every clock with no valid qualifier.
+RTL_INEXACT: dict[str, frozenset[str]] = {
+    "SDP": frozenset({"lut_le_hit", "lut_lo_hit", "lut_uflow", "lut_oflow", "lut_hybrid"}),
+}
+
+
+@dataclass(frozen=True)
+class StatisticsComparison:
+    """Counter-by-counter comparison; ``not_comparable`` lists counters the target does not count per element."""
+
+    matched: dict[str, int]
+    mismatched: dict[str, tuple[int, int]]  # name -> (expected, actual)
+    not_comparable: dict[str, str]  # name -> reason
+
+    @property
+    def passed(self) -> bool:
+        return not self.mismatched
+
+    def format(self) -> str:
+        lines = [f"  {k}: {v} (exact)" for k, v in self.matched.items()]
+        lines += [f"  {k}: expected {e}, got {a}  MISMATCH" for k, (e, a) in self.mismatched.items()]
+        lines += [f"  {k}: not compared - {why}" for k, why in self.not_comparable.items()]
+        return "\n".join(lines)
+
+
+def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind: str = "model") -> StatisticsComparison:
+    """Compare model statistics with a target's. On RTL targets (``verilator``, ``serial``)
+    the counters in :data:`RTL_INEXACT` are reported as not comparable, with the reason."""
+    inexact = RTL_INEXACT.get(expected.block, frozenset()) if target_kind in ("verilator", "serial", "rtl") else frozenset()
+    matched: dict[str, int] = {}
+    mismatched: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, str] = {}
+    act = actual.counters()
+    for name, e in expected.counters().items():
+        a = act.get(name)
+        if a is None:
+            skipped[name] = "target does not report it"
+        elif name in inexact:
+            skipped[name] = "RTL counts clock cycles, not elements (semantics doc 13)"
+        elif a == e:
+            matched[name] = e
+        else:
+            mismatched[name] = (e, a)
+    return StatisticsComparison(matched, mismatched, skipped)
+
+
+def _check_signed(what: str, value: int, bits: int) -> int:
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if not lo <= value <= hi:
+        raise FieldRangeError(f"{what}: {value} is outside the signed {bits}-bit range [{lo}, {hi}]")
+    return value & ((1 << bits) - 1)
+
+
+def _check_unsigned(what: str, value: int, bits: int) -> int:
+    if not 0 <= value < 1 << bits:
+        raise FieldRangeError(f"{what}: {value} is outside the unsigned {bits}-bit range [0, {(1 << bits) - 1}]")
+    return value
+
+
+def _sx(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+class PrecisionControl:
+    """LUT, convertor, truncation and statistics access through a driver."""
+
+    def __init__(self, driver: NvdlaDriver) -> None:
+        self.drv = driver
+
+    # ---- LUT tables ---------------------------------------------------------------
+    def _lut_unit(self, unit: str, force: bool) -> str:
+        unit = unit.upper()
+        if unit not in LUT_UNITS:
+            raise RegisterMapError(f"no LUT in unit {unit!r}; LUT units: {', '.join(LUT_UNITS)}")
+        if unit == "SDP" and not force:
+            self.drv.profile.require("sdp_lut")
+        return unit
+
+    def load_lut(self, unit: str, table: str, values: np.ndarray | list[int], *, force: bool = False) -> None:
+        """Write a whole LE (65) or LO (257) table through S_LUT_ACCESS_CFG/DATA.
+
+        One CFG write (address 0, table id, WRITE; non-posted) then one DATA write per entry
+        as a fixed-address burst; the hardware auto-increments the address (semantics doc 7).
+        Values are 16-bit (signed -32768..32767 or raw 0..65535)."""
+        unit = self._lut_unit(unit, force)
+        table = table.upper()
+        n = LUT_SIZES.get(table)
+        if n is None:
+            raise RegisterMapError(f"unknown LUT table {table!r}; tables: LE (65 entries), LO (257 entries)")
+        arr = np.asarray(values, dtype=np.int64).ravel()
+        if arr.size != n:
+            raise FieldRangeError(f"{unit} {table} table needs {n} entries, got {arr.size}")
+        bad = np.flatnonzero((arr < -32768) | (arr > 65535))
+        if bad.size:
+            raise FieldRangeError(f"{unit} {table}[{bad[0]}] = {arr[bad[0]]} does not fit 16 bits")
+        cfg = self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": "WRITE"})
+        self.drv.transport.write32(self.drv.register(unit, "S_LUT_ACCESS_CFG").address, cfg, posted=False)
+        data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
+        self.drv.transport.write_burst(data.address, [int(v) & 0xFFFF for v in arr], incr=False)
+
+    def read_lut(self, unit: str, table: str, *, force: bool = False) -> np.ndarray:
+        """Read a whole table back (CFG READ at address 0, non-posted, then one DATA read
+        per entry, auto-increment). Returns int16."""
+        unit = self._lut_unit(unit, force)
+        table = table.upper()
+        n = LUT_SIZES.get(table)
+        if n is None:
+            raise RegisterMapError(f"unknown LUT table {table!r}; tables: LE (65 entries), LO (257 entries)")
+        cfg = self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": "READ"})
+        self.drv.transport.write32(self.drv.register(unit, "S_LUT_ACCESS_CFG").address, cfg, posted=False)
+        data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
+        words = self.drv.transport.read_burst(data.address, n, incr=False)
+        return (np.asarray(words, dtype=np.uint32) & 0xFFFF).astype(np.uint16).view(np.int16)
+
+    def verify_lut(self, unit: str, table: str, expected: np.ndarray | list[int], *, force: bool = False) -> list[int]:
+        """Read a table back and return the indices that differ from ``expected`` (empty = OK)."""
+        got = self.read_lut(unit, table, force=force).astype(np.int64) & 0xFFFF
+        exp = np.asarray(expected, dtype=np.int64) & 0xFFFF
+        return [int(i) for i in np.flatnonzero(got != exp)]
+
+    # ---- LUT registers ---------------------------------------------------------------
+    def lut_registers(self, unit: str, cfg: LutConfig) -> dict[str, dict[str, int]]:
+        """Register -> {field: raw value} for ``cfg`` on ``unit`` (range-checked)."""
+        unit = unit.upper()
+        regs: dict[str, dict[str, int]] = {
+            "S_LUT_CFG": {
+                "LUT_LE_FUNCTION": 0 if cfg.le_function == "exponent" else 1,
+                "LUT_UFLOW_PRIORITY": 0 if cfg.uflow_priority == "LE" else 1,
+                "LUT_OFLOW_PRIORITY": 0 if cfg.oflow_priority == "LE" else 1,
+                "LUT_HYBRID_PRIORITY": 0 if cfg.hybrid_priority == "LE" else 1,
+            },
+            "S_LUT_INFO": {
+                "LUT_LE_INDEX_OFFSET": _check_signed("LUT_LE_INDEX_OFFSET", cfg.le_index_offset, 8),
+                "LUT_LE_INDEX_SELECT": _check_signed("LUT_LE_INDEX_SELECT", cfg.le_index_select, 8),
+                "LUT_LO_INDEX_SELECT": _check_signed("LUT_LO_INDEX_SELECT", cfg.lo_index_select, 8),
+            },
+        }
+        for tbl in ("le", "lo"):
+            T = tbl.upper()
+            regs[f"S_LUT_{T}_SLOPE_SCALE"] = {
+                f"LUT_{T}_SLOPE_UFLOW_SCALE": _check_signed(f"LUT_{T}_SLOPE_UFLOW_SCALE", getattr(cfg, f"{tbl}_slope_uflow_scale"), 16),
+                f"LUT_{T}_SLOPE_OFLOW_SCALE": _check_signed(f"LUT_{T}_SLOPE_OFLOW_SCALE", getattr(cfg, f"{tbl}_slope_oflow_scale"), 16),
+            }
+            regs[f"S_LUT_{T}_SLOPE_SHIFT"] = {
+                f"LUT_{T}_SLOPE_UFLOW_SHIFT": _check_signed(f"LUT_{T}_SLOPE_UFLOW_SHIFT", getattr(cfg, f"{tbl}_slope_uflow_shift"), 5),
+                f"LUT_{T}_SLOPE_OFLOW_SHIFT": _check_signed(f"LUT_{T}_SLOPE_OFLOW_SHIFT", getattr(cfg, f"{tbl}_slope_oflow_shift"), 5),
+            }
+            for edge in ("start", "end"):
+                v = getattr(cfg, f"{tbl}_{edge}")
+                E = edge.upper()
+                if unit == "SDP":
+                    regs[f"S_LUT_{T}_{E}"] = {f"LUT_{T}_{E}": _check_signed(f"LUT_{T}_{E}", v, 32)}
+                else:
+                    raw = _check_signed(f"LUT_{T}_{E}", v, 38)
+                    regs[f"S_LUT_{T}_{E}_LOW"] = {f"LUT_{T}_{E}_LOW": raw & 0xFFFFFFFF}
+                    regs[f"S_LUT_{T}_{E}_HIGH"] = {f"LUT_{T}_{E}_HIGH": raw >> 32}
+        return regs
+
+    def configure_lut(self, unit: str, cfg: LutConfig, *, force: bool = False) -> None:
+        """Program every LUT configuration register of ``unit`` from ``cfg``."""
+        unit = self._lut_unit(unit, force)
+        for reg, flds in self.lut_registers(unit, cfg).items():
+            self.drv.write((unit, reg), self.drv.encode((unit, reg), flds, base=0))
+
+    def read_lut_config(self, unit: str, *, force: bool = False) -> LutConfig:
+        """Decode the LUT configuration registers of ``unit`` into a :class:`LutConfig`."""
+        unit = self._lut_unit(unit, force)
+        f = lambda reg, fld: self.drv.read_field((unit, reg), fld)  # noqa: E731
+        kw: dict[str, object] = {
+            "le_function": "exponent" if f("S_LUT_CFG", "LUT_LE_FUNCTION") == 0 else "linear",
+            "uflow_priority": "LO" if f("S_LUT_CFG", "LUT_UFLOW_PRIORITY") else "LE",
+            "oflow_priority": "LO" if f("S_LUT_CFG", "LUT_OFLOW_PRIORITY") else "LE",
+            "hybrid_priority": "LO" if f("S_LUT_CFG", "LUT_HYBRID_PRIORITY") else "LE",
+            "le_index_offset": _sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
+            "le_index_select": _sx(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), 8),
+            "lo_index_select": _sx(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), 8),
+        }
+        for tbl in ("le", "lo"):
+            T = tbl.upper()
+            for kind in ("uflow", "oflow"):
+                K = kind.upper()
+                kw[f"{tbl}_slope_{kind}_scale"] = _sx(f(f"S_LUT_{T}_SLOPE_SCALE", f"LUT_{T}_SLOPE_{K}_SCALE"), 16)
+                kw[f"{tbl}_slope_{kind}_shift"] = _sx(f(f"S_LUT_{T}_SLOPE_SHIFT", f"LUT_{T}_SLOPE_{K}_SHIFT"), 5)
+            for edge in ("start", "end"):
+                E = edge.upper()
+                if unit == "SDP":
+                    kw[f"{tbl}_{edge}"] = _sx(f(f"S_LUT_{T}_{E}", f"LUT_{T}_{E}"), 32)
+                else:
+                    lo = f(f"S_LUT_{T}_{E}_LOW", f"LUT_{T}_{E}_LOW")
+                    hi = f(f"S_LUT_{T}_{E}_HIGH", f"LUT_{T}_{E}_HIGH")
+                    kw[f"{tbl}_{edge}"] = _sx((hi << 32) | lo, 38)
+        return LutConfig(**kw)  # type: ignore[arg-type]
+
+    # ---- convertors and truncation ------------------------------------------------------
+    def set_convertor(self, name: str, setting: ConvertorSetting, *, enable: bool = True) -> None:
+        """Program one convertor instance (see :data:`CONVERTORS`) with range checks on
+        the widths the datapath really uses."""
+        c = self._cvt(name)
+        self.drv.write_fields((c.block, c.offset[0]), **{c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})
+        self.drv.write_fields((c.block, c.scale[0]), **{c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})
+        extra = {"CVT_EN": int(enable)} if name == "cdma" else {}
+        self.drv.write_fields((c.block, c.shift[0]), **{c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits)}, **extra)
+
+    def get_convertor(self, name: str) -> ConvertorSetting:
+        c = self._cvt(name)
+        return ConvertorSetting(
+            offset=_sx(self.drv.read_field((c.block, c.offset[0]), c.offset[1]), c.offset_bits),
+            scale=_sx(self.drv.read_field((c.block, c.scale[0]), c.scale[1]), c.scale_bits),
+            shift=self.drv.read_field((c.block, c.shift[0]), c.shift[1]) & ((1 << c.shift_bits) - 1),
+        )
+
+    def _cvt(self, name: str) -> _CvtRegs:
+        try:
+            return CONVERTORS[name]
+        except KeyError:
+            raise RegisterMapError(f"unknown convertor {name!r}; convertors: {', '.join(CONVERTORS)}") from None
+
+    def set_truncation(self, name: str, shift: int) -> None:
+        try:
+            block, reg, fld = TRUNCATIONS[name]
+        except KeyError:
+            raise RegisterMapError(f"unknown truncation {name!r}; truncations: {', '.join(TRUNCATIONS)}") from None
+        self.drv.write_fields((block, reg), **{fld: shift})
+
+    def get_truncation(self, name: str) -> int:
+        block, reg, fld = TRUNCATIONS[name]
+        return self.drv.read_field((block, reg), fld)
+
+    # ---- statistics ------------------------------------------------------------------------
+    def enable_statistics(self, unit: str) -> None:
+        """Turn on every precision counter enable of ``unit`` in the producer group."""
+        unit = unit.upper()
+        if unit == "SDP":
+            self.drv.write_fields(("SDP", "D_PERF_ENABLE"), PERF_LUT_EN=1, PERF_SAT_EN=1, PERF_NAN_INF_COUNT_EN=1)
+        elif unit == "CDP":
+            self.drv.write_fields(("CDP", "D_PERF_ENABLE"), LUT_EN=1)
+
+    def read_statistics(self, unit: str, group: int | None = None) -> Statistics:
+        """Read one unit's statistics registers of ``group`` (default: the group that ran last,
+        S_POINTER.CONSUMER's previous value is not visible, so pass the group you launched)."""
+        unit = unit.upper()
+        regs = _STAT_REGS.get(unit)
+        if regs is None:
+            raise RegisterMapError(f"unit {unit!r} has no statistics; units: {', '.join(_STAT_REGS)}")
+        if group is None:
+            group = self.drv.producer_group(unit)
+        values: dict[str, int] = {}
+        with self.drv.group(unit, group):
+            for name, (reg, fld) in regs.items():
+                try:
+                    values[name] = self.drv.read_field((unit, reg), fld)
+                except RegisterMapError:
+                    continue
+        return Statistics(block=unit, group=group, **values)
+
+
+assert {f.name for f in fields(LutConfig)} >= {"le_start", "lo_end"}

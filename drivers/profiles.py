@@ -1,0 +1,172 @@
+"""NVDLA hardware configuration profiles (nv_small, nv_small_256_full, nv_large, nv_full).
+
+A profile says which units exist and which optional features a build of NVDLA has. Values are
+data (``drivers/data/profiles.yaml``) taken from nvdla/hw ``spec/defs/<name>.spec``: master for
+the configurable v2 designs, branch nvdlav1 for nv_full.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from .regmap import GENERATIONS, RegisterMap, UnitNotPresentError, load_regmap
+
+__all__ = [
+    "HardwareProfile",
+    "FeatureMissingError",
+    "ProfileError",
+    "FEATURES",
+    "load_profile",
+    "list_profiles",
+]
+
+FEATURES: tuple[str, ...] = (
+    "sdp_lut", "sdp_ew", "sdp_bs", "sdp_bn", "winograd", "weight_compression", "rubik", "bdma",
+    "cdp", "pdp", "sec_mem", "int8", "int16", "fp16",
+)
+
+_FEATURE_TEXT = {
+    "sdp_lut": "SDP LUT", "sdp_ew": "SDP element-wise (EW) stage", "sdp_bs": "SDP BS stage",
+    "sdp_bn": "SDP BN stage", "winograd": "Winograd convolution",
+    "weight_compression": "weight compression", "rubik": "Rubik unit", "bdma": "BDMA unit",
+    "cdp": "CDP unit", "pdp": "PDP unit", "sec_mem": "secondary memory port (CVIF/SRAMIF)",
+    "int8": "INT8 precision", "int16": "INT16 precision", "fp16": "FP16 precision",
+}
+
+
+class ProfileError(ValueError):
+    """Unknown profile name or malformed profiles file."""
+
+
+class FeatureMissingError(UnitNotPresentError):
+    """The profile lacks an optional feature, e.g. ``nv_small has no SDP LUT (sdp_lut)``."""
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    name: str
+    generation: str
+    atom_bytes: int
+    mac_atomic_c: int
+    mac_atomic_k: int
+    cbuf_banks: int
+    cbuf_bank_width: int
+    cbuf_bank_depth: int
+    max_batch: int
+    primary_memif_width: int
+    secondary_memif_width: int
+    mem_address_width: int
+    features: Mapping[str, bool] = field(default_factory=dict, hash=False)
+    units: tuple[str, ...] = ()
+    throughput: Mapping[str, int] = field(default_factory=dict, hash=False)
+
+    # feature flags as attributes (profile.sdp_lut, ...)
+    def __getattr__(self, name: str) -> Any:
+        feats = self.__dict__.get("features", {})
+        if name in FEATURES:
+            return bool(feats.get(name, False))
+        raise AttributeError(f"{type(self).__name__} has no attribute {name!r}")
+
+    @property
+    def cbuf_bank_bytes(self) -> int:
+        return self.cbuf_bank_width * self.cbuf_bank_depth
+
+    @property
+    def cbuf_bytes(self) -> int:
+        return self.cbuf_banks * self.cbuf_bank_bytes
+
+    def has(self, feature: str) -> bool:
+        if feature not in FEATURES:
+            close = difflib.get_close_matches(feature, FEATURES, n=2)
+            hint = f"; did you mean {' or '.join(close)}?" if close else ""
+            raise ProfileError(f"unknown feature {feature!r}{hint} (known: {', '.join(FEATURES)})")
+        return bool(self.features.get(feature, False))
+
+    def require(self, feature: str) -> None:
+        if not self.has(feature):
+            raise FeatureMissingError(f"{self.name} has no {_FEATURE_TEXT[feature]} ({feature})")
+
+    def has_unit(self, block: str) -> bool:
+        b = block[6:] if block.upper().startswith("NVDLA_") else block
+        return b in self.units
+
+    def require_unit(self, block: str) -> None:
+        if not self.has_unit(block):
+            raise UnitNotPresentError(f"{self.name} has no {block} unit")
+
+    @property
+    def regmap(self) -> RegisterMap:
+        return _restricted(self.name)
+
+
+@functools.lru_cache(maxsize=None)
+def _restricted(name: str) -> RegisterMap:
+    prof = load_profile(name)
+    return load_regmap(prof.generation).restricted_to(prof)
+
+
+_INT_KEYS = ("atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_banks", "cbuf_bank_width",
+             "cbuf_bank_depth", "max_batch", "primary_memif_width", "secondary_memif_width",
+             "mem_address_width")
+
+
+def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile:
+    where = f"{file}: profile {name}"
+    if not isinstance(d, Mapping):
+        raise ProfileError(f"{where}: expected a mapping")
+    gen = d.get("generation")
+    if gen not in GENERATIONS:
+        raise ProfileError(f"{where}: generation {gen!r} not in {GENERATIONS}")
+    ints: dict[str, int] = {}
+    for k in _INT_KEYS:
+        v = d.get(k)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ProfileError(f"{where}: {k} must be a non-negative int, got {v!r}")
+        ints[k] = v
+    feats = d.get("features") or {}
+    unknown = set(feats) - set(FEATURES)
+    missing = set(FEATURES) - set(feats)
+    if unknown or missing or not all(isinstance(v, bool) for v in feats.values()):
+        raise ProfileError(f"{where}: features must give true/false for exactly {', '.join(FEATURES)}"
+                           f" (unknown {sorted(unknown)}, missing {sorted(missing)})")
+    units = d.get("units") or []
+    if not isinstance(units, list) or not all(isinstance(u, str) for u in units):
+        raise ProfileError(f"{where}: units must be a list of block names")
+    thr = d.get("throughput") or {}
+    return HardwareProfile(name=name, generation=gen, features=dict(feats), units=tuple(units),
+                           throughput=dict(thr), **ints)
+
+
+@functools.lru_cache(maxsize=1)
+def _all_profiles() -> dict[str, HardwareProfile]:
+    file = "profiles.yaml"
+    text = resources.files(__package__).joinpath("data", file).read_text(encoding="utf-8")
+    data = yaml.safe_load(text)
+    if not isinstance(data, Mapping) or data.get("format") != "nvdla-hil-profiles/1":
+        raise ProfileError(f"{file}: not a nvdla-hil-profiles/1 file")
+    return {n: _profile_from(n, d, file) for n, d in data["profiles"].items()}
+
+
+def list_profiles() -> list[str]:
+    return list(_all_profiles())
+
+
+def load_profile(name: str | HardwareProfile) -> HardwareProfile:
+    """The profile called ``name`` (unknown names list the known ones)."""
+    if isinstance(name, HardwareProfile):
+        return name
+    profs = _all_profiles()
+    try:
+        return profs[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(profs), n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        raise ProfileError(f"unknown hardware profile {name!r}{hint} "
+                           f"(known: {', '.join(profs)})") from None

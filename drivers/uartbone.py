@@ -1,0 +1,689 @@
+"""LiteX UARTBone framing and a :class:`Transport` over a serial link.
+
+Wire format (LiteX ``litex/soc/cores/uart.py`` ``Stream2Wishbone`` and the host side
+``litex/tools/remote/comm_uart.py`` ``CommUART``; read at enjoy-digital/litex 37b75bd4):
+
+* One command = ``cmd`` byte, ``length`` byte, address (``address_width//8`` = 4 bytes,
+  most significant first), then for writes ``length`` data words.
+  uart.py L320-323 / comm_uart.py L14-17: ``CMD_WRITE_BURST_INCR=0x01``,
+  ``CMD_READ_BURST_INCR=0x02``, ``CMD_WRITE_BURST_FIXED=0x03``, ``CMD_READ_BURST_FIXED=0x04``
+  (fixed bursts since LiteX b44ca6d6, 2020-08).
+* The address is a **Wishbone word address**: the bridge's bus is
+  ``wishbone.Interface(..., addressing="word")`` (uart.py L333) and the host sends
+  ``(addr//4).to_bytes(4, "big")`` (comm_uart.py L88, L111-113). The FSM shifts each
+  address byte in below the previous ones, ``address.eq(Cat(sink.data, address))``, so the
+  first byte is the most significant.
+* Data words are big-endian on the wire both ways: ``data.eq(Cat(sink.data, data))`` on
+  receive, and ``source.data.eq(data[8*n:])`` with ``n`` counting down on send
+  (uart.py, RECEIVE-DATA / SEND-DATA); the host packs ``value.to_bytes(4, "big")``.
+* Incrementing bursts add 1 to the word address after each word, fixed bursts add 0
+  (``NextValue(address, address + incr)``). ``length`` is one byte: at most 255 words
+  (``UARTBONE_MAX_BURST_LENGTH = 255``). Length 0 never satisfies
+  ``words_count == length - 1`` and only ends at the FSM timeout; this driver never sends it.
+* A read returns exactly ``4*length`` bytes and nothing else; a write returns nothing.
+  There is no checksum, no acknowledgement and no error response.
+* An unknown command byte consumes length + address and returns to RECEIVE-CMD.
+* The FSM is reset by a ``WaitTimer(100e-3*clk_freq)`` armed whenever it is *not* in
+  RECEIVE-CMD (uart.py L351-353): a command must complete within 100 ms of its first
+  byte, and a half-received command is dropped 100 ms later. CommUART therefore sizes
+  write bursts from the baud rate, keeping half of that budget
+  (``_get_max_write_burst_length``, comm_uart.py L38-48); :func:`max_burst_words` does the same.
+* The RS232 PHY has no receive FIFO: ``RS232PHYRX`` raises ``source.valid`` for one cycle
+  whatever ``ready`` says, and the bridge holds ``sink.ready=0`` outside the RECEIVE states.
+  Bytes arriving while a read response is being sent are **lost**, so a read command must
+  be the last command of a request; writes can be streamed back to back.
+
+Board mapping: the NVDLA CSB byte space sits at ``BoardMap.csr_base`` on the board's bus,
+and NVDLA's DRAM (DBBIF) addresses ``dram_nvdla_base..+dram_size`` at ``dram_base``.
+Memory is byte addressed little-endian on the bus (LiteX SoCs are little-endian), so the
+word carrying bytes ``b0 b1 b2 b3`` has value ``b0 | b1<<8 | ...`` and goes on the wire as
+``b3 b2 b1 b0``.
+
+Integrity (the link has no checksum; see ``docs`` in :class:`IntegrityPolicy`):
+
+* ``plain``: a short or late response is detected (timeout), the link is resynchronised and
+  idempotent operations are retried. A corrupted byte in a response is **not** detected.
+* ``verify``: every read is done twice in separate round trips and the two must agree;
+  every write to a register that reads back (``readback_ok``) is read back and compared,
+  and rewritten on mismatch; memory writes are read back. Writes to registers that do not
+  read back (triggers, LUT data port, W1C) are non-idempotent: each is followed by a read of
+  the sync register that proves the framing survived; if it did not, LinkIntegrityError.
+  What verify cannot catch: a corrupted *payload* byte of a non-readback write, and a stray
+  write that a corrupted address or command byte sends to another register. Both need a
+  link with a checksum (Etherbone over UDP, or a CRC'd bridge).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .transport import (
+    LinkIntegrityError,
+    NotOpenError,
+    Timeout,
+    Transport,
+    TransportError,
+    TransportTimeoutError,
+)
+
+__all__ = [
+    "CMD_WRITE_INCR",
+    "CMD_READ_INCR",
+    "CMD_WRITE_FIXED",
+    "CMD_READ_FIXED",
+    "MAX_BURST",
+    "FSM_TIMEOUT",
+    "encode_write",
+    "encode_read",
+    "decode_words",
+    "max_burst_words",
+    "wire_bytes_write",
+    "wire_bytes_read",
+    "BoardMap",
+    "IntegrityPolicy",
+    "LinkStats",
+    "SerialTransport",
+]
+
+log = logging.getLogger(__name__)
+
+CMD_WRITE_INCR = 0x01
+CMD_READ_INCR = 0x02
+CMD_WRITE_FIXED = 0x03
+CMD_READ_FIXED = 0x04
+MAX_BURST = 255
+#: Stream2Wishbone resets its FSM this long after leaving RECEIVE-CMD (uart.py L351).
+FSM_TIMEOUT = 0.100
+ADDR_BYTES = 4
+HEADER_BYTES = 2 + ADDR_BYTES
+
+GLB_HW_VERSION = 0x1000
+GLB_INTR_STATUS = 0x100C
+
+
+# ---- framing ------------------------------------------------------------------------------
+def _header(cmd: int, length: int, word_address: int) -> bytes:
+    if not 1 <= length <= MAX_BURST:
+        raise ValueError(f"UARTBone burst length {length} outside 1..{MAX_BURST}")
+    if not 0 <= word_address < 1 << 32:
+        raise ValueError(f"word address {word_address:#x} does not fit 32 bits")
+    return bytes((cmd, length)) + word_address.to_bytes(ADDR_BYTES, "big")
+
+
+def encode_write(word_address: int, values: Sequence[int] | np.ndarray, *, incr: bool = True) -> bytes:
+    """One write command: ``cmd len addr[31:24..7:0] (data[31:24..7:0])*len``."""
+    words = np.asarray(values, dtype=np.uint32)
+    head = _header(CMD_WRITE_INCR if incr else CMD_WRITE_FIXED, int(words.size), word_address)
+    return head + words.astype(">u4").tobytes()
+
+
+def encode_read(word_address: int, count: int, *, incr: bool = True) -> bytes:
+    """One read command: ``cmd len addr[31:24..7:0]``; the board answers ``4*len`` bytes."""
+    return _header(CMD_READ_INCR if incr else CMD_READ_FIXED, count, word_address)
+
+
+def decode_words(data: bytes | bytearray) -> np.ndarray:
+    """Big-endian response bytes to ``uint32`` words."""
+    if len(data) % 4:
+        raise ValueError(f"response of {len(data)} bytes is not whole words")
+    return np.frombuffer(bytes(data), dtype=">u4").astype(np.uint32)
+
+
+def max_burst_words(baudrate: float, *, write: bool) -> int:
+    """Largest burst that finishes inside the bridge's 100 ms FSM timer.
+
+    Writes keep half the budget for host/adapter jitter (CommUART's rule, comm_uart.py
+    L38-48); a read response is sent by the board itself, so reads keep 90 %.
+    """
+    if baudrate <= 0:
+        raise ValueError("baudrate must be greater than 0")
+    budget = FSM_TIMEOUT * (0.5 if write else 0.9)
+    max_bytes = int(budget / (10.0 / baudrate))
+    words = (max_bytes - HEADER_BYTES) // 4
+    return max(1, min(MAX_BURST, words))
+
+
+def wire_bytes_write(words: int, max_burst: int = MAX_BURST) -> int:
+    """Fewest bytes the framing allows for ``words`` written words."""
+    cmds = -(-words // max_burst)
+    return cmds * HEADER_BYTES + 4 * words
+
+
+def wire_bytes_read(words: int, max_burst: int = MAX_BURST) -> tuple[int, int]:
+    """Fewest (host->board, board->host) bytes the framing allows for ``words`` read words."""
+    cmds = -(-words // max_burst)
+    return cmds * HEADER_BYTES, 4 * words
+
+
+# ---- configuration ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BoardMap:
+    """Where NVDLA's two address spaces sit on the board's bus (byte addresses).
+
+    register: board = ``csr_base + csb_address`` for ``csb_address < csr_size``.
+    memory:   board = ``dram_base + (nvdla_address - dram_nvdla_base)`` for
+              ``dram_nvdla_base <= nvdla_address < dram_nvdla_base + dram_size``.
+    """
+
+    csr_base: int = 0x4000_0000
+    csr_size: int = 0x0004_0000
+    dram_base: int = 0x8000_0000
+    dram_nvdla_base: int = 0x8000_0000
+    dram_size: int = 0x1000_0000
+
+    def __post_init__(self) -> None:
+        for name in ("csr_base", "dram_base", "dram_nvdla_base"):
+            v = getattr(self, name)
+            if v % 4 or not 0 <= v < 1 << 32:
+                raise ValueError(f"BoardMap.{name}={v:#x} must be a 4-byte aligned 32-bit address")
+        if self.csr_size <= 0 or self.csr_base + self.csr_size > 1 << 32:
+            raise ValueError(f"BoardMap csr window {self.csr_base:#x}+{self.csr_size:#x} leaves the 32-bit bus")
+        if self.dram_size <= 0 or self.dram_base + self.dram_size > 1 << 32:
+            raise ValueError(f"BoardMap dram window {self.dram_base:#x}+{self.dram_size:#x} leaves the 32-bit bus")
+        a0, a1 = self.csr_base, self.csr_base + self.csr_size
+        b0, b1 = self.dram_base, self.dram_base + self.dram_size
+        if a0 < b1 and b0 < a1:
+            raise ValueError("BoardMap csr and dram windows overlap")
+
+    def csr(self, csb_address: int) -> int:
+        if not 0 <= csb_address < self.csr_size:
+            raise ValueError(f"CSB address {csb_address:#x} outside the {self.csr_size:#x}-byte register window")
+        return self.csr_base + csb_address
+
+    def dram(self, nvdla_address: int, size: int) -> int:
+        off = nvdla_address - self.dram_nvdla_base
+        if off < 0 or off + size > self.dram_size:
+            raise ValueError(
+                f"memory {nvdla_address:#x}+{size:#x} outside the DRAM window "
+                f"{self.dram_nvdla_base:#x}+{self.dram_size:#x}"
+            )
+        return self.dram_base + off
+
+    def decode(self, board_address: int) -> tuple[str, int] | None:
+        """Board byte address -> ("csr", csb_address) / ("dram", nvdla_address) / None."""
+        if self.csr_base <= board_address < self.csr_base + self.csr_size:
+            return "csr", board_address - self.csr_base
+        if self.dram_base <= board_address < self.dram_base + self.dram_size:
+            return "dram", board_address - self.dram_base + self.dram_nvdla_base
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class IntegrityPolicy:
+    """``mode``: ``plain`` or ``verify`` (module docstring); ``retries`` per operation."""
+
+    mode: str = "verify"
+    retries: int = 3
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("plain", "verify"):
+            raise ValueError(f"integrity mode {self.mode!r} is not one of 'plain', 'verify'")
+        if self.retries < 0:
+            raise ValueError(f"integrity retries {self.retries} must be >= 0")
+
+    @property
+    def verify(self) -> bool:
+        return self.mode == "verify"
+
+
+@dataclass(slots=True)
+class LinkStats:
+    """Wire accounting. ``round_trips`` counts requests that waited for a response."""
+
+    tx_bytes: int = 0
+    rx_bytes: int = 0
+    round_trips: int = 0
+    commands: int = 0
+    retries: int = 0
+    resyncs: int = 0
+    link_faults: int = 0
+    discarded_bytes: int = 0
+    verify_mismatches: int = 0
+
+    def reset(self) -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, 0)
+
+    def snapshot(self) -> dict[str, int]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+class _LinkFault(Exception):
+    """Internal: the exchange went wrong in a way a resync may cure."""
+
+
+def _all_readback(address: int) -> bool:  # noqa: ARG001 - default policy
+    return False
+
+
+# ---- transport ------------------------------------------------------------------------------------
+class SerialTransport(Transport):
+    """NVDLA access over LiteX UARTBone on any pyserial URL.
+
+    Args:
+        url: pyserial URL (``/dev/ttyUSB1``, ``socket://host:port``, ``rfc2217://``, ``loop://``,
+            ``spy://...``).
+        baudrate: line rate; also sizes bursts to the bridge's 100 ms timer.
+        board_map: where the CSB and DRAM windows sit on the board.
+        policy: integrity policy.
+        readback_ok: ``readback_ok(csb_address) -> bool``; True for plain RW registers (reading
+            returns what was written, rewriting is harmless). Everything else is treated as
+            non-idempotent. Default: nothing reads back (safe, unverified).
+        response_timeout: seconds to wait for a response beyond its wire time.
+        sync_address: register used to resynchronise (GLB S_NVDLA_HW_VERSION).
+        board_timeout: the bridge's FSM timeout; a resync keeps the line silent this long.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        baudrate: int = 115200,
+        *,
+        board_map: BoardMap | None = None,
+        policy: IntegrityPolicy | None = None,
+        readback_ok: Callable[[int], bool] | None = None,
+        response_timeout: float = 0.5,
+        sync_address: int = GLB_HW_VERSION,
+        intr_status_address: int = GLB_INTR_STATUS,
+        board_timeout: float = FSM_TIMEOUT,
+        max_write_burst: int | None = None,
+        max_read_burst: int | None = None,
+        verify_batch: int = 64,
+        profile_name: str = "nv_small",
+        reset_hook: Callable[[], None] | None = None,
+        serial_kwargs: dict | None = None,
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.baudrate = int(baudrate)
+        self.board_map = board_map or BoardMap()
+        self.policy = policy or IntegrityPolicy()
+        self.readback_ok = readback_ok or _all_readback
+        self.response_timeout = float(response_timeout)
+        self.sync_address = sync_address
+        self.intr_status_address = intr_status_address
+        self.board_timeout = float(board_timeout)
+        self.max_write_burst = max_write_burst or max_burst_words(self.baudrate, write=True)
+        self.max_read_burst = max_read_burst or max_burst_words(self.baudrate, write=False)
+        for n in (self.max_write_burst, self.max_read_burst):
+            if not 1 <= n <= MAX_BURST:
+                raise ValueError(f"burst size {n} outside 1..{MAX_BURST}")
+        self.verify_batch = int(verify_batch)
+        self.profile_name = profile_name
+        self.reset_hook = reset_hook
+        self.serial_kwargs = dict(serial_kwargs or {})
+        self.stats = LinkStats()
+        self.sync_value: int | None = None
+        self._port = None
+        self._tx = bytearray()  # pipelined writes not yet handed to the port
+        self._pending: dict[int, int] = {}  # verify mode: board word address -> value written
+
+    def __repr__(self) -> str:
+        return f"SerialTransport({self.url!r}, baudrate={self.baudrate}, policy={self.policy.mode})"
+
+    def describe(self) -> str:
+        return f"UARTBone {self.url} @ {self.baudrate} baud ({self.policy.mode}, {self.profile_name})"
+
+    # ---- life cycle ---------------------------------------------------------------------------
+    def _open(self) -> None:
+        import serial  # pyserial
+
+        try:
+            self._port = serial.serial_for_url(
+                self.url, baudrate=self.baudrate, timeout=0.0, **self.serial_kwargs
+            )
+        except (serial.SerialException, ValueError) as e:
+            raise TransportError(f"cannot open serial port {self.url!r}: {e}") from e
+        try:
+            self._resync(first=True)
+        except BaseException:
+            self._port.close()
+            self._port = None
+            raise
+
+    def _close(self) -> None:
+        if self._port is None:
+            return
+        try:
+            self._fence()
+        finally:
+            port, self._port = self._port, None
+            port.close()
+
+    # ---- byte level -----------------------------------------------------------------------------
+    def _send(self, data: bytes | bytearray) -> None:
+        self._port.write(data)
+        self.stats.tx_bytes += len(data)
+
+    def _flush_tx(self) -> None:
+        if self._tx:
+            data, self._tx = bytes(self._tx), bytearray()
+            self._send(data)
+
+    def _drain(self) -> int:
+        n = 0
+        while True:
+            w = self._port.in_waiting
+            if not w:
+                return n
+            n += len(self._port.read(w))
+
+    def _recv(self, size: int, deadline: Timeout) -> bytes:
+        port = self._port
+        buf = bytearray()
+        while len(buf) < size:
+            left = deadline.time_left()
+            if left is not None and left <= 0:
+                break
+            port.timeout = min(left, 0.05) if left is not None else 0.05
+            chunk = port.read(size - len(buf))
+            if chunk:
+                buf += chunk
+        self.stats.rx_bytes += len(buf)
+        return bytes(buf)
+
+    def _wire_time(self, nbytes: int) -> float:
+        return nbytes * 10.0 / self.baudrate
+
+    def _exchange(self, request: bytes, nresp: int) -> bytes:
+        """Send queued writes + ``request`` (ending with one read command); return the response."""
+        stale = self._drain()
+        if stale:
+            self.stats.discarded_bytes += stale
+            raise _LinkFault(f"{stale} unexpected bytes on the line")
+        self._tx += request
+        nreq = len(self._tx)
+        self._flush_tx()
+        self.stats.round_trips += 1
+        self.stats.commands += 1
+        deadline = Timeout(self.response_timeout + 1.5 * self._wire_time(nreq + nresp))
+        data = self._recv(nresp, deadline)
+        if len(data) != nresp:
+            raise _LinkFault(f"short response: {len(data)} of {nresp} bytes")
+        return data
+
+    # ---- resynchronisation ----------------------------------------------------------------------
+    def _quiet(self) -> None:
+        """Keep the line silent until the bridge's FSM timer has surely reset it, draining input."""
+        port = self._port
+        self._tx.clear()
+        quiet_for = self.board_timeout * 1.5 + 0.02
+        limit = Timeout(max(2.0, 10 * quiet_for))
+        last = time.monotonic()
+        while time.monotonic() - last < quiet_for:
+            if limit.expired():
+                raise TransportTimeoutError(f"{self.url}: the line never went quiet while resynchronising")
+            port.timeout = 0.01
+            chunk = port.read(max(1, port.in_waiting))
+            if chunk:
+                self.stats.discarded_bytes += len(chunk)
+                last = time.monotonic()
+
+    def _read_sync(self) -> int:
+        req = encode_read(self.board_map.csr(self.sync_address) >> 2, 1)
+        return int(decode_words(self._exchange(req, 4))[0])
+
+    def _resync(self, first: bool = False) -> None:
+        """Flush the link, wait out the bridge's timer, then prove it with sync-register reads."""
+        if not first:
+            self.stats.resyncs += 1
+        last_err: Exception | None = None
+        for _ in range(self.policy.retries + 1):
+            try:
+                self._quiet()
+                a, b = self._read_sync(), self._read_sync()
+                if a != b:
+                    raise _LinkFault(f"sync register reads disagree: {a:#x} vs {b:#x}")
+                if self.sync_value is None:
+                    self.sync_value = a
+                elif a != self.sync_value:
+                    raise _LinkFault(f"sync register read {a:#x}, expected {self.sync_value:#x}")
+                return
+            except _LinkFault as e:
+                last_err = e
+                self.stats.link_faults += 1
+        raise TransportTimeoutError(f"{self.url}: cannot resynchronise the UARTBone link: {last_err}")
+
+    def _attempt(self, what: str, fn: Callable[[], object], idempotent: bool = True):
+        """Run ``fn``; on a link fault resync and retry if idempotent, else raise LinkIntegrityError."""
+        for attempt in range(self.policy.retries + 1):
+            try:
+                return fn()
+            except _LinkFault as e:
+                self.stats.link_faults += 1
+                log.debug("%s: link fault on %s: %s", self.url, what, e)
+                self._resync()
+                if not idempotent:
+                    raise LinkIntegrityError(
+                        f"{self.url}: {what} may or may not have happened ({e}); not repeated"
+                    ) from None
+                if attempt == self.policy.retries:
+                    raise LinkIntegrityError(
+                        f"{self.url}: {what} failed after {self.policy.retries + 1} attempts: {e}"
+                    ) from None
+                self.stats.retries += 1
+        raise AssertionError("unreachable")
+
+    # ---- word-level primitives (board word addresses) ----------------------------------------------
+    def _read_words_once(self, word: int, count: int, incr: bool) -> np.ndarray:
+        out = np.empty(count, dtype=np.uint32)
+        done = 0
+        while done < count:
+            n = min(self.max_read_burst, count - done)
+            req = encode_read(word + (done if incr else 0), n, incr=incr)
+            out[done : done + n] = decode_words(self._exchange(req, 4 * n))
+            done += n
+        return out
+
+    def _read_words(self, word: int, count: int, incr: bool) -> np.ndarray:
+        """Policy-checked read: in verify mode two separate reads must agree."""
+        first = self._read_words_once(word, count, incr)
+        if self.policy.verify:
+            second = self._read_words_once(word, count, incr)
+            if not np.array_equal(first, second):
+                self.stats.verify_mismatches += 1
+                raise _LinkFault(f"read of word {word:#x}+{count} differs between two reads")
+        return first
+
+    def _queue_write(self, word: int, values: np.ndarray, incr: bool) -> None:
+        done = 0
+        while done < values.size:
+            n = min(self.max_write_burst, values.size - done)
+            self._tx += encode_write(word + (done if incr else 0), values[done : done + n], incr=incr)
+            self.stats.commands += 1
+            done += n
+            if len(self._tx) >= 4096:
+                self._flush_tx()
+
+    def _verify_pending(self) -> None:
+        """Read back every pending readback-able write; on mismatch rewrite all of them (idempotent)."""
+        if not self._pending:
+            self._flush_tx()
+            return
+        pending = dict(self._pending)
+
+        def check() -> None:
+            items = sorted(pending.items())
+            i = 0
+            while i < len(items):
+                j = i + 1
+                while j < len(items) and items[j][0] == items[j - 1][0] + 1 and j - i < self.max_read_burst:
+                    j += 1
+                got = self._read_words_once(items[i][0], j - i, True)
+                want = np.array([v for _, v in items[i:j]], dtype=np.uint32)
+                if not np.array_equal(got, want):
+                    self.stats.verify_mismatches += 1
+                    raise _LinkFault(f"write read-back mismatch at word {items[i][0]:#x}")
+                i = j
+
+        try:
+            for attempt in range(self.policy.retries + 1):
+                try:
+                    check()
+                    return
+                except _LinkFault as e:
+                    self.stats.link_faults += 1
+                    self._resync()
+                    if attempt == self.policy.retries:
+                        raise LinkIntegrityError(
+                            f"{self.url}: register writes could not be verified after "
+                            f"{attempt + 1} attempts: {e}"
+                        ) from None
+                    self.stats.retries += 1
+                    for w, v in sorted(pending.items()):
+                        self._tx += encode_write(w, [v])
+                        self.stats.commands += 1
+        finally:
+            self._pending.clear()
+
+    def _fence(self) -> None:
+        """Make every queued write happen (and, in verify mode, prove it)."""
+        if self.policy.verify:
+            self._verify_pending()
+        else:
+            self._flush_tx()
+
+    # ---- registers ------------------------------------------------------------------------------
+    def _read32(self, address: int) -> int:
+        return self._read_burst(address, 1, True)[0]
+
+    def _read_burst(self, address: int, count: int, incr: bool) -> list[int]:
+        if count <= 0:
+            return []
+        self._fence()
+        word = self.board_map.csr(address) >> 2
+        if incr:
+            self.board_map.csr(address + 4 * (count - 1))
+        vals = self._attempt(
+            f"read of {count} word(s) at CSB {address:#x}", lambda: self._read_words(word, count, incr)
+        )
+        return [int(v) for v in vals]
+
+    def _write32(self, address: int, value: int, posted: bool) -> None:
+        self._write_burst(address, [value], True)
+        if not posted:
+            self._fence()
+            if not self.policy.verify:
+                self._attempt("write completion", self._read_sync)
+
+    def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
+        vals = np.asarray(list(values), dtype=np.uint32)
+        if vals.size == 0:
+            return
+        word = self.board_map.csr(address) >> 2
+        addrs = [address + 4 * i for i in range(vals.size)] if incr else [address]
+        self.board_map.csr(addrs[-1])
+        idempotent = incr and all(self.readback_ok(a) for a in addrs)
+        if not self.policy.verify:
+            self._queue_write(word, vals, incr)
+            self._flush_tx()  # posted: on the wire now, no round trip
+            return
+        if idempotent:
+            self._queue_write(word, vals, incr)
+            for i, v in enumerate(vals):
+                self._pending[word + i] = int(v)
+            if len(self._pending) >= self.verify_batch:
+                self._verify_pending()
+            else:
+                self._flush_tx()
+            return
+        # Non-idempotent: verify everything before it, send it once, then prove the framing held.
+        self._verify_pending()
+        self._queue_write(word, vals, incr)
+        what = f"write of {vals.size} word(s) to {'port' if not incr else 'CSB'} {address:#x}"
+
+        def sync_after() -> None:
+            v = self._read_sync()
+            if v != self.sync_value:
+                raise _LinkFault(f"sync read {v:#x} after write, expected {self.sync_value:#x}")
+
+        self._attempt(what, sync_after, idempotent=False)
+
+    # ---- memory ------------------------------------------------------------------------------
+    def _mem_base(self, address: int, size: int, port: str) -> int:
+        if port != "pri_mem":
+            raise TransportError(f"{self.url}: only pri_mem is mapped on this board, not {port!r}")
+        return self.board_map.dram(address, size)
+
+    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
+        size = int(data.size)
+        if size == 0:
+            return
+        base = self._mem_base(address, size, port)
+        self._fence()
+        start, end = base & ~3, (base + size + 3) & ~3
+        buf: np.ndarray | None = None
+        if start != base or end != base + size:
+            # Unaligned head/tail: read-modify-write the edge words.
+            buf = np.zeros(end - start, dtype=np.uint8)
+            head = self._attempt("memory head read", lambda: self._read_words(start >> 2, 1, True))
+            buf[:4] = np.frombuffer(head.astype("<u4").tobytes(), dtype=np.uint8)
+            if end - 4 > start:
+                tail = self._attempt("memory tail read", lambda: self._read_words((end - 4) >> 2, 1, True))
+                buf[-4:] = np.frombuffer(tail.astype("<u4").tobytes(), dtype=np.uint8)
+            buf[base - start : base - start + size] = data
+        else:
+            buf = np.ascontiguousarray(data, dtype=np.uint8)
+        words = buf.view("<u4").astype(np.uint32)
+        first = start >> 2
+        step = self.max_write_burst * 16  # words per verified chunk
+
+        for off in range(0, words.size, step):
+            chunk = words[off : off + step]
+
+            def put(off: int = off, chunk: np.ndarray = chunk) -> None:
+                self._queue_write(first + off, chunk, True)
+                if self.policy.verify:
+                    got = self._read_words_once(first + off, chunk.size, True)
+                    if not np.array_equal(got, chunk):
+                        self.stats.verify_mismatches += 1
+                        raise _LinkFault(f"memory read-back mismatch near {address + 4 * off:#x}")
+
+            self._attempt(f"memory write at {address:#x}", put)
+        self._flush_tx()
+
+    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
+        if size <= 0:
+            return np.zeros(0, dtype=np.uint8)
+        base = self._mem_base(address, size, port)
+        self._fence()
+        start, end = base & ~3, (base + size + 3) & ~3
+        words = self._attempt(
+            f"memory read at {address:#x}", lambda: self._read_words(start >> 2, (end - start) >> 2, True)
+        )
+        raw = np.frombuffer(words.astype("<u4").tobytes(), dtype=np.uint8)
+        return raw[base - start : base - start + size].copy()
+
+    # ---- interrupt, reset -------------------------------------------------------------------------
+    def _wait_irq(self, timeout: float | None) -> bool:
+        """Poll GLB S_INTR_STATUS until a bit is set or ``timeout`` passes (no interrupt wire)."""
+        self._fence()
+        deadline = Timeout(timeout)
+        word = self.board_map.csr(self.intr_status_address) >> 2
+        while True:
+            v = self._attempt("interrupt status poll", lambda: self._read_words(word, 1, True))
+            if int(v[0]):
+                return True
+            if deadline.expired():
+                return False
+            time.sleep(0.0005)
+
+    def _reset(self) -> None:
+        if self.reset_hook is None:
+            raise TransportError(f"{self.url}: no reset command configured for this board")
+        self._tx.clear()
+        self._pending.clear()
+        self.reset_hook()
+        self._resync()
+
+    def sync(self) -> None:
+        """Return once the board has processed every write sent so far (verified in verify mode)."""
+        if not self.is_open:
+            raise NotOpenError()
+        self._fence()
+        self._attempt("sync", self._read_sync)

@@ -1,0 +1,508 @@
+"""A software FPGA board: LiteX's UARTBone bridge in front of any :class:`Transport`.
+
+``nvdla-hil board-emu`` serves a target (the in-process model by default) over a
+pseudo-terminal or a TCP socket on 127.0.0.1, speaking the byte protocol that
+:mod:`nvdla_hil.drivers.uartbone` documents. It models what matters for a host driver:
+
+* the command FSM of ``Stream2Wishbone`` (LiteX ``litex/soc/cores/uart.py``): unknown
+  commands consume ``len`` + address and do nothing; each write word reaches the bus as
+  soon as its 4 bytes are in (a burst cut short has already written its first words);
+* the 100 ms FSM timer: a command not complete 100 ms after its command byte is dropped;
+* the PHY's missing receive FIFO: input that arrives while a read response is being sent is
+  lost (up to ``4*len`` bytes already queued behind a read command are discarded);
+* unmapped bus addresses: writes ignored, reads return 0.
+
+Fault injection (``FaultConfig``), seeded and applied to every byte in both directions:
+dropped bytes, corrupted bytes (XOR with a random non-zero value), a random delay before
+each response, and a link that goes silent after a given number of received bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import select
+import socket
+import sys
+import threading
+import time
+import tty
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..drivers.transport import Transport, TransportError
+from ..drivers.uartbone import (
+    CMD_READ_FIXED,
+    CMD_READ_INCR,
+    CMD_WRITE_FIXED,
+    CMD_WRITE_INCR,
+    FSM_TIMEOUT,
+    GLB_HW_VERSION,
+    BoardMap,
+)
+from .memory import SparseMemory
+
+__all__ = [
+    "RegisterFileTarget",
+    "FaultConfig",
+    "EmuStats",
+    "BridgeCore",
+    "BoardEmulator",
+    "serve_in_thread",
+    "add_subcommands",
+]
+
+
+# ---- a minimal target --------------------------------------------------------------------------
+class RegisterFileTarget(Transport):
+    """Every register is plain RW storage (reset 0, GLB HW_VERSION 0x00303031); memory is sparse.
+
+    Stands in for the model target in link tests: it has no side effects, so any value a
+    test reads must be the value last written to that address.
+    """
+
+    def __init__(self, profile_name: str = "nv_small", reset_values: dict[int, int] | None = None) -> None:
+        super().__init__()
+        self.profile_name = profile_name
+        self.reset_values = {GLB_HW_VERSION: 0x0030_3031} if reset_values is None else dict(reset_values)
+        self.regs: dict[int, int] = dict(self.reset_values)
+        self.memory = SparseMemory()
+
+    def _read32(self, address: int) -> int:
+        return self.regs.get(address, 0)
+
+    def _write32(self, address: int, value: int, posted: bool) -> None:
+        if address in self.reset_values and address == GLB_HW_VERSION:
+            return  # read-only identification register
+        self.regs[address] = value
+
+    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
+        self.memory.write(address, data)
+
+    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
+        return self.memory.read(address, size)
+
+    def _reset(self) -> None:
+        self.regs = dict(self.reset_values)
+
+
+# ---- fault model ---------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class FaultConfig:
+    """Per-byte fault rates (both directions), response delay and a silent link."""
+
+    drop: float = 0.0
+    corrupt: float = 0.0
+    delay: float = 0.0  # seconds: each response waits uniform(0, delay)
+    silent_after: int | None = None  # received bytes after which the board stops answering
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("drop", "corrupt"):
+            v = getattr(self, name)
+            if not 0.0 <= v < 1.0:
+                raise ValueError(f"fault rate {name}={v} outside [0, 1)")
+        if self.delay < 0:
+            raise ValueError(f"delay {self.delay} must be >= 0")
+
+    @property
+    def active(self) -> bool:
+        return bool(self.drop or self.corrupt)
+
+
+@dataclass(slots=True)
+class EmuStats:
+    bytes_in: int = 0
+    bytes_out: int = 0
+    dropped: int = 0
+    corrupted: int = 0
+    frames: int = 0
+    bad_commands: int = 0
+    bus_reads: int = 0
+    bus_writes: int = 0
+    unmapped: int = 0
+    fsm_timeouts: int = 0
+    lost_while_sending: int = 0
+    write_log: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+class _Faults:
+    def __init__(self, cfg: FaultConfig, stats: EmuStats) -> None:
+        self.cfg = cfg
+        self.stats = stats
+        self.rng = np.random.default_rng(cfg.seed)
+
+    def apply(self, data: bytes) -> bytes:
+        if not data or not self.cfg.active:
+            return data
+        arr = np.frombuffer(data, dtype=np.uint8).copy()
+        n = arr.size
+        if self.cfg.corrupt:
+            hit = self.rng.random(n) < self.cfg.corrupt
+            k = int(hit.sum())
+            if k:
+                arr[hit] ^= self.rng.integers(1, 256, size=k, dtype=np.uint8)
+                self.stats.corrupted += k
+        if self.cfg.drop:
+            keep = self.rng.random(n) >= self.cfg.drop
+            self.stats.dropped += int(n - keep.sum())
+            arr = arr[keep]
+        return arr.tobytes()
+
+
+# ---- the bridge FSM --------------------------------------------------------------------------------
+class BridgeCore:
+    """``Stream2Wishbone`` as a byte-stream function: ``feed(bytes, now) -> response bytes``."""
+
+    def __init__(
+        self,
+        target: Transport,
+        board_map: BoardMap,
+        stats: EmuStats | None = None,
+        *,
+        fsm_timeout: float = FSM_TIMEOUT,
+        log_writes: bool = False,
+    ) -> None:
+        self.target = target
+        self.map = board_map
+        self.stats = stats or EmuStats()
+        self.fsm_timeout = fsm_timeout
+        self.log_writes = log_writes
+        self.buf = bytearray()
+        self._frame: tuple[int, int, int] | None = None  # (cmd, length, word address) of a write in progress
+        self._done = 0
+        self._started: float | None = None
+
+    # bus ----------------------------------------------------------------------------------------
+    def _bus_write(self, word: int, values: np.ndarray, incr: bool) -> None:
+        self.stats.bus_writes += int(values.size)
+        if incr:
+            base = word * 4
+            dec = self.map.decode(base)
+            if dec is not None and dec[0] == "dram" and self.map.decode(base + 4 * values.size - 4) == (
+                "dram", dec[1] + 4 * values.size - 4
+            ):
+                self.target.mem_write(dec[1], values.astype("<u4").tobytes())
+                if self.log_writes:
+                    self.stats.write_log.append(("dram", dec[1], len(values)))
+                return
+        for i, v in enumerate(values):
+            addr = 4 * (word + (i if incr else 0))
+            dec = self.map.decode(addr & 0xFFFF_FFFF)
+            try:
+                if dec is None:
+                    raise ValueError
+                if dec[0] == "csr":
+                    self.target.write32(dec[1], int(v))
+                else:
+                    self.target.mem_write(dec[1], int(v).to_bytes(4, "little"))
+                if self.log_writes:
+                    self.stats.write_log.append((dec[0], dec[1], int(v)))
+            except (ValueError, TransportError):
+                self.stats.unmapped += 1
+
+    def _bus_read(self, word: int, count: int, incr: bool) -> bytes:
+        self.stats.bus_reads += count
+        if incr:
+            dec = self.map.decode(word * 4)
+            if dec is not None and dec[0] == "dram" and self.map.decode(word * 4 + 4 * count - 4) == (
+                "dram", dec[1] + 4 * count - 4
+            ):
+                raw = np.asarray(self.target.mem_read(dec[1], 4 * count), dtype=np.uint8)
+                return raw.view("<u4").astype(">u4").tobytes()
+        out = np.zeros(count, dtype=np.uint32)
+        for i in range(count):
+            addr = 4 * (word + (i if incr else 0)) & 0xFFFF_FFFF
+            dec = self.map.decode(addr)
+            try:
+                if dec is None:
+                    raise ValueError
+                if dec[0] == "csr":
+                    out[i] = self.target.read32(dec[1])
+                else:
+                    out[i] = int(np.asarray(self.target.mem_read(dec[1], 4), dtype=np.uint8).view("<u4")[0])
+            except (ValueError, TransportError):
+                self.stats.unmapped += 1
+        return out.astype(">u4").tobytes()
+
+    # FSM ------------------------------------------------------------------------------------------
+    def tick(self, now: float) -> None:
+        """The FSM timer: drop a command not finished ``fsm_timeout`` after its command byte."""
+        if self._started is not None and now - self._started > self.fsm_timeout:
+            self.stats.fsm_timeouts += 1
+            self.buf.clear()  # bytes of the broken command still queued belong to it
+            self._frame = None
+            self._started = None
+
+    def feed(self, data: bytes, now: float) -> bytes:
+        self.tick(now)
+        self.buf += data
+        out = bytearray()
+        buf = self.buf
+        while buf:
+            if self._started is None:
+                self._started = now
+            if self._frame is None:
+                if len(buf) < 6:
+                    break
+                cmd, length = buf[0], buf[1]
+                word = int.from_bytes(buf[2:6], "big")
+                del buf[:6]
+                self.stats.frames += 1
+                if cmd in (CMD_READ_INCR, CMD_READ_FIXED):
+                    count = length or 256  # length 0 never ends in gateware; bounded here
+                    resp = self._bus_read(word, count, cmd == CMD_READ_INCR)
+                    out += resp
+                    lost = min(len(buf), len(resp))  # no RX FIFO while SEND-DATA
+                    if lost:
+                        self.stats.lost_while_sending += lost
+                        del buf[:lost]
+                    self._started = None
+                    continue
+                if cmd not in (CMD_WRITE_INCR, CMD_WRITE_FIXED):
+                    self.stats.bad_commands += 1
+                    self._started = None
+                    continue
+                self._frame = (cmd, length, word)
+                self._done = 0
+            cmd, length, word = self._frame
+            incr = cmd == CMD_WRITE_INCR
+            want = (length - self._done) if length else 1 << 30
+            k = min(want, len(buf) // 4)
+            if k == 0:
+                break
+            vals = np.frombuffer(bytes(buf[: 4 * k]), dtype=">u4").astype(np.uint32)
+            del buf[: 4 * k]
+            self._bus_write(word + (self._done if incr else 0), vals, incr)
+            self._done += k
+            if length and self._done == length:
+                self._frame = None
+                self._started = None
+        if not buf and self._frame is None:
+            self._started = None
+        return bytes(out)
+
+
+# ---- link endpoints ---------------------------------------------------------------------------------
+class BoardEmulator:
+    """Serve a :class:`BridgeCore` over a pty (``mode="pty"``) or TCP on 127.0.0.1."""
+
+    def __init__(
+        self,
+        target: Transport,
+        board_map: BoardMap | None = None,
+        faults: FaultConfig | None = None,
+        *,
+        mode: str = "pty",
+        tcp_port: int = 0,
+        fsm_timeout: float = FSM_TIMEOUT,
+        log_writes: bool = False,
+    ) -> None:
+        if mode not in ("pty", "tcp"):
+            raise ValueError(f"board-emu mode {mode!r} is not 'pty' or 'tcp'")
+        self.target = target
+        self.board_map = board_map or BoardMap()
+        self.faults = faults or FaultConfig()
+        self.stats = EmuStats()
+        self.core = BridgeCore(target, self.board_map, self.stats, fsm_timeout=fsm_timeout, log_writes=log_writes)
+        self._faults = _Faults(self.faults, self.stats)
+        self._delay_rng = np.random.default_rng(self.faults.seed + 1)
+        self.mode = mode
+        self._stop = threading.Event()
+        self._master: int | None = None
+        self._slave: int | None = None
+        self._lsock: socket.socket | None = None
+        if mode == "pty":
+            self._master, self._slave = os.openpty()
+            tty.setraw(self._slave)
+            os.set_blocking(self._master, False)
+            self.url = os.ttyname(self._slave)
+        else:
+            self._lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self._lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            self._lsock.bind(("127.0.0.1", tcp_port))
+            self._lsock.listen(1)
+            self.url = f"socket://127.0.0.1:{self._lsock.getsockname()[1]}"
+
+    @property
+    def silent(self) -> bool:
+        n = self.faults.silent_after
+        return n is not None and self.stats.bytes_in >= n
+
+    def _process(self, data: bytes) -> bytes:
+        if self.silent:
+            return b""
+        n = self.faults.silent_after
+        if n is not None and self.stats.bytes_in + len(data) > n:
+            data = data[: n - self.stats.bytes_in]
+        self.stats.bytes_in += len(data)
+        resp = self.core.feed(self._faults.apply(data), time.monotonic())
+        if resp and self.faults.delay:
+            time.sleep(float(self._delay_rng.uniform(0.0, self.faults.delay)))
+        resp = self._faults.apply(resp)
+        self.stats.bytes_out += len(resp)
+        return resp
+
+    def _serve_fd(self, rfd: int, send) -> bool:
+        """Pump one link until it closes (False) or stop is requested (True)."""
+        while not self._stop.is_set():
+            r, _, _ = select.select([rfd], [], [], 0.01)
+            if not r:
+                self.core.tick(time.monotonic())
+                continue
+            try:
+                data = os.read(rfd, 65536) if self.mode == "pty" else self._conn.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                return False
+            if not data:
+                return False
+            resp = self._process(data)
+            if resp:
+                send(resp)
+        return True
+
+    def _send_pty(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self._stop.is_set():
+            _, w, _ = select.select([], [self._master], [], 0.05)
+            if w:
+                try:
+                    view = view[os.write(self._master, view) :]
+                except BlockingIOError:
+                    pass
+
+    def serve_forever(self) -> None:
+        if self.mode == "pty":
+            self._serve_fd(self._master, self._send_pty)
+            return
+        while not self._stop.is_set():
+            r, _, _ = select.select([self._lsock], [], [], 0.05)
+            if not r:
+                continue
+            self._conn, _ = self._lsock.accept()
+            self._conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.core.buf.clear()
+            try:
+                self._serve_fd(self._conn.fileno(), self._conn.sendall)
+            finally:
+                self._conn.close()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def close(self) -> None:
+        self._stop.set()
+        for fd in (self._master, self._slave):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self._master = self._slave = None
+        if self._lsock is not None:
+            self._lsock.close()
+            self._lsock = None
+
+
+@contextlib.contextmanager
+def serve_in_thread(
+    target: Transport,
+    board_map: BoardMap | None = None,
+    faults: FaultConfig | None = None,
+    *,
+    mode: str = "pty",
+    **kwargs,
+) -> Iterator[BoardEmulator]:
+    """Run a :class:`BoardEmulator` in a daemon thread; ``emu.url`` is what a client opens."""
+    own = not target.is_open
+    if own:
+        target.open()
+    emu = BoardEmulator(target, board_map, faults, mode=mode, **kwargs)
+    th = threading.Thread(target=emu.serve_forever, name="board-emu", daemon=True)
+    th.start()
+    try:
+        yield emu
+    finally:
+        emu.stop()
+        th.join(timeout=5)
+        emu.close()
+        if own:
+            target.close()
+
+
+# ---- CLI --------------------------------------------------------------------------------------------
+def _make_target(backend: str, profile: str) -> Transport:
+    if backend == "regfile":
+        return RegisterFileTarget(profile)
+    try:
+        from .targets.model import ModelTarget
+    except ImportError as e:
+        raise SystemExit(f"board-emu: the model target is not available ({e}); use --backend regfile") from None
+    return ModelTarget(profile=profile)
+
+
+def _int(s: str) -> int:
+    return int(s, 0)
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "board-emu",
+        help="serve a software NVDLA board over LiteX UARTBone (pty or TCP)",
+        description=__doc__.split("\n\n")[0],
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--pty", action="store_true", help="serve on a pseudo-terminal (default)")
+    where.add_argument("--tcp", type=int, metavar="PORT", help="serve on 127.0.0.1:PORT (0 = any free port)")
+    p.add_argument("--profile", default="nv_small", help="hardware profile of the model (default nv_small)")
+    p.add_argument("--backend", choices=("model", "regfile"), default="model",
+                   help="model = the NVDLA model target; regfile = plain RW registers (link tests)")
+    p.add_argument("--csr-base", type=_int, default=BoardMap.csr_base, help="board address of the CSB window")
+    p.add_argument("--dram-base", type=_int, default=BoardMap.dram_base, help="board address of the DRAM window")
+    p.add_argument("--dram-nvdla-base", type=_int, default=BoardMap.dram_nvdla_base,
+                   help="NVDLA address the DRAM window starts at")
+    p.add_argument("--dram-size", type=_int, default=BoardMap.dram_size)
+    p.add_argument("--drop", type=float, default=0.0, help="probability a byte is dropped (each direction)")
+    p.add_argument("--corrupt", type=float, default=0.0, help="probability a byte is corrupted")
+    p.add_argument("--delay", type=float, default=0.0, help="max random delay before each response (s)")
+    p.add_argument("--silent-after", type=int, default=None, help="stop answering after N received bytes")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        bmap = BoardMap(csr_base=args.csr_base, dram_base=args.dram_base,
+                        dram_nvdla_base=args.dram_nvdla_base, dram_size=args.dram_size)
+        faults = FaultConfig(drop=args.drop, corrupt=args.corrupt, delay=args.delay,
+                             silent_after=args.silent_after, seed=args.seed)
+    except ValueError as e:
+        print(f"board-emu: {e}", file=sys.stderr)
+        return 2
+    target = _make_target(args.backend, args.profile)
+    mode = "tcp" if args.tcp is not None else "pty"
+    with target:
+        emu = BoardEmulator(target, bmap, faults, mode=mode, tcp_port=args.tcp or 0)
+        print(emu.url, flush=True)
+        try:
+            emu.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            emu.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="nvdla-hil")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    add_subcommands(sub)
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

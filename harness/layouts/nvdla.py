@@ -1,0 +1,830 @@
+"""NVDLA in-memory data formats (seed 000, "In-memory data formats").
+
+Shapes used for the logical (numpy) side:
+
+* feature data: ``(C, H, W)``; SDP operand data: ``(C,)``/``(C, H, W)`` with a trailing ``2`` axis
+  when two components per element are stored (batch-norm, element-wise ALU+MUL);
+* weights: ``(K, C, H, W)`` = kernels, channels, kernel height, kernel width;
+* pixels: ``(H, W, channels)`` with channels in CBUF order (R, G, B, A) / (Y, U, V, A).
+
+Elements are moved bit-exactly (fp16 NaN payloads and -0.0 survive a round trip).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._base import (
+    REQUIRED,
+    AlignmentError,
+    LayoutError,
+    LayoutSpec,
+    Param,
+    Piece,
+    Plan,
+    align_up,
+    ceil_div,
+    check_aligned,
+    execute_pack,
+    execute_unpack,
+    from_storage,
+    storage_dtype,
+    to_storage,
+)
+
+SEED = "seed 000 (NVDLA in-memory data formats)"
+
+# --------------------------------------------------------------------------------------------
+# Profiles and precision
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NvdlaProfile:
+    """Hardware sizes that parametrise the layouts.
+
+    nv_full: 32-byte memory atom, 1x1x64-element weight cubes, 32 (int8) / 16 (int16, fp16)
+    kernels per group (seed 000). nv_small: 8-byte atom, MAC atomic C = K = 8
+    (``spec/defs/nv_small.spec``: MEMORY_ATOMIC_SIZE_8, MAC_ATOMIC_C_SIZE_8, MAC_ATOMIC_K_SIZE_8).
+    """
+
+    name: str
+    atom_bytes: int
+    mac_atomic_c: int
+    mac_atomic_k: int
+
+
+PROFILES: dict[str, NvdlaProfile] = {
+    "nv_full": NvdlaProfile("nv_full", 32, 64, 32),
+    "nv_small": NvdlaProfile("nv_small", 8, 8, 8),
+}
+
+#: precision name -> numpy dtype of one element (seed 000 "Precision Type")
+PRECISIONS: dict[str, np.dtype] = {
+    "int8": np.dtype(np.int8),
+    "int16": np.dtype(np.int16),
+    "fp16": np.dtype(np.float16),
+}
+
+_ELEMENT_DTYPES = {np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, np.float16)}
+
+WEIGHT_DATA_ALIGN = 128  # "Append 0s at end of all mapped weight for 128-byte alignment"
+WEIGHT_START_ALIGN = 256  # alignment table: uncompressed/compressed weight, WMB, WGS start address
+
+
+def _element_dtype(dtype: Any, what: str) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.newbyteorder("<") not in {d.newbyteorder("<") for d in _ELEMENT_DTYPES}:
+        raise LayoutError(
+            f"{what}: dtype {dt} is not an NVDLA element type (int8/uint8 for int8 precision, "
+            f"int16/uint16/float16 for int16/fp16; seed 000 'Precision Type')"
+        )
+    return dt
+
+
+def _atom(params: dict[str, Any]) -> int:
+    atom = params.get("atom_bytes")
+    if atom is None:
+        atom = PROFILES[params["profile"]].atom_bytes
+    if atom <= 0 or atom & (atom - 1):
+        raise LayoutError(f"atom_bytes={atom} must be a power of two (8 on nv_small, 32 on nv_full)")
+    return int(atom)
+
+
+def _profile_params() -> tuple[Param, ...]:
+    return (
+        Param("profile", str, "nv_full", "hardware profile giving the atom size", tuple(PROFILES)),
+        Param("atom_bytes", int, None, "memory atom in bytes; overrides the profile (8 nv_small, 32 nv_full)"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Feature data format (and the SDP operand formats that share its C' -> W -> H -> C order)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CubeGeometry:
+    """Resolved geometry of a cube in the feature-data order C' -> W -> H -> C.
+
+    ``lanes`` channels per atom, ``comps`` components per channel element, all in storage
+    elements; strides in bytes.
+    """
+
+    channels: int
+    height: int
+    width: int
+    comps: int
+    lanes: int
+    atom_bytes: int
+    line_stride: int
+    surface_stride: int
+    itemsize: int
+
+    @property
+    def surfaces(self) -> int:
+        return ceil_div(self.channels, self.lanes)
+
+    @property
+    def nbytes(self) -> int:
+        if self.channels == 0 or self.height == 0 or self.width == 0:
+            return 0
+        return (
+            (self.surfaces - 1) * self.surface_stride
+            + (self.height - 1) * self.line_stride
+            + self.width * self.atom_bytes
+        )
+
+
+def cube_geometry(
+    channels: int,
+    height: int,
+    width: int,
+    itemsize: int,
+    atom_bytes: int,
+    *,
+    comps: int = 1,
+    line_stride: int | None = None,
+    surface_stride: int | None = None,
+    lanes: int | None = None,
+    what: str = "feature data",
+) -> CubeGeometry:
+    """Compute and validate strides of a feature-format cube (seed 000 'Feature Data Format').
+
+    Rules: a line holds W atoms mapped compactly; line and surface strides are multiples of the
+    atom (32 bytes on nv_full: "Line stride and surface stride of feature data shall always align
+    to 32bytes"); lines and surfaces must not overlap.
+    """
+    if lanes is None:
+        if atom_bytes % (itemsize * comps):
+            raise LayoutError(f"{what}: atom of {atom_bytes} bytes does not hold whole elements of {itemsize * comps} bytes")
+        lanes = atom_bytes // (itemsize * comps)
+    bytes_per_atom = lanes * comps * itemsize
+    line_min = width * bytes_per_atom
+    ls = line_min if line_stride is None else int(line_stride)
+    check_aligned(f"{what} line_stride", ls, atom_bytes, f"line stride aligns to the {atom_bytes}-byte atom ({SEED})")
+    if ls < line_min:
+        raise LayoutError(
+            f"{what}: line_stride={ls} is smaller than one line of {width} atoms ({line_min} bytes); "
+            f"atom cubes of a line are mapped compactly ({SEED})"
+        )
+    surf_min = max(height - 1, 0) * ls + line_min
+    ss = height * ls if surface_stride is None else int(surface_stride)
+    check_aligned(f"{what} surface_stride", ss, atom_bytes, f"surface stride aligns to the {atom_bytes}-byte atom ({SEED})")
+    if ss < surf_min and ceil_div(channels, lanes) > 1:
+        raise LayoutError(
+            f"{what}: surface_stride={ss} is smaller than one surface ({surf_min} bytes = "
+            f"(H-1)*line_stride + W*atom); surfaces would overlap"
+        )
+    return CubeGeometry(channels, height, width, comps, lanes, bytes_per_atom, ls, ss, itemsize)
+
+
+def cube_plan(geo: CubeGeometry, sdt: np.dtype, pad_value: Any = 0) -> Plan:
+    """Pieces for a ``(C, H, W, comps)`` array in C' -> W -> H -> C order."""
+    C, H, W, k, L = geo.channels, geo.height, geo.width, geo.comps, geo.lanes
+    isz = geo.itemsize
+    ls, ss = geo.line_stride // isz, geo.surface_stride // isz
+    sf = C // L
+    rem = C - sf * L
+    pieces = []
+    if sf:
+        # (sf*L, H, W, k) -> (sf, L, H, W, k) -> (sf, H, W, L, k)
+        pieces.append(Piece((slice(0, sf * L),), (sf, L, H, W, k), (0, 2, 3, 1, 4), 0,
+                            (sf, H, W, L, k), (ss, ls, L * k, k, 1)))
+    if rem:
+        off = sf * ss
+        pieces.append(Piece((slice(sf * L, C),), None, (1, 2, 0, 3), off, (H, W, rem, k), (ls, L * k, k, 1)))
+        # "Adding data into end of channel if the original data is not aligned": pad lanes
+        pieces.append(Piece(None, None, (), off + rem * k, (H, W, (L - rem) * k), (ls, L * k, 1), pad_value))
+    return Plan(geo.nbytes, sdt, tuple(pieces))
+
+
+def _pad_bits(pad_value: float, dt: np.dtype) -> int:
+    if dt.kind == "f":
+        if np.isnan(pad_value):
+            raise LayoutError("pad_value: the attached channel data can be any value except NaN when fp16 (seed 000)")
+        return int(np.array(pad_value, dtype=dt).view(storage_dtype(dt)))
+    info = np.iinfo(dt)
+    if pad_value != int(pad_value) or not info.min <= pad_value <= info.max:
+        raise LayoutError(f"pad_value={pad_value} does not fit {dt}")
+    return int(np.array(int(pad_value), dtype=dt).view(storage_dtype(dt)))
+
+
+_FEATURE_PARAMS = _profile_params() + (
+    Param("line_stride", int, None, "bytes between lines (default packed: W * atom)"),
+    Param("surface_stride", int, None, "bytes between surfaces (default packed: H * line_stride)"),
+    Param("pad_value", float, 0.0, "value of the channel-padding lanes of the last surface (not NaN)"),
+)
+
+
+def _feature_geo(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> CubeGeometry:
+    if len(shape) != 3:
+        raise LayoutError(f"feature data is a (C, H, W) cube, got shape {shape}")
+    C, H, W = shape
+    return cube_geometry(C, H, W, dt.itemsize, _atom(p), line_stride=p["line_stride"], surface_stride=p["surface_stride"])
+
+
+def feature_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "feature data")
+    geo = _feature_geo(arr.shape, dt, p)
+    sdt = storage_dtype(dt)
+    plan = cube_plan(geo, sdt, _pad_bits(p["pad_value"], dt))
+    return execute_pack(to_storage(arr)[..., None], plan)
+
+
+def feature_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "feature data")
+    geo = _feature_geo(shape, dt, p)
+    plan = cube_plan(geo, storage_dtype(dt))
+    return from_storage(execute_unpack(buf, plan, shape + (1,), "nvdla.feature")[..., 0], dt)
+
+
+def feature_offset(c: int, h: int, w: int, *, itemsize: int, atom_bytes: int, line_stride: int,
+                   surface_stride: int) -> int:
+    """Byte offset of element (c, h, w) of a feature cube (scalar helper for drivers/tests)."""
+    lanes = atom_bytes // itemsize
+    return (c // lanes) * surface_stride + h * line_stride + w * atom_bytes + (c % lanes) * itemsize
+
+
+def feature_1x1_as_cube(channels: int, itemsize: int, atom_bytes: int = 32) -> tuple[int, int, int]:
+    """Shape (C, H, W) under which a surface-packed 1x1xC cube can be fetched.
+
+    Seed 000: "If a 1x1xC feature data cube maps as surface-packed, NVDLA can treat it like
+    (C/32) x1x 32 cube" -- i.e. W = number of atoms, H = 1, C = one atom of channels. The bytes
+    are identical when the 1x1xC cube uses surface_stride == atom_bytes.
+    """
+    lanes = atom_bytes // itemsize
+    return (lanes, 1, ceil_div(channels, lanes))
+
+
+# --------------------------------------------------------------------------------------------
+# Pixel (ROI) formats
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PixelFormat:
+    """One row of seed 000's "Pixel formats and valid setting" table plus its bit layout.
+
+    Component names list the fields from the most to the least significant bits of the
+    little-endian pixel word, so memory order is the reverse of the name (e.g. T_A8B8G8R8 is
+    bytes R, G, B, A); this matches the NVDLA C model's CDMA image fetch. Array channels are in
+    CBUF order: R/Y = 0, G/U = 1, B/V = 2, A/X = 3.
+    """
+
+    name: str
+    planes: int
+    channels: int
+    precision: str
+    x_offset_max: int
+
+    @property
+    def fields(self) -> list[tuple[str, int]]:
+        body = self.name[2:].replace("_N444", "").replace("___", "")
+        body = body.removesuffix("_F").removesuffix("_I")
+        return [(m.group(1), int(m.group(2))) for m in re.finditer(r"([ABGRXYUV])(\d+)", body)]
+
+    @property
+    def float(self) -> bool:
+        return self.name.endswith("_F")
+
+    @property
+    def signed(self) -> bool:
+        return self.name.endswith("_I")
+
+
+_CH = {"R": 0, "Y": 0, "G": 1, "U": 1, "B": 2, "V": 2, "A": 3, "X": 3}
+
+#: Seed 000 table "Pixel formats and valid setting" (format, # of planar, channels, precision,
+#: max X offset).
+PIXEL_FORMATS: dict[str, PixelFormat] = {
+    f.name: f
+    for f in (
+        PixelFormat("T_R8", 1, 1, "int8", 31),
+        PixelFormat("T_R10", 1, 1, "int16", 15),
+        PixelFormat("T_R12", 1, 1, "int16", 15),
+        PixelFormat("T_R16", 1, 1, "int16", 15),
+        PixelFormat("T_R16_I", 1, 1, "int16", 15),
+        PixelFormat("T_R16_F", 1, 1, "int16", 15),
+        PixelFormat("T_A16B16G16R16", 1, 4, "int16", 3),
+        PixelFormat("T_X16B16G16R16", 1, 4, "int16", 3),
+        PixelFormat("T_A16B16G16R16_F", 1, 4, "fp16", 3),
+        PixelFormat("T_A16Y16U16V16", 1, 4, "int16", 3),
+        PixelFormat("T_V16U16Y16A16", 1, 4, "int16", 3),
+        PixelFormat("T_A16Y16U16V16_F", 1, 4, "fp16", 3),
+        PixelFormat("T_A8B8G8R8", 1, 4, "int8", 7),
+        PixelFormat("T_A8R8G8B8", 1, 4, "int8", 7),
+        PixelFormat("T_B8G8R8A8", 1, 4, "int8", 7),
+        PixelFormat("T_R8G8B8A8", 1, 4, "int8", 7),
+        PixelFormat("T_X8B8G8R8", 1, 4, "int8", 7),
+        PixelFormat("T_X8R8G8B8", 1, 4, "int8", 7),
+        PixelFormat("T_B8G8R8X8", 1, 4, "int8", 7),
+        PixelFormat("T_R8G8B8X8", 1, 4, "int8", 7),
+        PixelFormat("T_A2B10G10R10", 1, 4, "int16", 7),
+        PixelFormat("T_A2R10G10B10", 1, 4, "int16", 7),
+        PixelFormat("T_B10G10R10A2", 1, 4, "int16", 7),
+        PixelFormat("T_R10G10B10A2", 1, 4, "int16", 7),
+        PixelFormat("T_A2Y10U10V10", 1, 4, "int16", 7),
+        PixelFormat("T_V10U10Y10A2", 1, 4, "int16", 7),
+        PixelFormat("T_A8Y8U8V8", 1, 4, "int8", 7),
+        PixelFormat("T_V8U8Y8A8", 1, 4, "int8", 7),
+        PixelFormat("T_Y8___U8V8_N444", 2, 3, "int8", 31),
+        PixelFormat("T_Y8___V8U8_N444", 2, 3, "int8", 31),
+        PixelFormat("T_Y10___U10V10_N444", 2, 3, "int16", 15),
+        PixelFormat("T_Y10___V10U10_N444", 2, 3, "int16", 15),
+        PixelFormat("T_Y12___U12V12_N444", 2, 3, "int16", 15),
+        PixelFormat("T_Y12___V12U12_N444", 2, 3, "int16", 15),
+        PixelFormat("T_Y16___U16V16_N444", 2, 3, "int16", 15),
+        PixelFormat("T_Y16___V16U16_N444", 2, 3, "int16", 15),
+    )
+}
+
+PIXEL_ALIGN = 32  # "Both start address and line stride of pitch linear shall aligned to 32 bytes"
+
+
+def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[tuple[int, int, int]]]]:
+    """Per plane: list of containers, each a list of (channel, lsb, width) fields.
+
+    Components of 8 or 16 bits each get their own container (byte/half-word); 10-bit packed
+    formats (A2B10G10R10 ...) use one 32-bit container per pixel.
+    """
+    fields = fmt.fields
+    if fmt.planes == 2:
+        y, rest = fields[0], fields[1:]
+        planes = [[y], rest]
+    else:
+        planes = [fields]
+    out = []
+    widths = {w for _, w in fields}
+    if widths <= {8}:
+        cdt = np.dtype("<u1")
+    elif widths <= {16}:
+        cdt = np.dtype("<u2")
+    else:
+        cdt = np.dtype("<u4")
+    for pl in planes:
+        if cdt.itemsize * 8 in {w for _, w in pl} and all(w == cdt.itemsize * 8 for _, w in pl):
+            # one container per component, memory order = reversed name order
+            out.append([[(_CH[n], 0, w)] for n, w in reversed(pl)])
+        else:
+            lsb, fl = 0, []
+            for n, w in reversed(pl):
+                fl.append((_CH[n], lsb, w))
+                lsb += w
+            out.append([fl])
+    return cdt, out
+
+
+def _pixel_dtype(fmt: PixelFormat) -> np.dtype:
+    cdt, _ = _pixel_container(fmt)
+    if fmt.float:
+        return np.dtype(np.float16)
+    if fmt.signed:
+        return np.dtype(np.int16)
+    return np.dtype(np.uint8) if cdt.itemsize == 1 else np.dtype(np.uint16)
+
+
+def _pixel_channel_index(fmt: PixelFormat, ch: int) -> int:
+    # 3-channel semi-planar formats have channels Y, U, V only
+    return ch
+
+
+def _pixel_geometry(fmt: PixelFormat, H: int, W: int, p: dict[str, Any]) -> list[tuple[int, int, int]]:
+    """(plane offset, line stride, bytes per pixel) per plane, validated."""
+    cdt, planes = _pixel_container(fmt)
+    x = p["x_offset"]
+    if not 0 <= x <= fmt.x_offset_max:
+        raise LayoutError(
+            f"{fmt.name}: x_offset={x} outside the valid X offset range 0~{fmt.x_offset_max} "
+            f"(seed 000 pixel format table)"
+        )
+    out = []
+    offset = 0
+    for i, pl in enumerate(planes):
+        bpp = len(pl) * cdt.itemsize
+        key = "line_stride" if i == 0 else "uv_line_stride"
+        ls = p[key]
+        if ls is None:
+            ls = align_up((x + W) * bpp, PIXEL_ALIGN)
+        check_aligned(f"{fmt.name} {key}", ls, PIXEL_ALIGN, "pitch-linear line stride aligns to 32 bytes (seed 000)")
+        if ls < (x + W) * bpp:
+            raise LayoutError(f"{fmt.name}: {key}={ls} is smaller than (x_offset + W) * {bpp} = {(x + W) * bpp} bytes")
+        if i == 1:
+            uo = p["uv_offset"]
+            offset = align_up(out[0][0] + H * out[0][1], PIXEL_ALIGN) if uo is None else uo
+            check_aligned(f"{fmt.name} uv_offset", offset, PIXEL_ALIGN, "pitch-linear plane start address aligns to 32 bytes (seed 000)")
+            if offset < out[0][0] + H * out[0][1] and H:
+                raise LayoutError(f"{fmt.name}: uv_offset={offset} overlaps the Y plane ({H * out[0][1]} bytes)")
+        out.append((offset, ls, bpp))
+    return out
+
+
+def _pixel_to_containers(fmt: PixelFormat, arr: np.ndarray) -> list[np.ndarray]:
+    cdt, planes = _pixel_container(fmt)
+    want = _pixel_dtype(fmt)
+    a = arr
+    if a.ndim == 2 and fmt.channels == 1:
+        a = a[..., None]
+    if a.ndim != 3 or a.shape[2] != fmt.channels:
+        raise LayoutError(f"{fmt.name}: pixel data must have shape (H, W, {fmt.channels}), got {arr.shape}")
+    if a.dtype.itemsize != want.itemsize or a.dtype.kind not in "uif":
+        raise LayoutError(f"{fmt.name}: expected {want} pixel components, got {a.dtype}")
+    bits = a.view(np.dtype(f"<u{a.dtype.itemsize}")) if a.dtype.kind != "u" else a
+    res = []
+    for pl in planes:
+        conts = []
+        for fields in pl:
+            if len(fields) == 1 and fields[0][2] == cdt.itemsize * 8:
+                conts.append(bits[..., fields[0][0]].astype(cdt))
+                continue
+            word = np.zeros(a.shape[:2], dtype=cdt)
+            for ch, lsb, w in fields:
+                v = bits[..., ch].astype(np.uint64)
+                if np.any(v >> w):
+                    raise LayoutError(f"{fmt.name}: channel {ch} value exceeds its {w}-bit field")
+                word |= (v << lsb).astype(cdt)
+            conts.append(word)
+        res.append(np.stack(conts, axis=-1))
+    return res
+
+
+def _pixel_from_containers(fmt: PixelFormat, planes_data: list[np.ndarray]) -> np.ndarray:
+    cdt, planes = _pixel_container(fmt)
+    want = _pixel_dtype(fmt)
+    H, W = planes_data[0].shape[:2]
+    out = np.zeros((H, W, fmt.channels), dtype=np.dtype(f"<u{want.itemsize}"))
+    for pl, data in zip(planes, planes_data):
+        for j, fields in enumerate(pl):
+            for ch, lsb, w in fields:
+                v = (data[..., j].astype(np.uint64) >> lsb) & ((1 << w) - 1)
+                out[..., ch] = v
+    return out.view(want) if want.kind != "u" else out
+
+
+def _pixel_plans(fmt: PixelFormat, H: int, W: int, p: dict[str, Any]) -> tuple[int, list[Plan]]:
+    cdt, planes = _pixel_container(fmt)
+    geo = _pixel_geometry(fmt, H, W, p)
+    plans, total = [], 0
+    for (off, ls, bpp), pl in zip(geo, planes):
+        n = len(pl)
+        size = off + (H - 1) * ls + (p["x_offset"] + W) * bpp if H and W else off
+        total = max(total, size)
+        isz = cdt.itemsize
+        plans.append(Plan(size, cdt, (Piece((), None, (0, 1, 2), (off + p["x_offset"] * bpp) // isz,
+                                            (H, W, n), (ls // isz, n, 1)),)))
+    return total, plans
+
+
+def make_pixel_layout(fmt: PixelFormat) -> LayoutSpec:
+    params = (
+        Param("x_offset", int, 0, f"redundant pixels before the first element of each line (0~{fmt.x_offset_max})"),
+        Param("line_stride", int, None, "bytes per line of the (Y) plane, multiple of 32 (default: minimum)"),
+    )
+    if fmt.planes == 2:
+        params += (
+            Param("uv_line_stride", int, None, "bytes per line of the UV plane, multiple of 32"),
+            Param("uv_offset", int, None, "byte offset of the UV plane in the buffer, multiple of 32"),
+        )
+
+    def pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+        conts = _pixel_to_containers(fmt, arr)
+        H, W = conts[0].shape[:2]
+        if fmt.planes == 1:
+            p = {**p, "uv_line_stride": None, "uv_offset": None}
+        total, plans = _pixel_plans(fmt, H, W, p)
+        buf = np.zeros(total, np.uint8)
+        for plan, c in zip(plans, conts):
+            part = execute_pack(c, plan)
+            buf[: part.size] |= part
+        return buf
+
+    def unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+        if len(shape) == 2 and fmt.channels == 1:
+            shape = shape + (1,)
+        if len(shape) != 3 or shape[2] != fmt.channels:
+            raise LayoutError(f"{fmt.name}: shape must be (H, W, {fmt.channels}), got {shape}")
+        H, W = shape[:2]
+        if fmt.planes == 1:
+            p = {**p, "uv_line_stride": None, "uv_offset": None}
+        _, plans = _pixel_plans(fmt, H, W, p)
+        _, planes = _pixel_container(fmt)
+        data = [execute_unpack(buf, plan, (H, W, len(pl)), fmt.name) for plan, pl in zip(plans, planes)]
+        return _pixel_from_containers(fmt, data)
+
+    desc = (f"pixel format {fmt.name}: {fmt.planes} plane(s), {fmt.channels} channel(s), "
+            f"{fmt.precision}, X offset 0~{fmt.x_offset_max}; pitch linear, 32-byte aligned lines")
+    return LayoutSpec(f"nvdla.pixel.{fmt.name}", "nvdla", desc, params, pack, unpack,
+                      str(_pixel_dtype(fmt)), SEED)
+
+
+# --------------------------------------------------------------------------------------------
+# Weights: direct convolution, image input, Winograd, deconvolution
+# --------------------------------------------------------------------------------------------
+
+
+def _weight_precision(dt: np.dtype) -> str:
+    return "int8" if dt.itemsize == 1 else "int16/fp16"
+
+
+def weight_group_size(params: dict[str, Any], dt: np.dtype) -> int:
+    """Kernels per group: 32 for int8, 16 for int16/fp16 on nv_full (seed 000)."""
+    g = params.get("kernels_per_group")
+    if g is None:
+        k = PROFILES[params["profile"]].mac_atomic_k
+        g = k if dt.itemsize == 1 else max(k // 2, 1)
+    if g <= 0:
+        raise LayoutError(f"kernels_per_group={g} must be positive")
+    return int(g)
+
+
+def weight_cube_elements(params: dict[str, Any]) -> int:
+    """Elements per 1x1xC' small cube: 64 on nv_full (seed 000), MAC atomic C otherwise."""
+    e = params.get("cube_elements")
+    if e is None:
+        e = PROFILES[params["profile"]].mac_atomic_c
+    if e <= 0:
+        raise LayoutError(f"cube_elements={e} must be positive")
+    return int(e)
+
+
+def _k_groups(K: int, G: int) -> list[tuple[int, int, int]]:
+    """(first kernel, number of groups, kernels per group) for the full groups and the tail."""
+    out = []
+    if K // G:
+        out.append((0, K // G, G))
+    if K % G:
+        out.append(((K // G) * G, 1, K % G))
+    return out
+
+
+def dc_pieces(K: int, C: int, H: int, W: int, G: int, E: int, base: int = 0) -> list[Piece]:
+    """Direct-convolution mapping of a (K, C, H, W) tensor: C' -> K -> W -> H -> C per group.
+
+    Seed 000: groups of G kernels (last may be smaller); 1x1xC' cubes with C' <= E elements,
+    the last channel block not padded; groups mapped compactly.
+    """
+    pieces = []
+    chw = C * H * W
+    cn, cr = C // E, C % E
+    for k0, ng, kg in _k_groups(K, G):
+        off = base + k0 * chw
+        gstride = kg * chw
+        ks = slice(k0, k0 + ng * kg)
+        if cn:
+            pieces.append(Piece((ks, slice(0, cn * E)), (ng, kg, cn, E, H, W), (0, 2, 4, 5, 1, 3), off,
+                                (ng, cn, H, W, kg, E), (gstride, E * H * W * kg, W * kg * E, kg * E, E, 1)))
+        if cr:
+            pieces.append(Piece((ks, slice(cn * E, C)), (ng, kg, cr, H, W), (0, 3, 4, 1, 2), off + cn * E * H * W * kg,
+                                (ng, H, W, kg, cr), (gstride, W * kg * cr, kg * cr, cr, 1)))
+    return pieces
+
+
+_WEIGHT_PARAMS = _profile_params() + (
+    Param("kernels_per_group", int, None, "kernels per group (default 32 int8 / 16 int16,fp16 on nv_full)"),
+    Param("cube_elements", int, None, "elements per 1x1xC' small cube (default 64 on nv_full)"),
+)
+
+
+def _weight_shape(shape: tuple[int, ...], what: str) -> tuple[int, int, int, int]:
+    if len(shape) != 4:
+        raise LayoutError(f"{what}: weights are (K, C, H, W) kernels, got shape {shape}")
+    return tuple(int(s) for s in shape)  # type: ignore[return-value]
+
+
+def dc_plan(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> Plan:
+    K, C, H, W = _weight_shape(shape, "direct-convolution weight")
+    G, E = weight_group_size(p, dt), weight_cube_elements(p)
+    n = K * C * H * W * dt.itemsize
+    return Plan(align_up(n, WEIGHT_DATA_ALIGN), storage_dtype(dt), tuple(dc_pieces(K, C, H, W, G, E)))
+
+
+def dc_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "weight")
+    return execute_pack(to_storage(arr), dc_plan(arr.shape, dt, p))
+
+
+def dc_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "weight")
+    return from_storage(execute_unpack(buf, dc_plan(shape, dt, p), shape, "nvdla.weight.dc"), dt)
+
+
+def weight_group_bytes(shape: tuple[int, ...], dt: np.dtype, params: dict[str, Any]) -> list[int]:
+    """Uncompressed bytes of each kernel group (the groups WGS counts) for DC-like mappings."""
+    K, C, H, W = shape
+    G = weight_group_size(params, dt)
+    return [min(G, K - k) * C * H * W * np.dtype(dt).itemsize for k in range(0, K, G)]
+
+
+# image input: channel pre-extension and optional post-extension ----------------------------
+
+
+def image_pre_extend(weight: np.ndarray) -> np.ndarray:
+    """Channel pre-extension: all weights of one kernel line become one channel.
+
+    (K, C, R, S) -> (K, S*C, R, 1) with new channel s*C + c, the order in which a line of S
+    pixels of C components lies in memory (seed 000 'Basic Weight for image input').
+    """
+    K, C, R, S = weight.shape
+    return weight.transpose(0, 3, 1, 2).reshape(K, S * C, R, 1)
+
+
+def image_pre_extend_inverse(ext: np.ndarray, channels: int) -> np.ndarray:
+    K, SC, R, _ = ext.shape
+    S = SC // channels
+    return ext.reshape(K, S, channels, R).transpose(0, 2, 3, 1)
+
+
+def _image_pieces(K: int, Ce: int, R: int, G: int, E: int, post: int) -> list[Piece]:
+    """Post-extension by ``post`` lines on a pre-extended (K, Ce, R) tensor.
+
+    Lines r = g*post + j of a kernel are combined into one row with channel j*Ce + c; the last
+    row keeps only the remaining lines ("do NOT append 0s"). Each combined row fits one C' cube.
+    """
+    rf, rr = R // post, R % post
+    pieces = []
+    for k0, ng, kg in _k_groups(K, G):
+        off = k0 * Ce * R
+        gs = kg * Ce * R
+        ks = slice(k0, k0 + ng * kg)
+        if rf:
+            pieces.append(Piece((ks, slice(None), slice(0, rf * post)), (ng, kg, Ce, rf, post), (0, 3, 1, 4, 2), off,
+                                (ng, rf, kg, post, Ce), (gs, kg * post * Ce, post * Ce, Ce, 1)))
+        if rr:
+            pieces.append(Piece((ks, slice(None), slice(rf * post, R)), (ng, kg, Ce, rr), (0, 1, 3, 2),
+                                off + rf * kg * post * Ce, (ng, kg, rr, Ce), (gs, rr * Ce, Ce, 1)))
+    return pieces
+
+
+def image_plan(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> tuple[Plan, tuple[int, ...]]:
+    K, C, R, S = _weight_shape(shape, "image-input weight")
+    G, E = weight_group_size(p, dt), weight_cube_elements(p)
+    post = p["post_extension"]
+    Ce = S * C
+    if post == 1:
+        pieces = dc_pieces(K, Ce, R, 1, G, E)
+    else:
+        limit = {2: 32, 4: 16}[post]
+        if Ce > limit:
+            raise LayoutError(
+                f"image weight post-extension {post}-line needs pre-extended channels <= {limit} "
+                f"(got S*C = {Ce}); seed 000: two-line (C<=32) or four-line (C<=16)"
+            )
+        if post * Ce > E:
+            raise LayoutError(f"post-extension: {post} lines x {Ce} channels exceed one {E}-element cube")
+        pieces = _image_pieces(K, Ce, R, G, E, post)
+    n = K * C * R * S * dt.itemsize
+    return Plan(align_up(n, WEIGHT_DATA_ALIGN), storage_dtype(dt), tuple(pieces)), (K, Ce, R, 1)
+
+
+def image_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "weight")
+    plan, _ = image_plan(arr.shape, dt, p)
+    ext = image_pre_extend(to_storage(arr))
+    return execute_pack(ext if p["post_extension"] == 1 else ext[..., 0], plan)
+
+
+def image_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "weight")
+    plan, eshape = image_plan(shape, dt, p)
+    ushape = eshape if p["post_extension"] == 1 else eshape[:3]
+    ext = execute_unpack(buf, plan, ushape, "nvdla.weight.image").reshape(eshape)
+    return from_storage(np.ascontiguousarray(image_pre_extend_inverse(ext, shape[1])), dt)
+
+
+# Winograd -----------------------------------------------------------------------------------
+
+#: Seed 000 'Matrix for weight transfer for Winograd'
+WINOGRAD_G = np.array([[1.0, 0.0, 0.0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0.0, 0.0, 1.0]])
+
+
+def winograd_channel_extend(weight: np.ndarray, stride: int) -> np.ndarray:
+    """Channel extension for stride != 1: (K, C, 3s, 3s) -> (K, s*s*C, 3, 3).
+
+    Kernels smaller than 3s are zero-padded to 3s. New channel (dy*s + dx)*C + c holds
+    w[k, c, y*s + dy, x*s + dx]. The seed only states that the extended kernel is 3x3; the
+    channel order here follows the stride phase (dy, dx) then the original channel.
+    """
+    K, C, R, S = weight.shape
+    s = int(stride)
+    if s < 1 or R > 3 * s or S > 3 * s:
+        raise LayoutError(f"Winograd channel extension: kernel {R}x{S} with stride {s} cannot become 3x3")
+    full = np.zeros((K, C, 3 * s, 3 * s), dtype=weight.dtype)
+    full[:, :, :R, :S] = weight
+    # (K, C, 3, s(dy), 3, s(dx)) -> (K, dy, dx, C, 3, 3)
+    return full.reshape(K, C, 3, s, 3, s).transpose(0, 3, 5, 1, 2, 4).reshape(K, s * s * C, 3, 3)
+
+
+def winograd_phase1(weight: np.ndarray, *, stride: int = 1, atom_bytes: int = 32, scale: float = 1.0,
+                    dtype: Any = None) -> np.ndarray:
+    """Phase 1: pad C to a 32-byte atom, extend channels for stride != 1, compute G W G^T.
+
+    Returns (K, C', 4, 4) in ``dtype`` (default: the input dtype). Integer results are
+    ``round(scale * GWG^T)`` (half away from zero) saturated to the type; the scaling factor is
+    the "scaling factor may involve" of seed 000.
+    """
+    w = np.asarray(weight)
+    dt = np.dtype(dtype or w.dtype)
+    K, C, R, S = w.shape
+    lanes = atom_bytes // dt.itemsize
+    cp = align_up(C, lanes)
+    if cp != C:
+        w = np.concatenate([w, np.zeros((K, cp - C, R, S), w.dtype)], axis=1)
+    if stride != 1:
+        w = winograd_channel_extend(w, stride)
+    elif (R, S) != (3, 3):
+        raise LayoutError(f"Winograd weights are 3x3 kernels (got {R}x{S}) for stride 1")
+    t = np.einsum("ij,kcjl,ml->kcim", WINOGRAD_G, w.astype(np.float64), WINOGRAD_G) * scale
+    if dt.kind == "f":
+        return t.astype(dt)
+    info = np.iinfo(dt)
+    r = np.sign(t) * np.floor(np.abs(t) + 0.5)
+    return np.clip(r, info.min, info.max).astype(dt)
+
+
+def winograd_pieces(K: int, C: int, G: int) -> list[Piece]:
+    """Phase 2: 4x4x4-element cubes scanned K -> C inside each group of G kernels.
+
+    Inside a cube the elements go channel (4) fastest, then x, then y -- the feature-data
+    order; the seed names the cube size but not its internal order.
+    """
+    c4 = C // 4
+    pieces = []
+    for k0, ng, kg in _k_groups(K, G):
+        gs = kg * C * 16
+        pieces.append(Piece((slice(k0, k0 + ng * kg),), (ng, kg, c4, 4, 4, 4), (0, 2, 1, 4, 5, 3), k0 * C * 16,
+                            (ng, c4, kg, 4, 4, 4), (gs, kg * 64, 64, 16, 4, 1)))
+    return pieces
+
+
+def winograd_plan(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> Plan:
+    K, C, H, W = _weight_shape(shape, "Winograd weight")
+    if (H, W) != (4, 4):
+        raise LayoutError(f"Winograd phase-2 weights are 4x4 after G W G^T, got {H}x{W}")
+    if C % 4:
+        raise LayoutError(f"Winograd: the channel size should always divisible by 4 (got C={C}; seed 000)")
+    G = weight_group_size(p, dt)
+    return Plan(align_up(K * C * 16 * dt.itemsize, WEIGHT_DATA_ALIGN), storage_dtype(dt), tuple(winograd_pieces(K, C, G)))
+
+
+def winograd_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "weight")
+    if p["convert"]:
+        arr = winograd_phase1(arr, stride=p["stride"], atom_bytes=_atom(p), scale=p["scale"])
+    return execute_pack(to_storage(arr), winograd_plan(arr.shape, dt, p))
+
+
+def winograd_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "weight")
+    return from_storage(execute_unpack(buf, winograd_plan(shape, dt, p), shape, "nvdla.weight.winograd"), dt)
+
+
+# Deconvolution ------------------------------------------------------------------------------
+
+
+def deconv_split(weight: np.ndarray, stride_x: int, stride_y: int) -> list[np.ndarray]:
+    """Set split for deconvolution: one sub-kernel per stride phase (dy, dx), y-phase major.
+
+    Sub-kernel (dy, dx) = w[:, :, dy::sy, dx::sx], zero-padded to ceil(R/sy) x ceil(S/sx).
+    """
+    K, C, R, S = weight.shape
+    rh, sw = ceil_div(R, stride_y), ceil_div(S, stride_x)
+    full = np.zeros((K, C, rh * stride_y, sw * stride_x), dtype=weight.dtype)
+    full[:, :, :R, :S] = weight
+    parts = full.reshape(K, C, rh, stride_y, sw, stride_x)
+    return [np.ascontiguousarray(parts[:, :, :, dy, :, dx]) for dy in range(stride_y) for dx in range(stride_x)]
+
+
+def _deconv_layout(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> tuple[list[int], tuple[int, ...], int]:
+    K, C, R, S = _weight_shape(shape, "deconvolution weight")
+    sx, sy = p["stride_x"], p["stride_y"]
+    if sx < 1 or sy < 1:
+        raise LayoutError("deconvolution strides must be >= 1")
+    sub = (K, C, ceil_div(R, sy), ceil_div(S, sx))
+    size = dc_plan(sub, dt, p).nbytes
+    step = align_up(size, WEIGHT_START_ALIGN)
+    return [i * step for i in range(sx * sy)], sub, size
+
+
+def deconv_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "weight")
+    offs, sub, size = _deconv_layout(arr.shape, dt, p)
+    buf = np.zeros(offs[-1] + size, np.uint8)
+    for off, part in zip(offs, deconv_split(to_storage(arr), p["stride_x"], p["stride_y"])):
+        buf[off:off + size] = execute_pack(part, dc_plan(sub, dt, p))
+    return buf
+
+
+def deconv_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "weight")
+    offs, sub, size = _deconv_layout(shape, dt, p)
+    K, C, R, S = shape
+    sx, sy = p["stride_x"], p["stride_y"]
+    full = np.zeros((K, C, sub[2], sy, sub[3], sx), dtype=storage_dtype(dt))
+    for i, off in enumerate(offs):
+        full[:, :, :, i // sx, :, i % sx] = execute_unpack(buf[off:], dc_plan(sub, dt, p), sub, "nvdla.weight.deconv")
+    out = full.reshape(K, C, sub[2] * sy, sub[3] * sx)[:, :, :R, :S]
+    return from_storage(np.ascontiguousarray(out), dt)

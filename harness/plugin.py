@@ -1,0 +1,196 @@
+"""pytest plugin (entry point ``nvdla_hil``): target selection, fixtures, markers, summary.
+
+Options (each with an environment-variable fallback, as labgrid's ``--lg-env``/``LG_ENV``):
+
+``--target {model,verilator,serial}``  NVDLA_HIL_TARGET, default ``model``
+``--nvdla-config P[,P2...]``           NVDLA_HIL_CONFIG, hardware profile(s); a test runs on the first
+                                       profile that has the features it needs (default
+                                       ``nv_small,nv_small_256_full``)
+``--nvdla-traces PATH``                NVDLA_TRACES, folder of NVDLA trace tests
+``--nvdla-vectors PATH``               NVDLA_HIL_VECTORS, folder of packed test vectors (default: bundled)
+``--nvdla-hw PATH``                    NVDLA_HW, the user's nvdla/hw checkout (verilator target)
+``--lab FILE --board NAME``            NVDLA_HIL_LAB / NVDLA_HIL_BOARD (serial target)
+``--model-semantics {rtl,cmod}``       the model follows the RTL (default) or NVDLA's C model
+``--poison``                           poison checked output regions before each trace
+``--waves``                            verilator: dump FST waves
+``--nvdla-log DIR``                    write each test's register-access log to DIR
+
+Fixtures: ``nvdla_spec`` (session :class:`TargetSpec`), ``nvdla_target`` (an open target per
+test), ``nvdla_driver`` (:class:`NvdlaDriver` on it), ``nvdla_profile``.
+Marker: ``@pytest.mark.nvdla_feature("sdp_lut", ...)`` skips (with the reason) when no
+configured profile has the features; the fixtures then open the target on a profile that has them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ..drivers.driver import AccessLog, NvdlaDriver
+from ..drivers.profiles import HardwareProfile, load_profile
+from .targets import TARGETS, TargetSpec, open_target
+
+SPEC_KEY = pytest.StashKey[TargetSpec]()
+PROFILES_KEY = pytest.StashKey[list[str]]()
+
+DEFAULT_PROFILES = "nv_small,nv_small_256_full"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("nvdla-hil", "NVDLA hardware-in-the-loop")
+    g.addoption("--target", choices=TARGETS, default=None, help="where tests run (default: model, or NVDLA_HIL_TARGET)")
+    g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated (default {DEFAULT_PROFILES})")
+    g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
+    g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
+    g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
+    g.addoption("--lab", default=None, help="lab file for the serial target (or NVDLA_HIL_LAB)")
+    g.addoption("--board", default=None, help="board name in the lab file (or NVDLA_HIL_BOARD)")
+    g.addoption("--model-semantics", choices=("rtl", "cmod"), default="rtl", help="model follows RTL or C model")
+    g.addoption("--poison", action="store_true", help="poison checked output regions before each trace")
+    g.addoption("--waves", action="store_true", help="verilator target: dump FST waves")
+    g.addoption("--nvdla-log", default=None, help="folder for per-test register access logs")
+    g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
+
+
+def _opt(config: pytest.Config, name: str, env: str, default: str | None = None) -> str | None:
+    v = config.getoption(name)
+    return v if v is not None else os.environ.get(env, default)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "nvdla_feature(*features): needs hardware features (skipped when absent)")
+    config.addinivalue_line("markers", "nvdla_targets(*kinds): runs only on these targets")
+    kind = _opt(config, "--target", "NVDLA_HIL_TARGET", "model")
+    if kind not in TARGETS:
+        raise pytest.UsageError(f"NVDLA_HIL_TARGET={kind!r}: expected one of {', '.join(TARGETS)}")
+    profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", DEFAULT_PROFILES) or "").split(",") if p.strip()]
+    for p in profiles:
+        try:
+            load_profile(p)
+        except Exception as e:  # noqa: BLE001 - turn any profile error into a usage error
+            raise pytest.UsageError(f"--nvdla-config: {e}") from None
+    config.stash[PROFILES_KEY] = profiles
+    config.stash[SPEC_KEY] = TargetSpec(
+        kind=kind,
+        profile=profiles[0],
+        semantics=config.getoption("--model-semantics"),
+        nvdla_hw=_opt(config, "--nvdla-hw", "NVDLA_HW"),
+        waves=config.getoption("--waves"),
+        lab=_opt(config, "--lab", "NVDLA_HIL_LAB"),
+        board=_opt(config, "--board", "NVDLA_HIL_BOARD"),
+    )
+    if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
+        config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
+
+
+def profile_for(config: pytest.Config, features: tuple[str, ...] | set[str]) -> HardwareProfile | None:
+    """The first configured profile that has every feature, or None."""
+    for name in config.stash[PROFILES_KEY]:
+        prof = load_profile(name)
+        if all(prof.has(f) for f in features):
+            return prof
+    return None
+
+
+def _needed_features(item: pytest.Item) -> set[str]:
+    feats: set[str] = set()
+    for m in item.iter_markers("nvdla_feature"):
+        if not m.args or not all(isinstance(a, str) for a in m.args):
+            raise pytest.UsageError(f"{item.nodeid}: nvdla_feature needs feature names as strings")
+        feats.update(m.args)
+    return feats
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    spec = item.config.stash[SPEC_KEY]
+    for m in item.iter_markers("nvdla_targets"):
+        if spec.kind not in m.args:
+            pytest.skip(f"runs only on target(s) {', '.join(m.args)}, not {spec.kind}")
+    feats = _needed_features(item)
+    if feats and profile_for(item.config, feats) is None:
+        profiles = ", ".join(item.config.stash[PROFILES_KEY])
+        pytest.skip(f"needs {', '.join(sorted(feats))}; no configured profile ({profiles}) has them")
+
+
+@pytest.fixture(scope="session")
+def nvdla_spec(pytestconfig: pytest.Config) -> TargetSpec:
+    """How the selected target is opened (kind, profile, paths)."""
+    return pytestconfig.stash[SPEC_KEY]
+
+
+@pytest.fixture
+def nvdla_profile(request: pytest.FixtureRequest) -> HardwareProfile:
+    """The profile this test runs on: the first configured one with the test's features."""
+    feats = _needed_features(request.node)
+    prof = profile_for(request.config, feats)
+    if prof is None:
+        pytest.skip(f"no configured profile has {', '.join(sorted(feats))}")
+    return prof
+
+
+@pytest.fixture
+def nvdla_target(request: pytest.FixtureRequest, nvdla_spec: TargetSpec, nvdla_profile: HardwareProfile) -> Iterator:
+    """An open target for this test, released afterwards (even on failure)."""
+    spec = nvdla_spec.with_profile(nvdla_profile.name)
+    if spec.kind == "verilator" and not spec.nvdla_hw:
+        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
+    if spec.kind == "serial" and not (spec.lab and spec.board):
+        pytest.skip("serial target needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    target = open_target(spec)
+    with target:
+        log_dir = request.config.getoption("--nvdla-log")
+        log = None
+        if log_dir:
+            log = AccessLog(nvdla_profile.regmap)
+            target.add_observer(log)
+        try:
+            yield target
+        finally:
+            if log is not None:
+                Path(log_dir).mkdir(parents=True, exist_ok=True)
+                safe = request.node.nodeid.replace("/", "_").replace("::", "__").replace("[", "_").replace("]", "")
+                with open(Path(log_dir) / f"{safe}.log", "w", encoding="utf-8") as fh:
+                    log.dump(fh)
+
+
+@pytest.fixture
+def nvdla_driver(nvdla_target, nvdla_profile: HardwareProfile) -> NvdlaDriver:  # noqa: ANN001
+    """The register driver on the open target."""
+    return NvdlaDriver(nvdla_target, nvdla_profile)
+
+
+# ---- summary table (used by `nvdla-hil regress`) ---------------------------------------------
+
+
+class RegressionSummary:
+    """Collects one row per test and prints a table (test, outcome, time, reason) at the end."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rows: list[tuple[str, str, float, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+            why = ""
+            if report.skipped and isinstance(report.longrepr, tuple):
+                why = str(report.longrepr[2]).removeprefix("Skipped: ")
+            elif report.failed:
+                why = (report.longreprtext.strip().splitlines() or [""])[-1]
+            self.rows.append((report.nodeid, report.outcome, report.duration, why))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+        tr = terminalreporter
+        spec = self.config.stash[SPEC_KEY]
+        tr.write_sep("=", f"nvdla-hil regression on {spec.kind} ({', '.join(self.config.stash[PROFILES_KEY])})")
+        counts: dict[str, int] = {}
+        width = min(max((len(n.split("::")[-1]) for n, *_ in self.rows), default=20), 70)
+        for nodeid, outcome, dur, why in self.rows:
+            counts[outcome] = counts.get(outcome, 0) + 1
+            name = nodeid.split("::")[-1]
+            name = name if len(name) <= width else "..." + name[-(width - 3):]
+            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {why[:70]}")
+        tr.write_line("")
+        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped")))

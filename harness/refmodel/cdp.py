@@ -1,0 +1,407 @@
+"""Bit-exact reference model of NVDLA's CDP (cross-channel data processor: LRN), INT8.
+
+Pipeline per element (w, h, c) of a C-channel cube (docs/nvdla-precision-semantics.md
+section 6; cmod ``cmod/cdp/NV_NVDLA_cdp.cpp`` ``lookup_lut_int8``, RTL ``vmod/nvdla/cdp``):
+
+1. input converter    ``x9 = RSAT((b - off8) * scale16, shifter, 9)``            (6.1)
+2. square sum         ``s = sum(x9[j]^2)`` over ``c-(N+1) .. c+(N+1)``, or ``x9[c]``
+                      with ``SQSUM_BYPASS``; channels outside ``0..C-1`` give 0   (6.2)
+3. LUT                two tables (LE: 65 entries, exponent or linear; LO: 257 linear),
+                      16-bit fraction, round only the correction term           (6.3-6.5)
+4. multiply           ``v = r * x9[c]`` (or ``r`` with ``MUL_BYPASS``)            (6.6)
+5. output converter   ``out = RSAT((v - off25) * scale16, shifter, 8)``          (6.6)
+
+Outputs are produced for the padding lanes of the last channel group too; the LUT
+counters are mutually exclusive per element, padding lanes included (6.5).
+
+Semantics ``"rtl"`` (default, nv_small RTL) vs ``"cmod"`` differ only where the spec says
+[DIFF]: index-select sign extension (6.3), the low 22 bits of START in the RTL compare
+(6.7), the RTL LO select of -32 (6.7) and ``D_OUT_SATURATION`` (tied to 0 in the RTL).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
+from .ops import rsat, rsat_flag, rnd, sat, sshift, sx
+
+__all__ = [
+    "CdpConfig",
+    "decode_cdp_config",
+    "decode_cdp_lut",
+    "cdp_lut",
+    "cdp_lrn",
+    "run_cdp",
+    "UF",
+    "OF",
+    "HIT",
+]
+
+I64 = np.int64
+
+# per-table lookup state
+UF, OF, HIT = 0, 1, 2
+
+# width of the extrapolation term before it is added to the table edge (cmod
+# INTERP_INTERMIDIATE_BITS_INT8; RTL INTP unit)
+_INTERP_BITS = 56
+# RTL LUT control datapath width (pPP_BW + 1): START is compared/subtracted on these bits
+_RTL_START_BITS = 22
+_U32_MAX = 0xFFFF_FFFF
+
+
+@dataclass(frozen=True)
+class CdpConfig:
+    """Decoded CDP datapath registers (signed fields already sign-extended)."""
+
+    normalz_len: int = 0  # D_LRN_CFG.NORMALZ_LEN: window 3/5/7/9 for 0..3
+    sqsum_bypass: bool = False
+    mul_bypass: bool = False
+    datin_offset: int = 0  # sx(D_DATIN_OFFSET[7:0], 8)
+    datin_scale: int = 1  # sx(16)
+    datin_shifter: int = 0  # 0..31
+    datout_offset: int = 0  # sx(D_DATOUT_OFFSET[24:0], 25)
+    datout_scale: int = 1  # sx(16)
+    datout_shifter: int = 0  # 0..63
+
+
+def _decode_select(byte: int, semantics: str) -> int:
+    """LE/LO index select byte -> signed shift (6.3 [DIFF]).
+
+    RTL: bits 5:0 as a 6-bit signed value, bits 7:6 ignored. cmod: sign-extends from bit 5
+    only when bit 5 is set; otherwise the whole (unsigned) byte is the shift.
+    """
+    byte &= 0xFF
+    if semantics == "cmod" and not byte & 0x20:
+        return byte
+    return sx(byte & 0x3F, 6)
+
+
+def _reg38(view: RegisterView, block: str, low: str, high: str) -> int:
+    """38-bit signed {HIGH[5:0], LOW[31:0]}."""
+    return sx(((view.reg(block, high) & 0x3F) << 32) | (view.reg(block, low) & _U32_MAX), 38)
+
+
+def decode_cdp_lut(view: RegisterView, semantics: str = "rtl") -> LutParams:
+    """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed)."""
+    f = lambda reg, fld: view.field("CDP", reg, fld)  # noqa: E731
+    prio = lambda bit: "LO" if bit else "LE"  # noqa: E731
+    return LutParams(
+        le_function="linear" if f("S_LUT_CFG", "LUT_LE_FUNCTION") else "exponent",
+        le_index_offset=sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
+        le_index_select=_decode_select(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), semantics),
+        lo_index_select=_decode_select(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), semantics),
+        le_start=_reg38(view, "CDP", "S_LUT_LE_START_LOW", "S_LUT_LE_START_HIGH"),
+        le_end=_reg38(view, "CDP", "S_LUT_LE_END_LOW", "S_LUT_LE_END_HIGH"),
+        lo_start=_reg38(view, "CDP", "S_LUT_LO_START_LOW", "S_LUT_LO_START_HIGH"),
+        lo_end=_reg38(view, "CDP", "S_LUT_LO_END_LOW", "S_LUT_LO_END_HIGH"),
+        le_slope_uflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_UFLOW_SCALE"), 16),
+        le_slope_oflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"), 16),
+        le_slope_uflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
+        le_slope_oflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
+        lo_slope_uflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_UFLOW_SCALE"), 16),
+        lo_slope_oflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"), 16),
+        lo_slope_uflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
+        lo_slope_oflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
+        uflow_priority=prio(f("S_LUT_CFG", "LUT_UFLOW_PRIORITY")),
+        oflow_priority=prio(f("S_LUT_CFG", "LUT_OFLOW_PRIORITY")),
+        hybrid_priority=prio(f("S_LUT_CFG", "LUT_HYBRID_PRIORITY")),
+    )
+
+
+def decode_cdp_config(view: RegisterView) -> CdpConfig:
+    f = lambda reg, fld: view.field("CDP", reg, fld)  # noqa: E731
+    return CdpConfig(
+        normalz_len=f("D_LRN_CFG", "NORMALZ_LEN"),
+        sqsum_bypass=bool(f("D_FUNC_BYPASS", "SQSUM_BYPASS")),
+        mul_bypass=bool(f("D_FUNC_BYPASS", "MUL_BYPASS")),
+        datin_offset=sx(f("D_DATIN_OFFSET", "DATIN_OFFSET"), 8),
+        datin_scale=sx(f("D_DATIN_SCALE", "DATIN_SCALE"), 16),
+        datin_shifter=f("D_DATIN_SHIFTER", "DATIN_SHIFTER"),
+        datout_offset=sx(view.reg("CDP", "D_DATOUT_OFFSET"), 25),
+        datout_scale=sx(f("D_DATOUT_SCALE", "DATOUT_SCALE"), 16),
+        datout_shifter=f("D_DATOUT_SHIFTER", "DATOUT_SHIFTER"),
+    )
+
+
+# --------------------------------------------------------------------------------------
+# LUT (sections 6.3-6.5)
+# --------------------------------------------------------------------------------------
+
+
+def _floor_log2(d: np.ndarray) -> np.ndarray:
+    """floor(log2(d)) for int64 d >= 1 (exact: d < 2^53 converts to float64 exactly)."""
+    _, e = np.frexp(np.maximum(d, 1).astype(np.float64))
+    return e.astype(I64) - 1
+
+
+def _frac16(rem: np.ndarray, k: np.ndarray | int) -> np.ndarray:
+    """Align the ``k`` low bits ``rem`` (0 <= rem < 2^k) to a 16-bit fraction (truncating)."""
+    k = np.asarray(k, dtype=I64)
+    up = np.clip(16 - k, 0, 62)
+    down = np.clip(k - 16, 0, 63)
+    return np.where(k <= 16, rem << up, rem >> down)
+
+
+def _linear_index(d: np.ndarray, sel: int, depth: int, semantics: str, rtl_abs_bits: int):
+    """Linear table index: state, index and 16-bit fraction for ``d = s - START > 0``."""
+    if sel < 0:
+        amount = -sel
+        if semantics == "rtl":
+            amount &= (1 << rtl_abs_bits) - 1  # LO: 5-bit |sel| wraps -32 -> 0 (6.7)
+        # OF when d * 2^amount >= depth - 1, i.e. d >= ceil((depth - 1) / 2^amount)
+        thr = ((depth - 1) + (1 << amount) - 1) >> amount
+        of = d >= thr
+        idx = np.where(of, depth - 1, np.where(of, 0, d) << amount)
+        return of, idx, np.zeros_like(d)
+    idx = d >> sel if sel < 63 else np.zeros_like(d)
+    rem = d & ((I64(1) << sel) - 1) if sel < 63 else d
+    frac = _frac16(rem, sel)
+    of = idx >= depth - 1
+    return of, np.minimum(idx, depth - 1), frac
+
+
+def _extrapolate(diff: np.ndarray, scale: int, shift: int) -> np.ndarray:
+    """``SSHIFT(diff * scale, shift, 56)`` (6.4). ``|diff|`` is clipped to 2^47 first so the
+    product stays in int64; any clipped value saturates the final 16-bit sum anyway."""
+    lim = I64(1) << 47
+    return sshift(np.clip(diff, -lim, lim) * I64(scale), shift, _INTERP_BITS)
+
+
+def _table(
+    s: np.ndarray,
+    t: np.ndarray,
+    *,
+    start: int,
+    end: int,
+    cmp_start: int,
+    exponent: bool,
+    index_offset: int,
+    select: int,
+    uflow_scale: int,
+    uflow_shift: int,
+    oflow_scale: int,
+    oflow_shift: int,
+    semantics: str,
+    rtl_abs_bits: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Value and state (UF/OF/HIT) of one table for every square sum ``s``."""
+    depth = t.size
+    uf = s <= cmp_start
+    d = np.where(uf, 1, s - cmp_start)
+    anchor_u = start
+    if exponent:
+        k = _floor_log2(d)
+        uf = uf | (k < index_offset)
+        i = k - index_offset
+        of = ~uf & (i >= depth - 1)
+        idx = np.clip(i, 0, depth - 1)
+        kk = np.clip(k, 0, 62)
+        frac = _frac16(d - (I64(1) << kk), kk)
+        if index_offset >= 0:
+            # RTL: 39-bit sum (NV_NVDLA_CDP_DP_intp.v); cmod: int64 (undefined for >= 63)
+            anchor_u = start + (1 << index_offset)
+            if semantics == "rtl" or index_offset >= 63:
+                anchor_u = sx(anchor_u, 39)
+    else:
+        of, idx, frac = _linear_index(d, select, depth, semantics, rtl_abs_bits)
+        of = ~uf & of
+    hit = ~uf & ~of
+    idx = np.where(hit, idx, 0)
+    tt = t.astype(I64)
+    t0 = tt[idx]
+    t1 = tt[np.minimum(idx + 1, depth - 1)]
+    v_hit = sat(t0 + rnd((t1 - t0) * np.where(hit, frac, 0), 16), 16)
+    v_uf = sat(tt[0] + _extrapolate(s - anchor_u, uflow_scale, uflow_shift), 16)
+    v_of = sat(tt[-1] + _extrapolate(s - end, oflow_scale, oflow_shift), 16)
+    state = np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8)
+    value = np.where(uf, v_uf, np.where(of, v_of, v_hit))
+    return value, state
+
+
+def cdp_lut(
+    s: np.ndarray,
+    le: np.ndarray,
+    lo: np.ndarray,
+    p: LutParams,
+    semantics: str = "rtl",
+) -> tuple[np.ndarray, LutStats, np.ndarray, np.ndarray]:
+    """CDP two-table LUT on square sums ``s`` (int64).
+
+    ``le``/``lo``: the 65/257 stored entries (any integer dtype; the low 16 bits are used as
+    int16). Returns ``(r, stats, le_state, lo_state)`` with ``r`` the selected 16-bit value.
+    """
+    s = np.asarray(s, dtype=I64)
+    le = sx(np.asarray(le, dtype=I64), 16)
+    lo = sx(np.asarray(lo, dtype=I64), 16)
+    if le.size != LE_ENTRIES or lo.size != LO_ENTRIES:
+        raise ValueError(f"CDP LUT needs {LE_ENTRIES}/{LO_ENTRIES} entries, got {le.size}/{lo.size}")
+
+    def cmp(start: int) -> int:
+        return sx(start, _RTL_START_BITS) if semantics == "rtl" else start
+
+    le_v, le_s = _table(
+        s, le, start=p.le_start, end=p.le_end, cmp_start=cmp(p.le_start),
+        exponent=p.le_function == "exponent", index_offset=p.le_index_offset,
+        select=p.le_index_select,
+        uflow_scale=p.le_slope_uflow_scale, uflow_shift=p.le_slope_uflow_shift,
+        oflow_scale=p.le_slope_oflow_scale, oflow_shift=p.le_slope_oflow_shift,
+        semantics=semantics, rtl_abs_bits=6,
+    )  # fmt: skip
+    lo_v, lo_s = _table(
+        s, lo, start=p.lo_start, end=p.lo_end, cmp_start=cmp(p.lo_start),
+        exponent=False, index_offset=0, select=p.lo_index_select,
+        uflow_scale=p.lo_slope_uflow_scale, uflow_shift=p.lo_slope_uflow_shift,
+        oflow_scale=p.lo_slope_oflow_scale, oflow_shift=p.lo_slope_oflow_shift,
+        semantics=semantics, rtl_abs_bits=5,
+    )  # fmt: skip
+
+    both_uf = (le_s == UF) & (lo_s == UF)
+    both_of = (le_s == OF) & (lo_s == OF)
+    le_only = (le_s == HIT) & (lo_s != HIT)
+    lo_only = (lo_s == HIT) & (le_s != HIT)
+    hybrid = ~(both_uf | both_of | le_only | lo_only)
+
+    pick_lo = (
+        (both_uf & (p.uflow_priority == "LO"))
+        | (both_of & (p.oflow_priority == "LO"))
+        | lo_only
+        | (hybrid & (p.hybrid_priority == "LO"))
+    )
+    r = np.where(pick_lo, lo_v, le_v)
+    stats = LutStats(
+        le_hit=int(le_only.sum()),
+        lo_hit=int(lo_only.sum()),
+        uflow=int(both_uf.sum()),
+        oflow=int(both_of.sum()),
+        hybrid=int(hybrid.sum()),
+    )
+    return r, stats, le_s, lo_s
+
+
+# --------------------------------------------------------------------------------------
+# Datapath (sections 6.1, 6.2, 6.6)
+# --------------------------------------------------------------------------------------
+
+
+def cdp_lrn(
+    x: np.ndarray,
+    channels: int,
+    cfg: CdpConfig,
+    le: np.ndarray,
+    lo: np.ndarray,
+    lut: LutParams,
+    semantics: str = "rtl",
+) -> tuple[np.ndarray, LutStats, int]:
+    """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``).
+
+    Lanes ``>= channels`` are padding: their input counts as 0 in every window but they
+    still produce an output. Returns ``(out int8 [..., Cp], lut stats, saturated outputs)``
+    where the saturation count follows ``semantics`` (RTL: always 0).
+    """
+    b = np.asarray(x, dtype=I64)
+    x9 = rsat((b - cfg.datin_offset) * cfg.datin_scale, cfg.datin_shifter, 9)
+    lane = np.arange(b.shape[-1])
+    x9 = np.where(lane < channels, x9, 0)
+    if cfg.sqsum_bypass:
+        s = x9
+    else:
+        half = cfg.normalz_len + 1
+        sq = x9 * x9
+        pad = [(0, 0)] * (sq.ndim - 1) + [(half, half)]
+        sqp = np.pad(sq, pad)
+        cs = np.concatenate([np.zeros(sqp.shape[:-1] + (1,), I64), np.cumsum(sqp, axis=-1)], axis=-1)
+        n = b.shape[-1]
+        s = cs[..., 2 * half + 1 : 2 * half + 1 + n] - cs[..., 0:n]
+    r, stats, _, _ = cdp_lut(s, le, lo, lut, semantics)
+    v = r if cfg.mul_bypass else r * x9
+    t = (v - cfg.datout_offset) * cfg.datout_scale
+    rtl = semantics == "rtl"
+    out = rsat(t, cfg.datout_shifter, 8, in_bits=42 if rtl else None)
+    nsat = 0 if rtl else int(rsat_flag(t, cfg.datout_shifter, 8, semantics="cmod").sum())
+    return out.astype(np.int8), stats, nsat
+
+
+# --------------------------------------------------------------------------------------
+# Memory access (feature-data layout, seed 000)
+# --------------------------------------------------------------------------------------
+
+
+def _addr(view: RegisterView, block: str, low: str, high: str) -> int:
+    return ((view.reg(block, high) & _U32_MAX) << 32) | (view.reg(block, low) & _U32_MAX)
+
+
+def read_cube(
+    mem: MemoryPort, base: int, line_stride: int, surf_stride: int, w: int, h: int, groups: int, atom: int
+) -> np.ndarray:
+    """Read a feature cube as ``uint8 [groups, h, w, atom]`` (one read per line)."""
+    out = np.empty((groups, h, w, atom), dtype=np.uint8)
+    for g in range(groups):
+        for y in range(h):
+            out[g, y] = mem.read(base + g * surf_stride + y * line_stride, w * atom).reshape(w, atom)
+    return out
+
+
+def write_cube(mem: MemoryPort, base: int, line_stride: int, surf_stride: int, data: np.ndarray) -> None:
+    """Write ``uint8 [groups, h, w, atom]`` back in feature layout (one write per line)."""
+    groups, h = data.shape[:2]
+    for g in range(groups):
+        for y in range(h):
+            mem.write(base + g * surf_stride + y * line_stride, np.ascontiguousarray(data[g, y]).ravel())
+
+
+def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
+    """Execute one CDP layer from the executing register group (INT8 only)."""
+    sem = options.semantics
+    fmt = view.field("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE")
+    rfmt = view.field("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA")
+    if fmt != 0 or rfmt != 0:
+        names = {0: "INT8", 1: "INT16", 2: "FP16"}
+        raise UnitNotModelled(
+            f"CDP: input data type {names.get(fmt, fmt)} (RDMA {names.get(rfmt, rfmt)}) not modelled; INT8 only"
+        )
+    w = view.field("CDP_RDMA", "D_DATA_CUBE_WIDTH", "WIDTH") + 1
+    h = view.field("CDP_RDMA", "D_DATA_CUBE_HEIGHT", "HEIGHT") + 1
+    c = view.field("CDP_RDMA", "D_DATA_CUBE_CHANNEL", "CHANNEL") + 1
+    atom = options.atom_bytes
+    groups = -(-c // atom)
+
+    src = read_cube(
+        mem,
+        _addr(view, "CDP_RDMA", "D_SRC_BASE_ADDR_LOW", "D_SRC_BASE_ADDR_HIGH"),
+        view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE"),
+        view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"),
+        w, h, groups, atom,
+    )  # fmt: skip
+    # [g, h, w, lane] -> [h, w, channel]
+    x = src.view(np.int8).transpose(1, 2, 0, 3).reshape(h, w, groups * atom)
+
+    cfg = decode_cdp_config(view)
+    lut = decode_cdp_lut(view, sem)
+    out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem)
+
+    dst = out.reshape(h, w, groups, atom).transpose(2, 0, 1, 3).view(np.uint8)
+    write_cube(
+        mem,
+        _addr(view, "CDP", "D_DST_BASE_ADDR_LOW", "D_DST_BASE_ADDR_HIGH"),
+        view.reg("CDP", "D_DST_LINE_STRIDE"),
+        view.reg("CDP", "D_DST_SURFACE_STRIDE"),
+        dst,
+    )
+    cap = lambda n: min(n, _U32_MAX)  # noqa: E731  (RTL counters saturate)
+    stats = {
+        ("CDP", "D_PERF_LUT_UFLOW"): cap(st.uflow),
+        ("CDP", "D_PERF_LUT_OFLOW"): cap(st.oflow),
+        ("CDP", "D_PERF_LUT_HYBRID"): cap(st.hybrid),
+        ("CDP", "D_PERF_LUT_LE_HIT"): cap(st.le_hit),
+        ("CDP", "D_PERF_LUT_LO_HIT"): cap(st.lo_hit),
+        ("CDP", "D_OUT_SATURATION"): cap(nsat),
+        ("CDP", "D_NAN_INPUT_NUM"): 0,
+        ("CDP", "D_INF_INPUT_NUM"): 0,
+        ("CDP", "D_NAN_OUTPUT_NUM"): 0,
+    }
+    return LayerResult(stats=stats, elements=int(out.size))

@@ -1,0 +1,129 @@
+"""Feature-cube DMA in NVDLA's memory format (read and write through a ``MemoryPort``).
+
+NVDLA stores a W x H x C cube as *surfaces* of ``group`` channels (``group`` = elements per
+memory atom: 8 for int8 on nv_small's 8-byte atom). Inside a surface each line holds ``W``
+element groups back to back, ``bpe`` bytes per element (seed 000, "feature data format"):
+
+    addr(c, h, w) = base + (c // group) * surface_stride + h * line_stride
+                    + (w * group + c % group) * bpe
+
+The last surface is fetched whole: channel-padding lanes ``C .. group*ceil(C/group)-1``
+are read (and later processed and written) like real channels (doc section 3.0).
+
+SDP operand cubes (BRDMA/NRDMA/ERDMA) use the same geometry with ``bpe`` = component count
+x component size; with ``DATA_USE = BOTH`` the two components of an element are
+interleaved ALU first, MUL second (cmod ``NvdlaPacker``, "A0B0A1B1"). A per-kernel operand
+is one packed vector of ``group*ceil(C/group)`` elements at ``base`` (cmod
+``SdpRdmaCore``, PER_KERNEL branch: one contiguous request of ``surf_num*group*bpe`` bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import MemoryPort
+
+__all__ = ["CubeGeometry", "read_cube", "write_cube", "read_vector", "surfaces"]
+
+# read the whole span in one request when it is at most this many times the bytes needed
+_SPAN_FACTOR = 4
+_SPAN_SLACK = 1 << 20
+
+
+def surfaces(channels: int, group: int) -> int:
+    """Number of surfaces (channel groups) holding ``channels`` channels."""
+    return -(-channels // group)
+
+
+@dataclass(frozen=True)
+class CubeGeometry:
+    """Where a cube lives. Addresses and strides in bytes."""
+
+    base: int
+    line_stride: int
+    surface_stride: int
+    width: int
+    height: int
+    channels: int
+    group: int  # elements per surface (channels per atom)
+    bpe: int = 1  # bytes per element (all components)
+
+    @property
+    def n_surfaces(self) -> int:
+        return surfaces(self.channels, self.group)
+
+    @property
+    def line_bytes(self) -> int:
+        return self.width * self.group * self.bpe
+
+    def line_addresses(self) -> np.ndarray:
+        """Start address of every (surface, line), shape (S, H), int64."""
+        s = np.arange(self.n_surfaces, dtype=np.int64)[:, None]
+        h = np.arange(self.height, dtype=np.int64)[None, :]
+        return self.base + s * self.surface_stride + h * self.line_stride
+
+
+def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
+    """Raw bytes of every line, shape (S, H, line_bytes), uint8."""
+    starts = geo.line_addresses()
+    lb = geo.line_bytes
+    lo = int(starts.min())
+    hi = int(starts.max()) + lb
+    needed = starts.size * lb
+    if hi - lo <= _SPAN_FACTOR * needed + _SPAN_SLACK:
+        blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
+        idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
+        return blob[idx]
+    out = np.empty((geo.n_surfaces, geo.height, lb), dtype=np.uint8)
+    for s in range(geo.n_surfaces):
+        for h in range(geo.height):
+            out[s, h] = mem.read(int(starts[s, h]), lb)
+    return out
+
+
+def read_cube(mem: MemoryPort, geo: CubeGeometry, *, comps: int = 1, signed: bool = True) -> np.ndarray:
+    """Read a cube; returns int64 array of shape (comps, Cpad, H, W) with ``Cpad`` =
+    ``group * n_surfaces`` (padding lanes included). Elements are little-endian
+    ``bpe // comps``-byte integers, sign-extended when ``signed``."""
+    bpc = geo.bpe // comps
+    if bpc * comps != geo.bpe or bpc not in (1, 2):
+        raise ValueError(f"bad element size: bpe={geo.bpe} comps={comps}")
+    raw = _read_lines(mem, geo)  # (S, H, W*group*bpe)
+    dt = {(1, True): "<i1", (1, False): "<u1", (2, True): "<i2", (2, False): "<u2"}[(bpc, signed)]
+    vals = np.ascontiguousarray(raw).view(dt).astype(np.int64)
+    S, H, W, G = geo.n_surfaces, geo.height, geo.width, geo.group
+    vals = vals.reshape(S, H, W, G, comps)
+    # -> (comps, S, G, H, W) -> (comps, S*G, H, W)
+    return vals.transpose(4, 0, 3, 1, 2).reshape(comps, S * G, H, W)
+
+
+def read_vector(mem: MemoryPort, base: int, n: int, *, bpc: int, comps: int = 1) -> np.ndarray:
+    """Per-kernel operand: ``n`` packed elements at ``base``; int64 (comps, n), signed."""
+    raw = np.asarray(mem.read(base, n * bpc * comps), dtype=np.uint8)
+    vals = raw.view("<i1" if bpc == 1 else "<i2").astype(np.int64)
+    return vals.reshape(n, comps).T.copy()
+
+
+def write_cube(mem: MemoryPort, geo: CubeGeometry, data: np.ndarray) -> None:
+    """Write a (Cpad, H, W) cube of integers as ``geo.bpe``-byte little-endian elements
+    (values are wrapped to that width; callers saturate first)."""
+    S, H, W, G = geo.n_surfaces, geo.height, geo.width, geo.group
+    if data.shape != (S * G, H, W):
+        raise ValueError(f"cube shape {data.shape} != {(S * G, H, W)}")
+    dt = "<i1" if geo.bpe == 1 else "<i2"
+    lines = data.reshape(S, G, H, W).transpose(0, 2, 3, 1).astype(dt)  # (S, H, W, G)
+    raw = np.ascontiguousarray(lines).view(np.uint8).reshape(S, H, geo.line_bytes)
+    starts = geo.line_addresses()
+    lb = geo.line_bytes
+    # one write when the lines tile a contiguous block exactly
+    if geo.line_stride == lb and (S == 1 or geo.surface_stride == H * lb):
+        mem.write(int(starts[0, 0]), raw.reshape(-1))
+        return
+    if geo.surface_stride == lb and H == 1:
+        mem.write(int(starts[0, 0]), raw.reshape(-1))
+        return
+    for s in range(S):
+        for h in range(H):
+            mem.write(int(starts[s, h]), raw[s, h])

@@ -1,0 +1,475 @@
+"""Bit-exact numpy model of NVDLA's SDP (single-point data processor), INT8/INT16 paths.
+
+Per element ``out = C(EW(BN(BS(x0))))`` (docs/nvdla-precision-semantics.md section 3):
+BS/BN = ALU (max/min/sum with a left-shifted 16-bit operand), MUL (16-bit operand or PReLU),
+TRT (rounding right shift to 32 bits, applied even with MUL bypassed), ReLU;
+EW = operand CVT, MUL + truncate, ALU (saturating), LUT (section 5);
+C = output convertor ``RSAT((x - offset) * scale, shift, 17)`` then int8/int16 clamp.
+Input comes from SDP_RDMA (memory); flying mode (CACC input) is not modelled.
+
+Entry point: :func:`run_sdp`, called by the virtual NVDLA when SDP's ``D_OP_ENABLE`` fires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
+from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
+from .ops import clamp, lsat, rnd, rsat_flag, sx
+
+__all__ = ["run_sdp", "SdpLiveCounters", "output_convert", "bs_bn_stage", "ew_stage", "Operand"]
+
+I64 = np.int64
+U32_MAX = 0xFFFFFFFF
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+# D_DATA_FORMAT / D_FEATURE_MODE_CFG precision codes
+PREC_INT8, PREC_INT16, PREC_FP16 = 0, 1, 2
+# D_*RDMA_CFG.*_DATA_USE
+USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
+# ALU_ALGO
+ALGO_MAX, ALGO_MIN, ALGO_SUM, ALGO_EQL = 0, 1, 2, 3
+
+LUT_COUNTERS = (
+    ("D_PERF_LUT_UFLOW", "uflow"),
+    ("D_PERF_LUT_OFLOW", "oflow"),
+    ("D_PERF_LUT_HYBRID", "hybrid"),
+    ("D_PERF_LUT_LE_HIT", "le_hit"),
+    ("D_PERF_LUT_LO_HIT", "lo_hit"),
+)
+
+
+@dataclass
+class SdpLiveCounters:
+    """The RTL's live SDP perf counters, kept across layers by the caller ([DIFF] 8.2).
+
+    With a ``PERF_*_EN`` bit off the RTL freezes the live counter (its clear at layer start
+    is gated too) and still loads it into the group register at layer end, so the register
+    receives the count of the last layer that ran with the enable on. Pass one instance per
+    virtual NVDLA to ``run_sdp(..., live=...)`` to reproduce that.
+    """
+
+    values: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A BS/BN/EW operand source: a register constant or a memory array broadcastable to
+    the (Cpad, H, W) cube."""
+
+    value: np.ndarray | int
+
+
+# ---------------------------------------------------------------------------------------
+# arithmetic stages (pure functions on int64 arrays)
+
+
+def _rsat32_trt(p: np.ndarray, s: int, semantics: str, in_bits: int) -> np.ndarray:
+    """RSAT(p, s, 32); RTL returns 0 for s >= in_bits ([DIFF] 1.1)."""
+    if semantics == "rtl" and s >= in_bits:
+        return np.zeros_like(p)
+    return np.clip(rnd(p, s), INT32_MIN, INT32_MAX)
+
+
+def bs_bn_stage(
+    d: np.ndarray,
+    *,
+    alu_bypass: bool,
+    alu_algo: int,
+    alu_op: np.ndarray | int,
+    alu_shift: int,
+    mul_bypass: bool,
+    mul_prelu: bool,
+    mul_op: np.ndarray | int,
+    mul_shift: int,
+    relu_bypass: bool,
+    semantics: str = "rtl",
+) -> np.ndarray:
+    """One BS (X1) or BN (X2) stage, section 3.1. ``alu_op``/``mul_op`` are 16-bit signed
+    operands (already sign-extended). Returns 32-bit signed values as int64."""
+    d = np.asarray(d, dtype=I64)
+    if alu_bypass:
+        a = d
+    else:
+        op_s = lsat(np.asarray(alu_op, dtype=I64), alu_shift, 32)
+        if alu_algo == ALGO_MAX:
+            a = np.maximum(d, op_s)
+        elif alu_algo == ALGO_MIN:
+            a = np.minimum(d, op_s)
+        else:  # SUM, and EQL falls through to SUM in both models
+            a = d + op_s  # exact, 33 bits
+    shift = mul_shift & 0x3F  # only [5:0] of the 8-bit field are used
+    if mul_bypass:
+        t = _rsat32_trt(a, shift, semantics, 49)  # truncation still applied
+    else:
+        p = a * np.asarray(mul_op, dtype=I64)  # exact, 49 bits
+        t = _rsat32_trt(p, shift, semantics, 49)
+        if mul_prelu:
+            t = np.where(a >= 0, sx(a, 32), t)
+    if not relu_bypass:
+        t = np.maximum(t, 0)
+    return t
+
+
+def ew_operand_cvt(op16: np.ndarray, *, bypass: bool, offset: int, scale: int, truncate: int) -> np.ndarray:
+    """EW operand convertor (section 2): ``RSAT((op - offset) * scale, truncate, 32)``;
+    with CVT bypass the 16-bit operand is only sign-extended."""
+    op16 = np.asarray(op16, dtype=I64)
+    if bypass:
+        return op16
+    return np.clip(rnd((op16 - I64(offset)) * I64(scale), truncate), INT32_MIN, INT32_MAX)
+
+
+def ew_stage(
+    d: np.ndarray,
+    *,
+    alu_bypass: bool,
+    alu_algo: int,
+    alu_op: np.ndarray | int,
+    mul_bypass: bool,
+    mul_prelu: bool,
+    mul_op: np.ndarray | int,
+    truncate: int,
+    semantics: str = "rtl",
+) -> np.ndarray:
+    """EW (Y) stage without the LUT, section 3.2: MUL + truncate, then saturating ALU.
+    Operands are 32-bit signed (register value or converted memory operand)."""
+    y = np.asarray(d, dtype=I64)
+    if not mul_bypass:
+        p = y * np.asarray(mul_op, dtype=I64)  # |p| <= 2^62: exact in int64
+        if semantics == "rtl" and truncate >= 64:
+            t = np.zeros_like(p)
+        else:
+            t = np.clip(rnd(p, truncate), INT32_MIN, INT32_MAX)
+        y = np.where(y >= 0, y, t) if mul_prelu else t
+    if not alu_bypass:
+        op = np.asarray(alu_op, dtype=I64)
+        if alu_algo == ALGO_MAX:
+            r = np.maximum(y, op)
+        elif alu_algo == ALGO_MIN:
+            r = np.minimum(y, op)
+        elif alu_algo == ALGO_SUM:
+            r = y + op
+        else:  # EQL
+            r = (y != op).astype(I64)
+        y = np.clip(r, INT32_MIN, INT32_MAX)
+    return y
+
+
+def output_convert(
+    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: str = "rtl"
+) -> tuple[np.ndarray, np.ndarray]:
+    """SDP output convertor (section 2, stage C): ``RSAT((x - offset) * scale, shift, 17)``,
+    then a silent clamp to ``out_bits`` (8 or 16). Returns (values, saturation flags of the
+    17-bit RSAT, rule 1.2)."""
+    v = (np.asarray(x, dtype=I64) - I64(offset)) * I64(scale)  # 33 x 16 bits: exact
+    in_bits = 49
+    if semantics == "rtl" and shift >= in_bits:
+        r17 = np.zeros_like(v)
+    else:
+        r17 = clamp(rnd(v, shift), 17)
+    flag = rsat_flag(v, shift, 17, semantics=semantics, in_bits=in_bits)
+    return clamp(r17, out_bits), flag
+
+
+# ---------------------------------------------------------------------------------------
+# register decoding and operand fetch
+
+
+def _addr(view: RegisterView, block: str, stem: str) -> int:
+    """64-bit byte address from ``<stem>_LOW``/``_HIGH`` raw registers."""
+    return (int(view.reg(block, f"{stem}_HIGH")) << 32) | int(view.reg(block, f"{stem}_LOW"))
+
+
+@dataclass(frozen=True)
+class _Cube:
+    width: int
+    height: int
+    channels: int
+    group: int  # elements per surface
+
+    @property
+    def cpad(self) -> int:
+        return surfaces(self.channels, self.group) * self.group
+
+
+def _fetch_operands(
+    view: RegisterView, mem: MemoryPort, cube: _Cube, dma: str, prefix: str, options: ModelOptions
+) -> dict[str, np.ndarray]:
+    """Operands fetched by BRDMA/NRDMA/ERDMA (``dma`` = 'BRDMA'..., ``prefix`` = 'BS'...):
+    {'ALU': arr, 'MUL': arr} with arrays broadcastable to (Cpad, H, W), 16-bit signed."""
+    cfg = f"D_{dma}_CFG"
+    if view.field("SDP_RDMA", cfg, f"{dma}_DISABLE"):
+        return {}
+    use = view.field("SDP_RDMA", cfg, f"{dma}_DATA_USE")
+    bpc = 2 if view.field("SDP_RDMA", cfg, f"{dma}_DATA_SIZE") else 1
+    per_element = bool(view.field("SDP_RDMA", cfg, f"{dma}_DATA_MODE"))
+    comps = 2 if use == USE_BOTH else 1
+    base = _addr(view, "SDP_RDMA", f"D_{prefix}_BASE_ADDR")
+    if per_element:
+        geo = CubeGeometry(
+            base=base,
+            line_stride=int(view.reg("SDP_RDMA", f"D_{prefix}_LINE_STRIDE")),
+            surface_stride=int(view.reg("SDP_RDMA", f"D_{prefix}_SURFACE_STRIDE")),
+            width=cube.width,
+            height=cube.height,
+            channels=cube.channels,
+            group=cube.group,
+            bpe=bpc * comps,
+        )
+        vals = read_cube(mem, geo, comps=comps)  # (comps, Cpad, H, W)
+    else:
+        vals = read_vector(mem, base, cube.cpad, bpc=bpc, comps=comps)[:, :, None, None]
+    if use == USE_BOTH:
+        return {"ALU": vals[0], "MUL": vals[1]}
+    if use == USE_ALU:
+        return {"ALU": vals[0]}
+    if use == USE_MUL:
+        return {"MUL": vals[0]}
+    raise UnitNotModelled(f"SDP: {dma}_DATA_USE={use} (reserved) not modelled")
+
+
+def _operand(view: RegisterView, stage: str, kind: str, fetched: dict[str, np.ndarray], dma: str) -> np.ndarray | int:
+    """16-bit signed operand of BS/BN ALU or MUL: register or memory (section 3.1)."""
+    src = view.field("SDP", f"D_DP_{stage}_{kind}_CFG", f"{stage}_{kind}_SRC")
+    if src == 0:
+        return sx(view.field("SDP", f"D_DP_{stage}_{kind}_SRC_VALUE", f"{stage}_{kind}_OPERAND"), 16)
+    if kind not in fetched:
+        raise UnitNotModelled(
+            f"SDP: {stage} {kind} operand from memory but SDP_RDMA {dma} does not deliver it "
+            f"(disabled or DATA_USE mismatch)"
+        )
+    return fetched[kind]
+
+
+def _run_bs_bn(view, stage, dma, d, fetched, semantics) -> np.ndarray:
+    cfg = f"D_DP_{stage}_CFG"
+    f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))  # noqa: E731
+    alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
+    alu_op = 0 if alu_bypass else _operand(view, stage, "ALU", fetched, dma)
+    mul_op = 0 if mul_bypass else _operand(view, stage, "MUL", fetched, dma)
+    return bs_bn_stage(
+        d,
+        alu_bypass=alu_bypass,
+        alu_algo=f("ALU_ALGO"),
+        alu_op=alu_op,
+        alu_shift=int(view.field("SDP", f"D_DP_{stage}_ALU_CFG", f"{stage}_ALU_SHIFT_VALUE")),
+        mul_bypass=mul_bypass,
+        mul_prelu=bool(f("MUL_PRELU")),
+        mul_op=mul_op,
+        mul_shift=int(view.field("SDP", f"D_DP_{stage}_MUL_CFG", f"{stage}_MUL_SHIFT_VALUE")),
+        relu_bypass=bool(f("RELU_BYPASS")),
+        semantics=semantics,
+    )
+
+
+def _ew_operand(view, kind: str, fetched) -> np.ndarray | int:
+    """32-bit EW operand (section 3.2/2): REG as-is, MEM through the operand CVT."""
+    cfg = f"D_DP_EW_{kind}_CFG"
+    if view.field("SDP", cfg, f"EW_{kind}_SRC") == 0:
+        return sx(view.field("SDP", f"D_DP_EW_{kind}_SRC_VALUE", f"EW_{kind}_OPERAND"), 32)
+    if kind not in fetched:
+        raise UnitNotModelled(
+            f"SDP: EW {kind} operand from memory but SDP_RDMA ERDMA does not deliver it "
+            f"(disabled or DATA_USE mismatch)"
+        )
+    return ew_operand_cvt(
+        fetched[kind],
+        bypass=bool(view.field("SDP", cfg, f"EW_{kind}_CVT_BYPASS")),
+        offset=sx(view.field("SDP", f"D_DP_EW_{kind}_CVT_OFFSET_VALUE", f"EW_{kind}_CVT_OFFSET"), 32),
+        scale=sx(view.field("SDP", f"D_DP_EW_{kind}_CVT_SCALE_VALUE", f"EW_{kind}_CVT_SCALE"), 16),
+        truncate=int(view.field("SDP", f"D_DP_EW_{kind}_CVT_TRUNCATE_VALUE", f"EW_{kind}_CVT_TRUNCATE")),
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# the layer
+
+
+def _check_modelled(view: RegisterView) -> tuple[int, int, int]:
+    """Refuse modes the model does not cover; returns (in, proc, out) precision codes."""
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") or view.field(
+        "SDP_RDMA", "D_FEATURE_MODE_CFG", "FLYING_MODE"
+    ):
+        raise UnitNotModelled("SDP: flying mode (input from CACC) not modelled")
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD") or view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "WINOGRAD"):
+        raise UnitNotModelled("SDP: Winograd output mode not modelled")
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST"):
+        raise UnitNotModelled("SDP: output to PDP (on-the-fly) not modelled")
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") or view.field(
+        "SDP_RDMA", "D_FEATURE_MODE_CFG", "BATCH_NUMBER"
+    ):
+        raise UnitNotModelled("SDP: batch > 1 not modelled")
+    in_p = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION"))
+    proc = int(view.field("SDP", "D_DATA_FORMAT", "PROC_PRECISION"))
+    out = int(view.field("SDP", "D_DATA_FORMAT", "OUT_PRECISION"))
+    rproc = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION"))
+    if PREC_FP16 in (in_p, proc, out, rproc) or in_p > 2 or proc > 2 or out > 2:
+        raise UnitNotModelled("SDP: FP16 input/processing/output not modelled")
+    if in_p != proc or rproc != proc:
+        raise UnitNotModelled(
+            f"SDP: precision conversion IN={in_p} PROC={proc} (RDMA PROC={rproc}) not modelled"
+        )
+    if proc == PREC_INT16 and out == PREC_INT8:
+        raise UnitNotModelled("SDP: INT16 processing with INT8 output not modelled")
+    return in_p, proc, out
+
+
+def _dims(view: RegisterView, block: str) -> tuple[int, int, int]:
+    return (
+        int(view.field(block, "D_DATA_CUBE_WIDTH", "WIDTH")) + 1,
+        int(view.field(block, "D_DATA_CUBE_HEIGHT", "HEIGHT")) + 1,
+        int(view.field(block, "D_DATA_CUBE_CHANNEL", "CHANNEL")) + 1,
+    )
+
+
+def run_sdp(
+    view: RegisterView,
+    mem: MemoryPort,
+    options: ModelOptions = ModelOptions(),
+    *,
+    live: SdpLiveCounters | None = None,
+) -> LayerResult:
+    """Execute one SDP layer from memory to memory and return its statistics.
+
+    ``options.semantics`` picks the RTL or cmod side of every [DIFF]; on the RTL side EW
+    and LUT are bypassed when the profile lacks them (``view.has('sdp_ew'/'sdp_lut')``),
+    as in nv_small (doc section 0). ``live`` carries the RTL live counters across layers
+    (see :class:`SdpLiveCounters`).
+    """
+    sem = options.semantics
+    _, proc, out_prec = _check_modelled(view)
+    w, h, c = _dims(view, "SDP_RDMA")
+    if (w, h, c) != _dims(view, "SDP"):
+        raise UnitNotModelled(f"SDP: SDP_RDMA cube {(w, h, c)} differs from SDP cube {_dims(view, 'SDP')}")
+    atom = options.atom_bytes
+    in_bpe = 1 if proc == PREC_INT8 else 2
+    group = atom // in_bpe
+    cube = _Cube(w, h, c, group)
+    notes: list[str] = []
+
+    # main input (MRDMA)
+    src = CubeGeometry(
+        base=_addr(view, "SDP_RDMA", "D_SRC_BASE_ADDR"),
+        line_stride=int(view.reg("SDP_RDMA", "D_SRC_LINE_STRIDE")),
+        surface_stride=int(view.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE")),
+        width=w,
+        height=h,
+        channels=c,
+        group=group,
+        bpe=in_bpe,
+    )
+    x = read_cube(mem, src)[0]  # (Cpad, H, W) int64, sign-extended
+
+    # BS (X1), BN (X2)
+    if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
+        fetched = _fetch_operands(view, mem, cube, "BRDMA", "BS", options)
+        x = _run_bs_bn(view, "BS", "BRDMA", x, fetched, sem)
+    if not view.field("SDP", "D_DP_BN_CFG", "BN_BYPASS"):
+        fetched = _fetch_operands(view, mem, cube, "NRDMA", "BN", options)
+        x = _run_bs_bn(view, "BN", "NRDMA", x, fetched, sem)
+
+    # EW (Y) + LUT
+    has_ew = view.has("sdp_ew") or sem == "cmod"
+    has_lut = view.has("sdp_lut") or sem == "cmod"
+    ew_on = has_ew and not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS")
+    if not has_ew and not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
+        notes.append("SDP: EW configured but absent from the profile: bypassed (RTL)")
+    lut_on = False
+    lstats = LutStats()
+    eql = False
+    if ew_on:
+        ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))  # noqa: E731
+        fetched = _fetch_operands(view, mem, cube, "ERDMA", "EW", options)
+        alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
+        x = ew_stage(
+            x,
+            alu_bypass=alu_bypass,
+            alu_algo=ecfg("ALU_ALGO"),
+            alu_op=0 if alu_bypass else _ew_operand(view, "ALU", fetched),
+            mul_bypass=mul_bypass,
+            mul_prelu=bool(ecfg("MUL_PRELU")),
+            mul_op=0 if mul_bypass else _ew_operand(view, "MUL", fetched),
+            truncate=int(view.field("SDP", "D_DP_EW_TRUNCATE_VALUE", "EW_TRUNCATE")),
+            semantics=sem,
+        )
+        eql = not alu_bypass and ecfg("ALU_ALGO") == ALGO_EQL
+        if not ecfg("LUT_BYPASS"):
+            if has_lut:
+                lut_on = True
+                p = decode_sdp_lut_params(view)
+                x, hle, hlo, kind = sdp_lut(x, p, view.lut("SDP", "LE"), view.lut("SDP", "LO"), sem)
+                lstats = lut_stats(hle, hlo, kind)
+            else:
+                notes.append("SDP: LUT configured but absent from the profile: bypassed (RTL)")
+
+    # output convertor (C) and WDMA
+    out_bits = 16 if out_prec == PREC_INT16 else 8
+    out_bpe = out_bits // 8
+    out_group = atom // out_bpe
+    stats: dict[tuple[str, str], int] = {}
+    if eql:
+        # EQL: C passes the low 16 bits with no saturation flag; nothing is written (3.3)
+        y = sx(x, 16)
+        sat_count = 0
+        stats[("SDP", "D_STATUS")] = int(np.any(y != 0))
+    else:
+        y, flag = output_convert(
+            x,
+            offset=sx(view.field("SDP", "D_CVT_OFFSET", "CVT_OFFSET"), 32),
+            scale=sx(view.field("SDP", "D_CVT_SCALE", "CVT_SCALE"), 16),
+            shift=int(view.field("SDP", "D_CVT_SHIFT", "CVT_SHIFT")),
+            out_bits=out_bits,
+            semantics=sem,
+        )
+        ocube = _Cube(w, h, c, out_group)
+        if ocube.cpad > y.shape[0]:
+            raise UnitNotModelled("SDP: output padding lanes beyond the input's not modelled")
+        y = y[: ocube.cpad]
+        flag = flag[: ocube.cpad]
+        sat_count = int(np.count_nonzero(flag))
+        dst = CubeGeometry(
+            base=_addr(view, "SDP", "D_DST_BASE_ADDR"),
+            line_stride=int(view.reg("SDP", "D_DST_LINE_STRIDE")),
+            surface_stride=int(view.reg("SDP", "D_DST_SURFACE_STRIDE")),
+            width=w,
+            height=h,
+            channels=c,
+            group=out_group,
+            bpe=out_bpe,
+        )
+        write_cube(mem, dst, y)
+
+    # statistics (section 8.2/8.3)
+    counters: dict[str, tuple[bool, int]] = {
+        "D_PERF_OUT_SATURATION": (bool(view.field("SDP", "D_PERF_ENABLE", "PERF_SAT_EN")), sat_count),
+    }
+    lut_en = bool(view.field("SDP", "D_PERF_ENABLE", "PERF_LUT_EN"))
+    if sem == "cmod":
+        if ew_on and lut_on:
+            for reg, attr in LUT_COUNTERS:
+                counters[reg] = (lut_en, getattr(lstats, attr))
+    else:
+        for reg, attr in LUT_COUNTERS:
+            counters[reg] = (lut_en, getattr(lstats, attr) if lut_on else 0)
+    stale: list[str] = []
+    for reg, (enabled, value) in counters.items():
+        value = min(value, U32_MAX)
+        if enabled:
+            stats[("SDP", reg)] = value
+            if live is not None:
+                live.values[reg] = value
+        elif sem == "rtl":
+            # frozen live counter is loaded at layer end ([DIFF] 8.2)
+            if live is not None:
+                stats[("SDP", reg)] = live.values.get(reg, 0)
+            else:
+                stale.append(reg)
+        # cmod: register left untouched
+    if stale:
+        notes.append(f"SDP: enable off, RTL loads stale live counters (not tracked): {', '.join(stale)}")
+    return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)

@@ -1,0 +1,368 @@
+"""The ``model`` target: an in-process virtual NVDLA on the bit-exact reference model.
+
+It behaves like the hardware at the register level (semantics doc sections 7 and 8):
+
+* a register file with reset values; read-only fields ignore writes; ``D_*`` registers exist
+  once per register group, ``S_POINTER.PRODUCER`` selects the group CSB accesses address,
+  ``S_POINTER.CONSUMER`` is the group the unit executes next;
+* the LUT access ports of SDP and CDP with their auto-increment rules (RTL or C model);
+* GLB interrupt status (write-1-to-clear), mask and set registers; an interrupt line;
+* a sparse external memory per port (``pri_mem``; ``sec_mem`` where the profile has one);
+* on ``D_OP_ENABLE`` of a unit's consumer group the layer runs on the reference model, the
+  group's statistics registers are loaded, OP_EN clears, the consumer pointer toggles and
+  the done interrupt is raised.
+
+Units the reference model does not cover raise :class:`UnitNotModelled` from the
+``D_OP_ENABLE`` write, naming the unit: the harness reports the test as skipped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...drivers.profiles import HardwareProfile, load_profile
+from ...drivers.regmap import Register, RegisterMap, RegisterMapError
+from ...drivers.transport import Transport, TransportError
+from ..memory import SparseMemory
+from ..refmodel.base import LayerResult, ModelOptions, UnitNotModelled
+
+__all__ = ["ModelTarget", "UnitNotModelled"]
+
+LUT_DEPTH = {"LE": 65, "LO": 257}
+
+#: unit that raises the interrupt -> (blocks whose OP_EN it needs, GLB done-bit name)
+_UNITS: dict[str, tuple[str, ...]] = {
+    "SDP": ("SDP",),
+    "CDP": ("CDP", "CDP_RDMA"),
+    "PDP": ("PDP",),
+}
+
+
+def _layer_runner(unit: str) -> Callable[..., LayerResult] | None:
+    """The reference-model entry point of ``unit`` (imported lazily: models load on demand)."""
+    try:
+        if unit == "SDP":
+            from ..refmodel.sdp import run_sdp
+
+            return run_sdp
+        if unit == "CDP":
+            from ..refmodel.cdp import run_cdp
+
+            return run_cdp
+        if unit == "PDP":
+            from ..refmodel.pdp import run_pdp
+
+            return run_pdp
+    except ImportError:
+        return None
+    return None
+
+
+@dataclass
+class _LutPort:
+    """State of one S_LUT_ACCESS_CFG/DATA port."""
+
+    addr: int = 0
+    table: int = 0  # 0 = LE, 1 = LO
+    write: int = 0  # LUT_ACCESS_TYPE: 0 = READ, 1 = WRITE
+    cfg_written: int = 0
+
+
+class _GroupView:
+    """RegisterView of one unit's executing group for the layer models."""
+
+    def __init__(self, target: ModelTarget, groups: dict[str, int]) -> None:
+        self._t = target
+        self._groups = groups
+
+    def reg(self, block: str, register: str) -> int:
+        r = self._t.regmap.register(block, register)
+        return self._t._value(r, self._groups.get(block, 0))
+
+    def field(self, block: str, register: str, field: str) -> int:
+        r = self._t.regmap.register(block, register)
+        return r.field(field).extract(self._t._value(r, self._groups.get(block, 0)))
+
+    def lut(self, block: str, table: str) -> np.ndarray:
+        return self._t._luts[block][table.upper()].copy()
+
+    def has(self, feature: str) -> bool:
+        return self._t.profile.has(feature)
+
+
+class _RoutedMemory:
+    """MemoryPort for the layer models: with a secondary port, addresses with bit 31
+    clear go to ``sec_mem`` (as NVDLA's own testbench routes them, verif/verilator/nvdla.cpp)."""
+
+    def __init__(self, pri: SparseMemory, sec: SparseMemory | None) -> None:
+        self.pri, self.sec = pri, sec
+
+    def _port(self, address: int) -> SparseMemory:
+        if self.sec is not None and not address & 0x80000000:
+            return self.sec
+        return self.pri
+
+    def read(self, address: int, size: int) -> np.ndarray:
+        return self._port(address).read(address, size)
+
+    def write(self, address: int, data: np.ndarray) -> None:
+        self._port(address).write(address, data)
+
+
+class ModelTarget(Transport):
+    """Virtual NVDLA. ``ModelTarget("nv_small")``; use as a context manager.
+
+    Args:
+        profile: hardware profile name or object.
+        semantics: ``"rtl"`` (default) or ``"cmod"`` for every [DIFF] of the semantics doc.
+    """
+
+    def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl") -> None:
+        super().__init__()
+        self.profile = load_profile(profile) if isinstance(profile, str) else profile
+        self.profile_name = self.profile.name
+        self.regmap: RegisterMap = self.profile.regmap
+        self.options = ModelOptions(semantics=semantics, atom_bytes=self.profile.atom_bytes)
+        self.memories: dict[str, SparseMemory] = {"pri_mem": SparseMemory()}
+        if self.profile.has("sec_mem"):
+            self.memories["sec_mem"] = SparseMemory()
+        self.layers_run: list[tuple[str, int, LayerResult]] = []
+        self._regs: dict[tuple[int, int], int] = {}
+        self._by_addr: dict[int, Register] = {r.address: r for r in self.regmap.registers()}
+        self._luts: dict[str, dict[str, np.ndarray]] = {}
+        self._lut_ports: dict[str, _LutPort] = {}
+        self._reset_state()
+
+    def describe(self) -> str:
+        return f"model target ({self.profile.name}, {self.options.semantics} semantics)"
+
+    # ---- state ------------------------------------------------------------------------
+    def _reset_state(self) -> None:
+        self._regs.clear()
+        for r in self._by_addr.values():
+            for g in (0, 1) if r.dual else (0,):
+                self._regs[(r.address, g)] = r.reset
+        # CBUF flush completes right after reset (CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE).
+        try:
+            flush = self.regmap.register("CDMA", "S_CBUF_FLUSH_STATUS")
+            self._regs[(flush.address, 0)] = flush.field("FLUSH_DONE").insert(flush.reset, 1)
+        except RegisterMapError:
+            pass
+        self._luts = {u: {t: np.zeros(n, dtype=np.uint16) for t, n in LUT_DEPTH.items()} for u in ("SDP", "CDP")}
+        self._lut_ports = {u: _LutPort() for u in ("SDP", "CDP")}
+
+    def _reset(self) -> None:
+        self._reset_state()
+
+    def _group_of(self, r: Register) -> int:
+        if not r.dual:
+            return 0
+        ptr = self.regmap.register(r.block, "S_POINTER")
+        return ptr.field("PRODUCER").extract(self._regs[(ptr.address, 0)])
+
+    def _value(self, r: Register, group: int) -> int:
+        return self._regs[(r.address, group if r.dual else 0)]
+
+    def _set(self, block: str, reg: str, value: int, group: int = 0) -> None:
+        r = self.regmap.register(block, reg)
+        self._regs[(r.address, group if r.dual else 0)] = value
+
+    def _get(self, block: str, reg: str, group: int = 0) -> int:
+        r = self.regmap.register(block, reg)
+        return self._regs[(r.address, group if r.dual else 0)]
+
+    def _field(self, block: str, reg: str, field: str, group: int = 0) -> int:
+        r = self.regmap.register(block, reg)
+        return r.field(field).extract(self._regs[(r.address, group if r.dual else 0)])
+
+    # ---- register access ------------------------------------------------------------
+    def _lookup(self, address: int) -> Register:
+        r = self._by_addr.get(address)
+        if r is None:
+            raise TransportError(f"CSB access to unmapped address {address:#x} on {self.profile.name}")
+        return r
+
+    def _read32(self, address: int) -> int:
+        r = self._lookup(address)
+        if r.name == "S_LUT_ACCESS_DATA":
+            return self._lut_data_read(r.block)
+        if r.name == "S_LUT_ACCESS_CFG":
+            return self._lut_cfg_read(r.block)
+        return self._value(r, self._group_of(r))
+
+    def _write32(self, address: int, value: int, posted: bool) -> None:
+        r = self._lookup(address)
+        block, name = r.block, r.name
+        if name == "S_LUT_ACCESS_DATA":
+            self._lut_data_write(block, value)
+            return
+        if name == "S_LUT_ACCESS_CFG":
+            self._lut_cfg_write(block, r, value)
+            return
+        if block == "GLB" and name == "S_INTR_STATUS":  # write 1 to clear
+            self._regs[(address, 0)] &= ~value & 0xFFFFFFFF
+            return
+        if block == "GLB" and name == "S_INTR_SET":
+            self._regs[(self.regmap.register("GLB", "S_INTR_STATUS").address, 0)] |= value & r.writable_mask
+            return
+        if not r.writable:
+            return  # the hardware ignores writes to read-only registers
+        group = self._group_of(r)
+        mask = r.writable_mask
+        key = (address, group if r.dual else 0)
+        self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
+        if name == "D_OP_ENABLE" and value & 1:
+            self._op_enable(block, group)
+
+    # ---- LUT access port (semantics doc 7) --------------------------------------------------
+    def _lut_present(self, unit: str) -> bool:
+        return unit == "CDP" or self.profile.has("sdp_lut")
+
+    def _lut_cfg_write(self, unit: str, r: Register, value: int) -> None:
+        p = self._lut_ports[unit]
+        p.cfg_written = value & r.writable_mask
+        p.addr = r.field("LUT_ADDR").extract(value)
+        p.table = r.field("LUT_TABLE_ID").extract(value)
+        p.write = r.field("LUT_ACCESS_TYPE").extract(value)
+        self._regs[(r.address, 0)] = p.cfg_written
+
+    def _lut_cfg_read(self, unit: str) -> int:
+        p = self._lut_ports[unit]
+        r = self.regmap.register(unit, "S_LUT_ACCESS_CFG")
+        if unit == "SDP" and self.options.semantics == "rtl":
+            return p.cfg_written if self._lut_present(unit) else 0
+        value = r.field("LUT_ADDR").insert(0, p.addr & 0x3FF)
+        if self.options.semantics == "rtl":  # CDP RTL: id/type as written
+            value = r.field("LUT_TABLE_ID").insert(value, p.table)
+            value = r.field("LUT_ACCESS_TYPE").insert(value, p.write)
+        return value  # cmod: id/type read as 0
+
+    def _table(self, unit: str, p: _LutPort) -> np.ndarray:
+        return self._luts[unit]["LO" if p.table else "LE"]
+
+    def _advance(self, unit: str, p: _LutPort) -> None:
+        last = LUT_DEPTH["LO" if p.table else "LE"] - 1
+        if unit == "SDP" and self.options.semantics == "rtl":
+            p.addr = (p.addr + 1) & 0x3FF  # 10-bit counter, no limit
+        else:
+            p.addr = min(p.addr + 1, last)  # sticks at the last entry
+
+    def _lut_data_write(self, unit: str, value: int) -> None:
+        p = self._lut_ports[unit]
+        if not self._lut_present(unit):
+            return
+        tbl = self._table(unit, p)
+        if p.write:
+            if p.addr < tbl.size:
+                tbl[p.addr] = value & 0xFFFF
+            self._advance(unit, p)
+        elif unit == "SDP" and self.options.semantics == "rtl":
+            self._advance(unit, p)  # SDP RTL: address increments even on a READ-type data write
+
+    def _lut_data_read(self, unit: str) -> int:
+        p = self._lut_ports[unit]
+        if not self._lut_present(unit):
+            return 0
+        tbl = self._table(unit, p)
+        value = int(tbl[p.addr]) if p.addr < tbl.size else 0
+        if not p.write:
+            self._advance(unit, p)
+            return value
+        # DATA read while the port is in WRITE mode
+        if self.options.semantics == "cmod":
+            return 0
+        if unit == "SDP":
+            self._advance(unit, p)
+        return value
+
+    # ---- layer execution --------------------------------------------------------------------
+    def _op_enable(self, block: str, group: int) -> None:
+        """OP_EN set in ``group`` of ``block``: run the unit when all its engines are enabled."""
+        self._clear_stats(block, group)
+        unit = {"SDP_RDMA": "SDP", "CDP_RDMA": "CDP", "PDP_RDMA": "PDP"}.get(block, block)
+        if unit not in _UNITS:
+            if block in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
+                raise UnitNotModelled(f"{block}: the convolution pipeline (CDMA/CSC/CMAC/CACC) is not modelled yet")
+            if block in ("BDMA", "RBK", "RUBIK"):
+                raise UnitNotModelled(f"{block}: not modelled yet")
+            return
+        consumer = self._field(unit, "S_POINTER", "CONSUMER")
+        if group != consumer:
+            return  # waits until the consumer pointer reaches this group
+        needed = self._needed_blocks(unit, group)
+        if all(self._field(b, "D_OP_ENABLE", "OP_EN", group) for b in needed):
+            self._run(unit, group, needed)
+
+    def _needed_blocks(self, unit: str, group: int) -> tuple[str, ...]:
+        if unit == "SDP":
+            flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", group)
+            return ("SDP",) if flying else ("SDP", "SDP_RDMA")
+        if unit == "PDP":
+            flying = self._field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE", group)
+            return ("PDP", "PDP_RDMA") if flying == 1 else ("PDP",)  # 1 = OFF_FLYING: reads memory
+        return _UNITS[unit]
+
+    def _clear_stats(self, block: str, group: int) -> None:
+        """RTL: a group's hardware-written statistics read 0 from OP_EN set until completion (doc 8.2)."""
+        if self.options.semantics != "rtl":
+            return
+        b = self.regmap.blocks.get(block)
+        if b is None:
+            return
+        for r in b.registers.values():
+            if r.dual and not r.writable and r.name != "D_OP_ENABLE":
+                self._regs[(r.address, group)] = 0
+
+    def _run(self, unit: str, group: int, blocks: tuple[str, ...]) -> None:
+        runner = _layer_runner(unit)
+        if runner is None:
+            raise UnitNotModelled(f"{unit}: layer model not available yet")
+        view = _GroupView(self, {b: group for b in self.regmap.blocks})
+        mem = _RoutedMemory(self.memories["pri_mem"], self.memories.get("sec_mem"))
+        result = runner(view, mem, self.options)
+        for (b, reg), v in result.stats.items():
+            try:
+                self._set(b, reg, int(v) & 0xFFFFFFFF, group)
+            except RegisterMapError:
+                pass
+        self.layers_run.append((unit, group, result))
+        for b in blocks:
+            self._set(b, "D_OP_ENABLE", 0, group)
+            ptr = self.regmap.register(b, "S_POINTER")
+            cons = ptr.field("CONSUMER")
+            key = (ptr.address, 0)
+            self._regs[key] = cons.insert(self._regs[key], group ^ 1)
+        status = self.regmap.register("GLB", "S_INTR_STATUS")
+        self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
+        # a layer already enabled in the other group starts now
+        other = group ^ 1
+        if all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in self._needed_blocks(unit, other)):
+            self._run(unit, other, self._needed_blocks(unit, other))
+
+    # ---- interrupt line -------------------------------------------------------------------
+    def irq_pending(self) -> bool:
+        status = self._get("GLB", "S_INTR_STATUS")
+        mask = self._get("GLB", "S_INTR_MASK")
+        return bool(status & ~mask)
+
+    def _wait_irq(self, timeout: float | None) -> bool:
+        # Layers complete synchronously inside the OP_EN write: the line is either up now or
+        # will never come up.
+        return self.irq_pending()
+
+    # ---- memory -----------------------------------------------------------------------------
+    def _memory(self, port: str) -> SparseMemory:
+        try:
+            return self.memories[port]
+        except KeyError:
+            raise TransportError(
+                f"{self.profile.name} has no memory port {port!r}; ports: {', '.join(self.memories)}") from None
+
+    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
+        self._memory(port).write(address, data)
+
+    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
+        return self._memory(port).read(address, size)
