@@ -28,16 +28,37 @@ __all__ = [
 ]
 
 FEATURES: tuple[str, ...] = (
-    "sdp_lut", "sdp_ew", "sdp_bs", "sdp_bn", "winograd", "weight_compression", "rubik", "bdma",
-    "cdp", "pdp", "sec_mem", "int8", "int16", "fp16",
+    "sdp_lut",
+    "sdp_ew",
+    "sdp_bs",
+    "sdp_bn",
+    "winograd",
+    "weight_compression",
+    "rubik",
+    "bdma",
+    "cdp",
+    "pdp",
+    "sec_mem",
+    "int8",
+    "int16",
+    "fp16",
 )
 
 _FEATURE_TEXT = {
-    "sdp_lut": "SDP LUT", "sdp_ew": "SDP element-wise (EW) stage", "sdp_bs": "SDP BS stage",
-    "sdp_bn": "SDP BN stage", "winograd": "Winograd convolution",
-    "weight_compression": "weight compression", "rubik": "Rubik unit", "bdma": "BDMA unit",
-    "cdp": "CDP unit", "pdp": "PDP unit", "sec_mem": "secondary memory port (CVIF/SRAMIF)",
-    "int8": "INT8 precision", "int16": "INT16 precision", "fp16": "FP16 precision",
+    "sdp_lut": "SDP LUT",
+    "sdp_ew": "SDP element-wise (EW) stage",
+    "sdp_bs": "SDP BS stage",
+    "sdp_bn": "SDP BN stage",
+    "winograd": "Winograd convolution",
+    "weight_compression": "weight compression",
+    "rubik": "Rubik unit",
+    "bdma": "BDMA unit",
+    "cdp": "CDP unit",
+    "pdp": "PDP unit",
+    "sec_mem": "secondary memory port (CVIF/SRAMIF)",
+    "int8": "INT8 precision",
+    "int16": "INT16 precision",
+    "fp16": "FP16 precision",
 }
 
 
@@ -106,15 +127,24 @@ class HardwareProfile:
         return _restricted(self.name)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _restricted(name: str) -> RegisterMap:
     prof = load_profile(name)
     return load_regmap(prof.generation).restricted_to(prof)
 
 
-_INT_KEYS = ("atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_banks", "cbuf_bank_width",
-             "cbuf_bank_depth", "max_batch", "primary_memif_width", "secondary_memif_width",
-             "mem_address_width")
+_INT_KEYS = (
+    "atom_bytes",
+    "mac_atomic_c",
+    "mac_atomic_k",
+    "cbuf_banks",
+    "cbuf_bank_width",
+    "cbuf_bank_depth",
+    "max_batch",
+    "primary_memif_width",
+    "secondary_memif_width",
+    "mem_address_width",
+)
 
 
 def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile:
@@ -134,14 +164,22 @@ def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile
     unknown = set(feats) - set(FEATURES)
     missing = set(FEATURES) - set(feats)
     if unknown or missing or not all(isinstance(v, bool) for v in feats.values()):
-        raise ProfileError(f"{where}: features must give true/false for exactly {', '.join(FEATURES)}"
-                           f" (unknown {sorted(unknown)}, missing {sorted(missing)})")
+        raise ProfileError(
+            f"{where}: features must give true/false for exactly {', '.join(FEATURES)}"
+            f" (unknown {sorted(unknown)}, missing {sorted(missing)})"
+        )
     units = d.get("units") or []
     if not isinstance(units, list) or not all(isinstance(u, str) for u in units):
         raise ProfileError(f"{where}: units must be a list of block names")
     thr = d.get("throughput") or {}
-    return HardwareProfile(name=name, generation=gen, features=dict(feats), units=tuple(units),
-                           throughput=dict(thr), **ints)
+    return HardwareProfile(
+        name=name,
+        generation=gen,
+        features=dict(feats),
+        units=tuple(units),
+        throughput=dict(thr),
+        **ints,
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -168,5 +206,6 @@ def load_profile(name: str | HardwareProfile) -> HardwareProfile:
     except KeyError:
         close = difflib.get_close_matches(name, list(profs), n=1)
         hint = f"; did you mean {close[0]}?" if close else ""
-        raise ProfileError(f"unknown hardware profile {name!r}{hint} "
-                           f"(known: {', '.join(profs)})") from None
+        raise ProfileError(
+            f"unknown hardware profile {name!r}{hint} (known: {', '.join(profs)})"
+        ) from None

@@ -4,8 +4,10 @@ simspec ``arnvdla.uh`` header that describes the older nv_full (v1) design.
 What is read (and nothing else is executed or evaluated):
 
 * ``spec/manual/NVDLA_*.rdl`` on nvdla/hw ``master`` (the configurable "v2" design):
-  ``property NAME {...};`` declarations (skipped), ``regfile regs_NVDLA_X { reg {...} NAME @0xOFF; }``,
-  ``reg { name = "..."; enum E { A = 2'd0 {desc="..."}; }; field { sw = rw; ... } F[msb:lsb]; F->desc="..."; }``,
+  ``property NAME {...};`` declarations (skipped),
+  ``regfile regs_NVDLA_X { reg {...} NAME @0xOFF; }``,
+  ``reg { name = "..."; enum E { A = 2'd0 {desc="..."}; };
+  field { sw = rw; ... } F[msb:lsb]; F->desc="..."; }``,
   registers without ``@`` (placed after the previous one, SystemRDL rule), and the
   ``addrmap { regs_NVDLA_X NVDLA_X @0xBASE; } addrmap_NVDLA;`` that gives the block base.
   ``import FILE`` lines (in ``nvdla.rdl``) are skipped: :func:`parse_rdl_dir` reads every
@@ -326,7 +328,9 @@ class _Parser:
             elif tok.text == "field":
                 f = self.field(next_bit, enums)
                 if f.msb >= regwidth:
-                    raise self._err(f"field {f.name} [{f.msb}:{f.lsb}] exceeds {regwidth}-bit register", tok)
+                    raise self._err(
+                        f"field {f.name} [{f.msb}:{f.lsb}] exceeds {regwidth}-bit register", tok
+                    )
                 fields.append(f)
                 next_bit = f.msb + 1
             elif tok.kind == "ident" and self.peek(1) is not None and self.peek(1).text == "->":  # type: ignore[union-attr]
@@ -411,7 +415,7 @@ class _Parser:
 
 
 def _block_name(inst: str) -> str:
-    return inst[len("NVDLA_"):] if inst.startswith("NVDLA_") else inst
+    return inst[len("NVDLA_") :] if inst.startswith("NVDLA_") else inst
 
 
 def parse_rdl_text(text: str, file: str = "<string>") -> RdlSpec:
@@ -422,7 +426,9 @@ def parse_rdl_text(text: str, file: str = "<string>") -> RdlSpec:
     placed: set[str] = set()
     for type_name, inst, base, line in p.instances:
         if type_name not in p.blocks:
-            raise RdlSyntaxError(file, line, f"addrmap instance {inst} of unknown regfile {type_name!r}")
+            raise RdlSyntaxError(
+                file, line, f"addrmap instance {inst} of unknown regfile {type_name!r}"
+            )
         b = p.blocks[type_name]
         b.name, b.base = _block_name(inst), base
         spec.blocks[b.name] = b
@@ -444,9 +450,13 @@ def parse_rdl_dir(spec_manual_dir: str | Path) -> RdlSpec:
         one = parse_rdl_text(path.read_text(encoding="utf-8", errors="replace"), str(path))
         for name, b in one.blocks.items():
             if b.base is None:
-                raise RdlSyntaxError(str(path), b.line, f"regfile {b.type_name} has no addrmap base")
+                raise RdlSyntaxError(
+                    str(path), b.line, f"regfile {b.type_name} has no addrmap base"
+                )
             if name in spec.blocks:
-                raise RdlSyntaxError(str(path), b.line, f"block {name} also defined in {spec.blocks[name].file}")
+                raise RdlSyntaxError(
+                    str(path), b.line, f"block {name} also defined in {spec.blocks[name].file}"
+                )
             spec.blocks[name] = b
     return spec
 
@@ -455,9 +465,13 @@ def parse_rdl_dir(spec_manual_dir: str | Path) -> RdlSpec:
 # simspec header (nvdlav1 cmod/include/arnvdla.uh)
 
 _ACCESS_BITS = (("r", 1), ("w", 2), ("t", 4), ("o", 16))
-_UH_REG = re.compile(r"^#define REG_\w+\(_\) _\((\w+),(\w+),(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),([^)]*)\)\s*$")
-_UH_FLD = re.compile(r"^#define REG_FLD_\w+\(_\) _\((\w+),(\w+),(\w+),(\d+),(\d+),(\d+),(\d+),(\d+),"
-                     r"(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),(\w+),(\w+)\)\s*$")
+_UH_REG = re.compile(
+    r"^#define REG_\w+\(_\) _\((\w+),(\w+),(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),([^)]*)\)\s*$"
+)
+_UH_FLD = re.compile(
+    r"^#define REG_FLD_\w+\(_\) _\((\w+),(\w+),(\w+),(\d+),(\d+),(\d+),(\d+),(\d+),"
+    r"(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),(0x[0-9a-fA-F]+),(\w+),(\w+)\)\s*$"
+)
 _UH_ENM = re.compile(r"^_\((\w+),(\w+),(\w+),(\w+),(\d+|0x[0-9a-fA-F]+)\)\s*\\?\s*$")
 
 
@@ -487,11 +501,19 @@ def parse_arnvdla_uh(text: str, file: str = "arnvdla.uh") -> RdlSpec:
                 raise RdlSyntaxError(file, lineno, f"{reg}.{fld}: width {width} != [{msb}:{lsb}]")
             r = regs.get((blk, reg))
             if r is None:
-                raise RdlSyntaxError(file, lineno, f"field {fld} of undeclared register {blk}.{reg}")
+                raise RdlSyntaxError(
+                    file, lineno, f"field {fld} of undeclared register {blk}.{reg}"
+                )
             sa = spec_access_of_code(code & 0xFF)
             sw = ("r" if code & 1 or code == 0 else "") + ("w" if code & 2 else "")
-            f = RdlField(fld, msb, lsb, {"sw": sw, "spec_access": sa, "reset": int(m.group(10), 16)},
-                         {}, lineno)
+            f = RdlField(
+                fld,
+                msb,
+                lsb,
+                {"sw": sw, "spec_access": sa, "reset": int(m.group(10), 16)},
+                {},
+                lineno,
+            )
             r.fields.append(f)
             fields[(blk, reg, fld)] = f
         elif re.match(r"#define REG_\w+\(_\) _\(", line):
@@ -503,9 +525,13 @@ def parse_arnvdla_uh(text: str, file: str = "arnvdla.uh") -> RdlSpec:
             name = _block_name(blk)
             b = spec.blocks.get(name)
             if b is None:
-                b = spec.blocks[name] = RdlBlock(blk, name=name, base=addr - off, file=file, line=lineno)
+                b = spec.blocks[name] = RdlBlock(
+                    blk, name=name, base=addr - off, file=file, line=lineno
+                )
             elif b.base != addr - off:
-                raise RdlSyntaxError(file, lineno, f"{blk}.{reg}: base {addr - off:#x} != {b.base:#x}")
+                raise RdlSyntaxError(
+                    file, lineno, f"{blk}.{reg}: base {addr - off:#x} != {b.base:#x}"
+                )
             r = RdlReg(reg, off, [], {"reset": int(m.group(5).split(",")[3], 16)}, file, lineno)
             b.regs.append(r)
             regs[(blk, reg)] = r
@@ -553,30 +579,40 @@ def build_regmap(spec: RdlSpec, generation: str, source: str = "") -> RegisterMa
                 sw = rf.sw
                 access = {"r": "ro", "w": "wo", "rw": "rw"}.get(sw)
                 if access is None:
-                    raise RdlSyntaxError(rr.file, rf.line, f"{bname}.{rr.name}.{rf.name}: bad sw {sw!r}")
+                    raise RdlSyntaxError(
+                        rr.file, rf.line, f"{bname}.{rr.name}.{rf.name}: bad sw {sw!r}"
+                    )
                 readable |= "r" in sw
                 writable |= "w" in sw
                 trigger |= "w" in sw and _trigger_bits(rf.spec_access)
                 width = rf.msb - rf.lsb + 1
                 freset = rf.reset & ((1 << width) - 1)
                 reset |= freset << rf.lsb
-                fields[rf.name] = Field(rf.name, rf.msb, rf.lsb, access, freset, dict(rf.enum),
-                                        rf.spec_access, bname, rr.name)
+                fields[rf.name] = Field(
+                    rf.name,
+                    rf.msb,
+                    rf.lsb,
+                    access,
+                    freset,
+                    dict(rf.enum),
+                    rf.spec_access,
+                    bname,
+                    rr.name,
+                )
             access = "rw" if readable and writable else ("wo" if writable else "ro")
             dual = op_enable is not None and rr.offset >= op_enable and rr.name.startswith("D_")
             if rr.name in regs:
                 raise RdlSyntaxError(rr.file, rr.line, f"register {bname}.{rr.name} defined twice")
-            regs[rr.name] = Register(rr.name, bname, rr.offset, rb.base + rr.offset, access, reset,
-                                     dual, trigger, fields)
+            regs[rr.name] = Register(
+                rr.name, bname, rr.offset, rb.base + rr.offset, access, reset, dual, trigger, fields
+            )
         blocks[bname] = Block(bname, rb.base, regs)
     return RegisterMap(generation, blocks, source=source or spec.source)
 
 
-def _git_describe(spec_manual_dir: Path) -> str:
-    return f"{spec_manual_dir}"
-
-
-def import_rdl(spec_manual_dir: str | Path, generation: str = "v2", source: str = "") -> RegisterMap:
+def import_rdl(
+    spec_manual_dir: str | Path, generation: str = "v2", source: str = ""
+) -> RegisterMap:
     """Parse an nvdla/hw ``spec/manual`` directory into a RegisterMap."""
     spec = parse_rdl_dir(spec_manual_dir)
     return build_regmap(spec, generation, source or f"{spec_manual_dir}/NVDLA_*.rdl")
@@ -609,3 +645,29 @@ def iter_rdl_fields(spec: RdlSpec) -> Iterator[tuple[RdlBlock, RdlReg, RdlField]
         for r in b.regs:
             for f in r.fields:
                 yield b, r, f
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m nvdla_hil.drivers.rdl NVDLA_HW_CHECKOUT OUT.yaml --generation v2 [--source S]``:
+    regenerate a packaged register-map YAML from an nvdla/hw working tree."""
+    import argparse
+
+    from .regmap import dump_yaml
+
+    ap = argparse.ArgumentParser(prog="python -m nvdla_hil.drivers.rdl", description=main.__doc__)
+    ap.add_argument("nvdla_hw", help="nvdla/hw working tree (master for v2, nvdlav1 for v1)")
+    ap.add_argument("out", help="YAML file to write")
+    ap.add_argument("--generation", choices=("v2", "v1"), default="v2")
+    ap.add_argument("--source", default="", help="provenance text, e.g. 'nvdla/hw master <commit>'")
+    args = ap.parse_args(argv)
+    m = import_checkout(args.nvdla_hw, args.generation)
+    if args.source:
+        m.source = args.source
+    dump_yaml(m, args.out)
+    nb, nr, nf = m.counts()
+    print(f"{args.out}: {m.generation}, {nb} blocks, {nr} registers, {nf} fields")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -19,7 +19,7 @@ YAML schema (``format: nvdla-hil-regmap/1``)::
             offset: 0x8                 # byte offset in the block; address = base + offset
             reset: 0x0                  # register reset value (fields' resets combined)
             access: rw                  # rw | ro | wo (see rules below)
-            dual: false                 # true: per-group register, group chosen by S_POINTER.PRODUCER
+            dual: false                 # true: per-group register (S_POINTER.PRODUCER picks)
             trigger: false              # true: a write has a side effect beyond storing the value
             fields:
               LUT_TABLE_ID: {bits: [16, 16], access: rw, reset: 0, spec: rw, enum: {LE: 0, LO: 1}}
@@ -31,10 +31,13 @@ Rules used when importing (facts from the spec, decisions documented here):
   string (letters r, w, t, o; ``c`` = constant).
 * Register ``access``: rw when it has a readable and a writable field, else ro / wo.
 * ``trigger``: some software-writable field has ``t`` (trigger) or ``o`` (write strobe seen by
-  hardware) in its spec_access. This marks D_OP_ENABLE, S_LUT_ACCESS_DATA (LUT write / address
-  post-increment), GLB S_INTR_SET and S_INTR_STATUS (write-1-to-clear), BDMA CFG_OP / CFG_LAUNCH*.
-  A trigger register must not be written speculatively (no read-modify-write replay, no
-  "restore" writes) and is never cached by a driver.
+  hardware) in its spec_access. This marks D_OP_ENABLE (``rwto``, starts the layer),
+  S_LUT_ACCESS_DATA (``rwto``: LUT entry read/write, address post-increment), S_LUT_ACCESS_CFG
+  (LUT_ADDR is ``rwt``: hardware advances it), GLB S_INTR_SET (``wto``) and S_INTR_STATUS
+  (``rwto``, write-1-to-clear), BDMA CFG_OP / CFG_LAUNCH0/1 (``rwt``). CFGROM fields are ``rwt``
+  in the RDL but sw = r, so they are not triggers. A trigger register must not be written
+  speculatively (no read-modify-write replay, no "restore" writes) and a driver must not serve
+  its reads from a cache.
 * ``dual``: the register sits at or after ``D_OP_ENABLE`` in a block that has one and its name
   starts with ``D_``; such registers exist once per register group (ping-pong), the CSB write goes
   to the group selected by ``S_POINTER.PRODUCER``.
@@ -44,6 +47,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import operator
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -173,23 +177,22 @@ class Field:
                     raise FieldRangeError(f"{self.full_name} has no enum values; got {value!r}")
                 raise FieldRangeError(
                     f"{self.full_name} has no enum value {value!r}; "
-                    f"allowed: {', '.join(self.enums)}{_suggest(value, list(self.enums))}")
+                    f"allowed: {', '.join(self.enums)}{_suggest(value, list(self.enums))}"
+                )
             return self.enums[value]
-        if isinstance(value, bool) or not isinstance(value, int):
-            try:
-                import numbers
-
-                if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-                    value = int(value)
-                else:
-                    raise TypeError
-            except TypeError:
-                raise FieldRangeError(
-                    f"{self.full_name}: expected an int or enum name, got {value!r}") from None
+        try:
+            if isinstance(value, bool):
+                raise TypeError
+            value = operator.index(value)  # int, numpy integer
+        except TypeError:
+            raise FieldRangeError(
+                f"{self.full_name}: expected an int or enum name, got {value!r}"
+            ) from None
         if not 0 <= value <= self.max_value:
             raise FieldRangeError(
                 f"{self.full_name} = {value:#x} does not fit [{self.msb}:{self.lsb}] "
-                f"(allowed 0..{self.max_value:#x})")
+                f"(allowed 0..{self.max_value:#x})"
+            )
         return value
 
     def insert(self, regval: int, value: int | str) -> int:
@@ -234,8 +237,8 @@ class Register:
             return self.fields[name]
         except KeyError:
             raise UnknownFieldError(
-                f"unknown field '{self.full_name}.{name}'"
-                f"{_suggest(name, list(self.fields))}") from None
+                f"unknown field '{self.full_name}.{name}'{_suggest(name, list(self.fields))}"
+            ) from None
 
     @property
     def writable_mask(self) -> int:
@@ -291,7 +294,7 @@ class Block:
 
 
 def _normalize(spec: str) -> tuple[str | None, str]:
-    """"NVDLA_SDP.S_POINTER_0" / "SDP.S_POINTER" / "S_POINTER" -> (block or None, register)."""
+    """ "NVDLA_SDP.S_POINTER_0" / "SDP.S_POINTER" / "S_POINTER" -> (block or None, register)."""
     s = spec.strip()
     if "." in s:
         blk, reg = s.split(".", 1)
@@ -305,8 +308,15 @@ def _normalize(spec: str) -> tuple[str | None, str]:
 class RegisterMap:
     """All blocks of one design generation; lookups by name or CSB byte address."""
 
-    def __init__(self, generation: str, blocks: Mapping[str, Block], *, source: str = "",
-                 profile: str | None = None, present: frozenset[str] | None = None) -> None:
+    def __init__(
+        self,
+        generation: str,
+        blocks: Mapping[str, Block],
+        *,
+        source: str = "",
+        profile: str | None = None,
+        present: frozenset[str] | None = None,
+    ) -> None:
         self.generation = generation
         self.blocks: Mapping[str, Block] = dict(blocks)
         self.source = source
@@ -318,7 +328,8 @@ class RegisterMap:
                 other = self._by_addr.get(r.address)
                 if other is not None:
                     raise RegisterMapError(
-                        f"{r.full_name} and {other.full_name} share address {r.address:#x}")
+                        f"{r.full_name} and {other.full_name} share address {r.address:#x}"
+                    )
                 self._by_addr[r.address] = r
 
     def __repr__(self) -> str:
@@ -360,7 +371,8 @@ class RegisterMap:
         if r is None:
             cands = [f"{b.name}.{n}" for n in b.registers]
             raise UnknownRegisterError(
-                f"unknown register '{b.name}.{name}'{_suggest(f'{b.name}.{name}', cands)}")
+                f"unknown register '{b.name}.{name}'{_suggest(f'{b.name}.{name}', cands)}"
+            )
         return r
 
     def _register_flat(self, spec: str) -> Register:
@@ -368,20 +380,22 @@ class RegisterMap:
         s = spec[6:] if spec.upper().startswith("NVDLA_") else spec
         for bname in sorted(self.blocks, key=len, reverse=True):
             if s.startswith(bname + "_"):
-                rest = s[len(bname) + 1:]
+                rest = s[len(bname) + 1 :]
                 regs = self.blocks[bname].registers
                 if rest in regs or (rest.endswith("_0") and rest[:-2] in regs):
                     return self.register(bname, rest)
         cands = [r.full_name for r in self.registers(all_units=True)]
         raise UnknownRegisterError(
             f"unknown register '{spec}' (expected BLOCK.REG)"
-            f"{_suggest(s.replace('_', '.', 1), cands)}")
+            f"{_suggest(s.replace('_', '.', 1), cands)}"
+        )
 
     def by_address(self, addr: int) -> Register:
         r = self._by_addr.get(int(addr))
         if r is None:
-            raise UnknownRegisterError(f"no register at CSB address {int(addr):#x} "
-                                       f"({self.generation} map)")
+            raise UnknownRegisterError(
+                f"no register at CSB address {int(addr):#x} ({self.generation} map)"
+            )
         self._check_present(r.block)
         return r
 
@@ -406,11 +420,14 @@ class RegisterMap:
 
             profile = load_profile(profile)
         if profile.generation != self.generation:
-            raise RegisterMapError(f"profile {profile.name} is a {profile.generation} design, "
-                                   f"this map is {self.generation}")
+            raise RegisterMapError(
+                f"profile {profile.name} is a {profile.generation} design, "
+                f"this map is {self.generation}"
+            )
         present = frozenset(u for u in profile.units if u in self.blocks)
-        return RegisterMap(self.generation, self.blocks, source=self.source,
-                           profile=profile.name, present=present)
+        return RegisterMap(
+            self.generation, self.blocks, source=self.source, profile=profile.name, present=present
+        )
 
     def counts(self) -> tuple[int, int, int]:
         regs = [r for b in self.blocks.values() for r in b.registers.values()]
@@ -425,7 +442,11 @@ class _HexInt(int):
     pass
 
 
-class _Dumper(yaml.SafeDumper):
+_SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster, as safe
+_SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class _Dumper(_SafeDumper):  # type: ignore[misc, valid-type]
     pass
 
 
@@ -438,10 +459,12 @@ class _FlowList(list):  # type: ignore[type-arg]
 
 
 _Dumper.add_representer(_HexInt, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", hex(v)))
-_Dumper.add_representer(_Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v,
-                                                                 flow_style=True))
-_Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v,
-                                                                      flow_style=True))
+_Dumper.add_representer(
+    _Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True)
+)
+_Dumper.add_representer(
+    _FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
+)
 
 
 def to_dict(regmap: RegisterMap) -> dict[str, Any]:
@@ -457,12 +480,21 @@ def to_dict(regmap: RegisterMap) -> dict[str, Any]:
                 if f.enums:
                     d["enum"] = _Flow(f.enums)
                 fields[f.name] = d
-            regs[r.name] = {"offset": _HexInt(r.offset), "reset": _HexInt(r.reset),
-                            "access": r.access, "dual": r.dual, "trigger": r.trigger,
-                            "fields": fields}
+            regs[r.name] = {
+                "offset": _HexInt(r.offset),
+                "reset": _HexInt(r.reset),
+                "access": r.access,
+                "dual": r.dual,
+                "trigger": r.trigger,
+                "fields": fields,
+            }
         blocks[b.name] = {"base": _HexInt(b.base), "registers": regs}
-    return {"format": FORMAT, "generation": regmap.generation, "source": regmap.source,
-            "blocks": blocks}
+    return {
+        "format": FORMAT,
+        "generation": regmap.generation,
+        "source": regmap.source,
+        "blocks": blocks,
+    }
 
 
 def dump_yaml(regmap: RegisterMap, path: str | Path) -> None:
@@ -476,7 +508,9 @@ def _req(d: Mapping[str, Any], key: str, where: str, typ: type | tuple[type, ...
         raise RegmapFormatError(f"{where}: missing '{key}'")
     v = d[key]
     if not isinstance(v, typ) or (typ is int and isinstance(v, bool)):
-        raise RegmapFormatError(f"{where}.{key}: expected {getattr(typ, '__name__', typ)}, got {v!r}")
+        raise RegmapFormatError(
+            f"{where}.{key}: expected {getattr(typ, '__name__', typ)}, got {v!r}"
+        )
     return v
 
 
@@ -500,21 +534,38 @@ def regmap_from_yaml(data: Mapping[str, Any], file: str = "<yaml>") -> RegisterM
                     raise RegmapFormatError(f"{fw}.bits: expected [msb, lsb], got {bits!r}")
                 enum = fd.get("enum", {}) or {}
                 if not isinstance(enum, dict) or not all(
-                        isinstance(k, str) and isinstance(v, int) for k, v in enum.items()):
+                    isinstance(k, str) and isinstance(v, int) for k, v in enum.items()
+                ):
                     raise RegmapFormatError(f"{fw}.enum: expected {{NAME: int}}")
                 try:
-                    fields[fname] = Field(fname, bits[0], bits[1], _req(fd, "access", fw, str),
-                                          _req(fd, "reset", fw, int), dict(enum),
-                                          str(fd.get("spec", "")), bname, rname)
+                    fields[fname] = Field(
+                        fname,
+                        bits[0],
+                        bits[1],
+                        _req(fd, "access", fw, str),
+                        _req(fd, "reset", fw, int),
+                        dict(enum),
+                        str(fd.get("spec", "")),
+                        bname,
+                        rname,
+                    )
                 except RegisterMapError as e:
                     raise RegmapFormatError(f"{file}: {e}") from None
             access = _req(rd, "access", rw, str)
             if access not in ACCESS:
                 raise RegmapFormatError(f"{rw}.access: {access!r} not in {ACCESS}")
             off = _req(rd, "offset", rw, int)
-            regs[rname] = Register(rname, bname, off, base + off, access,
-                                   _req(rd, "reset", rw, int), bool(rd.get("dual", False)),
-                                   bool(rd.get("trigger", False)), fields)
+            regs[rname] = Register(
+                rname,
+                bname,
+                off,
+                base + off,
+                access,
+                _req(rd, "reset", rw, int),
+                bool(rd.get("dual", False)),
+                bool(rd.get("trigger", False)),
+                fields,
+            )
         blocks[bname] = Block(bname, base, regs)
     try:
         return RegisterMap(gen, blocks, source=str(data.get("source", "")))
@@ -522,22 +573,25 @@ def regmap_from_yaml(data: Mapping[str, Any], file: str = "<yaml>") -> RegisterM
         raise RegmapFormatError(f"{file}: {e}") from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_regmap(generation: str = "v2") -> RegisterMap:
     """The packaged register map of ``generation`` ("v2" = nvdla/hw master, "v1" = nvdlav1)."""
     if generation not in GENERATIONS:
-        raise RegisterMapError(f"unknown generation {generation!r}; known: {', '.join(GENERATIONS)}")
+        raise RegisterMapError(
+            f"unknown generation {generation!r}; known: {', '.join(GENERATIONS)}"
+        )
     name = f"regmap_{generation}.yaml"
     text = resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 10x faster, equally safe
-    return regmap_from_yaml(yaml.load(text, Loader=loader), name)  # noqa: S506
+    return regmap_from_yaml(yaml.load(text, Loader=_SafeLoader), name)  # noqa: S506 (safe loader)
 
 
 # --------------------------------------------------------------------------------------------
 # Generation and checks against upstream
 
 
-def import_rdl(spec_manual_dir: str | Path, generation: str = "v2", source: str = "") -> RegisterMap:
+def import_rdl(
+    spec_manual_dir: str | Path, generation: str = "v2", source: str = ""
+) -> RegisterMap:
     """Parse nvdla/hw ``spec/manual/NVDLA_*.rdl`` into a RegisterMap (see :mod:`.rdl`)."""
     from .rdl import import_rdl as _imp
 
@@ -558,7 +612,9 @@ def compare_regmaps(ours: RegisterMap, theirs: RegisterMap) -> list[str]:
         for rname in sorted(set(a.registers) | set(b.registers)):
             ra, rb = a.registers.get(rname), b.registers.get(rname)
             if ra is None or rb is None:
-                out.append(f"{bname}.{rname}: register only in {'upstream' if ra is None else 'ours'}")
+                out.append(
+                    f"{bname}.{rname}: register only in {'upstream' if ra is None else 'ours'}"
+                )
                 continue
             for attr in ("offset", "reset", "access", "dual", "trigger"):
                 va, vb = getattr(ra, attr), getattr(rb, attr)
@@ -568,8 +624,10 @@ def compare_regmaps(ours: RegisterMap, theirs: RegisterMap) -> list[str]:
             for fname in sorted(set(ra.fields) | set(rb.fields)):
                 fa, fb = ra.fields.get(fname), rb.fields.get(fname)
                 if fa is None or fb is None:
-                    out.append(f"{ra.full_name}.{fname}: field only in "
-                               f"{'upstream' if fa is None else 'ours'}")
+                    out.append(
+                        f"{ra.full_name}.{fname}: field only in "
+                        f"{'upstream' if fa is None else 'ours'}"
+                    )
                     continue
                 for attr in ("msb", "lsb", "access", "reset", "spec_access", "enums"):
                     va, vb = getattr(fa, attr), getattr(fb, attr)
@@ -583,8 +641,9 @@ def compare_with_rdl(regmap: RegisterMap, spec_manual_dir: str | Path) -> list[s
     return compare_regmaps(regmap, import_rdl(spec_manual_dir, regmap.generation))
 
 
-def check_against_checkout(nvdla_hw_path: str | Path, profile: str | HardwareProfile = "nv_small"
-                           ) -> list[str]:
+def check_against_checkout(
+    nvdla_hw_path: str | Path, profile: str | HardwareProfile = "nv_small"
+) -> list[str]:
     """Compare the packaged map of ``profile``'s generation with an nvdla/hw working tree
     (``spec/manual`` on master for v2, ``cmod/include/arnvdla.uh`` on nvdlav1 for v1)."""
     from .profiles import load_profile

@@ -412,7 +412,7 @@ class SerialTransport(Transport):
         """Keep the line silent until the bridge's FSM timer has surely reset it, draining input."""
         port = self._port
         self._tx.clear()
-        quiet_for = self.board_timeout * 1.5 + 0.02
+        quiet_for = self.board_timeout * 1.5 + min(0.02, self.board_timeout)
         limit = Timeout(max(2.0, 10 * quiet_for))
         last = time.monotonic()
         while time.monotonic() - last < quiet_for:

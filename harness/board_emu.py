@@ -45,6 +45,7 @@ from ..drivers.uartbone import (
 )
 from .memory import SparseMemory
 
+_DEFAULT_MAP = BoardMap()
 __all__ = [
     "RegisterFileTarget",
     "FaultConfig",
@@ -460,11 +461,11 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", default="nv_small", help="hardware profile of the model (default nv_small)")
     p.add_argument("--backend", choices=("model", "regfile"), default="model",
                    help="model = the NVDLA model target; regfile = plain RW registers (link tests)")
-    p.add_argument("--csr-base", type=_int, default=BoardMap.csr_base, help="board address of the CSB window")
-    p.add_argument("--dram-base", type=_int, default=BoardMap.dram_base, help="board address of the DRAM window")
-    p.add_argument("--dram-nvdla-base", type=_int, default=BoardMap.dram_nvdla_base,
+    p.add_argument("--csr-base", type=_int, default=_DEFAULT_MAP.csr_base, help="board address of the CSB window")
+    p.add_argument("--dram-base", type=_int, default=_DEFAULT_MAP.dram_base, help="board address of the DRAM window")
+    p.add_argument("--dram-nvdla-base", type=_int, default=_DEFAULT_MAP.dram_nvdla_base,
                    help="NVDLA address the DRAM window starts at")
-    p.add_argument("--dram-size", type=_int, default=BoardMap.dram_size)
+    p.add_argument("--dram-size", type=_int, default=_DEFAULT_MAP.dram_size)
     p.add_argument("--drop", type=float, default=0.0, help="probability a byte is dropped (each direction)")
     p.add_argument("--corrupt", type=float, default=0.0, help="probability a byte is corrupted")
     p.add_argument("--delay", type=float, default=0.0, help="max random delay before each response (s)")

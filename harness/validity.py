@@ -156,7 +156,10 @@ def check_precisions(unit: str, in_precision: str | int, out_precision: str | in
         if mode not in ("feature", "image"):
             raise ValueError(f"conv mode must be 'feature' or 'image', not {mode!r}")
         if mode == "image":
-            i = "image_fp16" if i in ("fp16", "image_fp16") else ("image_int" if i in _IMAGE_INT_ALIASES | {"int8", "int16", "uint8", "uint16"} else i)
+            if i in ("fp16", "image_fp16"):
+                i = "image_fp16"
+            elif i in _IMAGE_INT_ALIASES or i in ("int8", "int16", "uint8", "uint16"):
+                i = "image_int"
     row = TABLES[u].get((i, o))
     if row is None:
         raise InvalidPrecisionConfig(

@@ -71,8 +71,9 @@ def test_linear_negative_select_multiplies_index_and_has_no_fraction():
     p = LutParams(lo_start=0, lo_index_select=-2, **LE_OFF)
     # x=3: i = 3*4 = 12 -> LO[12] = 120
     assert run1(3, p) == (120, False, True, KIND_HIT)
-    # x=64: i=256 -> OF
-    assert run1(64, p)[3] == KIND_OF
+    # x=64: i=256 -> LO OF; LE UF -> "one UF, one OF" -> hybrid priority decides
+    assert run1(64, p)[3] == KIND_UF
+    assert run1(64, LutParams(**{**p.__dict__, "hybrid_priority": "LO"}))[3] == KIND_OF
 
 
 def test_le_linear_hit():

@@ -360,22 +360,19 @@ def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[tuple[int, i
         planes = [fields]
     out = []
     widths = {w for _, w in fields}
-    if widths <= {8}:
-        cdt = np.dtype("<u1")
-    elif widths <= {16}:
-        cdt = np.dtype("<u2")
-    else:
+    if 2 in widths:
+        # 10-bit packed formats: one 32-bit word per pixel, fields from the LSB in reversed name order
         cdt = np.dtype("<u4")
+        lsb, fl = 0, []
+        for n, w in reversed(fields):
+            fl.append((_CH[n], lsb, w))
+            lsb += w
+        return cdt, [[fl]]
+    # 8-bit components in bytes; 10/12/16-bit components each in a 16-bit container
+    cdt = np.dtype("<u1") if widths <= {8} else np.dtype("<u2")
+    bits = cdt.itemsize * 8
     for pl in planes:
-        if cdt.itemsize * 8 in {w for _, w in pl} and all(w == cdt.itemsize * 8 for _, w in pl):
-            # one container per component, memory order = reversed name order
-            out.append([[(_CH[n], 0, w)] for n, w in reversed(pl)])
-        else:
-            lsb, fl = 0, []
-            for n, w in reversed(pl):
-                fl.append((_CH[n], lsb, w))
-                lsb += w
-            out.append([fl])
+        out.append([[(_CH[n], 0, bits)] for n, _ in reversed(pl)])
     return cdt, out
 
 
@@ -828,3 +825,322 @@ def deconv_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict
         full[:, :, :, i // sx, :, i % sx] = execute_unpack(buf[off:], dc_plan(sub, dt, p), sub, "nvdla.weight.deconv")
     out = full.reshape(K, C, sub[2] * sy, sub[3] * sx)[:, :, :R, :S]
     return from_storage(np.ascontiguousarray(out), dt)
+
+
+# --------------------------------------------------------------------------------------------
+# Sparse weight compression (WMB / WGS / compressed data)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompressedWeights:
+    """The three memory surfaces of seed 000 'Sparse Compression option'.
+
+    ``wmb``: one bit per element (1 = non-zero), little-endian bit order, zero-padded to 128
+    bytes. ``data``: non-zero elements packed compactly, zero-padded to 128 bytes. ``wgs``: per
+    kernel group the remaining byte count, 32-bit little-endian, padded to 128 bytes.
+    """
+
+    wgs: np.ndarray
+    wmb: np.ndarray
+    data: np.ndarray
+
+    @property
+    def group_sizes(self) -> np.ndarray:
+        return self.wgs.view("<u4")
+
+
+def _pad_to(buf: np.ndarray, align: int) -> np.ndarray:
+    out = np.zeros(align_up(buf.size, align), np.uint8)
+    out[: buf.size] = buf
+    return out
+
+
+def compress_weights(mapped: np.ndarray, group_bytes: list[int], itemsize: int) -> CompressedWeights:
+    """Compress an uncompressed weight surface group by group (seed 000).
+
+    ``mapped`` holds the mapped weights (tail padding allowed); ``group_bytes`` the uncompressed
+    bytes of each kernel group in mapping order. An element is "zero" when all its bits are 0
+    (so fp16 -0.0 is kept and round-trips bit-exactly).
+    """
+    raw = np.asarray(mapped, dtype=np.uint8).reshape(-1)
+    total = int(sum(group_bytes))
+    if total > raw.size or total % itemsize or any(g % itemsize for g in group_bytes):
+        raise LayoutError(f"compression: groups of {total} bytes do not fit {raw.size} mapped bytes of {itemsize}-byte elements")
+    el = raw[:total].view(f"<u{itemsize}")
+    mask = el != 0
+    wmb = np.packbits(mask, bitorder="little")
+    starts = np.cumsum([0] + [g // itemsize for g in group_bytes[:-1]])
+    counts = np.add.reduceat(mask.astype(np.int64), starts) if el.size else np.zeros(0, np.int64)
+    counts = np.where(np.asarray([g for g in group_bytes]) == 0, 0, counts) if len(group_bytes) else counts
+    wgs = (counts * itemsize).astype("<u4")
+    return CompressedWeights(_pad_to(wgs.view(np.uint8), WEIGHT_DATA_ALIGN),
+                             _pad_to(wmb, WEIGHT_DATA_ALIGN),
+                             _pad_to(el[mask].view(np.uint8), WEIGHT_DATA_ALIGN))
+
+
+def decompress_weights(cw: CompressedWeights, group_bytes: list[int], itemsize: int) -> np.ndarray:
+    """Rebuild the uncompressed surface (128-byte tail-aligned) from WMB, WGS and data."""
+    total = int(sum(group_bytes))
+    n = total // itemsize
+    if cw.wmb.size * 8 < n:
+        raise LayoutError(f"WMB surface has {cw.wmb.size * 8} bits, {n} elements need one bit each")
+    mask = np.unpackbits(np.asarray(cw.wmb, np.uint8), count=n, bitorder="little").astype(bool)
+    starts = np.cumsum([0] + [g // itemsize for g in group_bytes[:-1]])
+    counts = np.add.reduceat(mask.astype(np.int64), starts) * itemsize if n else np.zeros(0, np.int64)
+    wgs = np.asarray(cw.wgs, np.uint8)[: 4 * len(group_bytes)].view("<u4")
+    if wgs.size != len(group_bytes) or not np.array_equal(wgs.astype(np.int64), counts):
+        raise LayoutError(f"WGS {wgs.tolist()} disagrees with the WMB bit counts {counts.tolist()} (bytes per group)")
+    nnz = int(mask.sum())
+    if cw.data.size < nnz * itemsize:
+        raise LayoutError(f"compressed data has {cw.data.size} bytes, WMB marks {nnz * itemsize}")
+    out = np.zeros(align_up(total, WEIGHT_DATA_ALIGN), np.uint8)
+    el = out[:total].view(f"<u{itemsize}")
+    el[mask] = np.asarray(cw.data, np.uint8)[: nnz * itemsize].view(f"<u{itemsize}")
+    return out
+
+
+_BASES = ("dc", "image", "winograd")
+
+
+def _compressed_parts(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> tuple[list[int], Plan]:
+    base = p["base"]
+    if base == "dc":
+        plan = dc_plan(shape, dt, p)
+    elif base == "image":
+        plan, _ = image_plan(shape, dt, p)
+    else:
+        plan = winograd_plan(shape, dt, p)
+    K = shape[0]
+    per_kernel = int(np.prod(shape[1:])) * dt.itemsize
+    G = weight_group_size(p, dt)
+    return [min(G, K - k) * per_kernel for k in range(0, K, G)], plan
+
+
+def compressed_offsets(n_groups: int, n_elements: int) -> tuple[int, int]:
+    """Byte offsets of the WMB and data surfaces in the packed blob [WGS | WMB | data]."""
+    wgs_size = align_up(4 * n_groups, WEIGHT_DATA_ALIGN)
+    wmb_off = align_up(wgs_size, WEIGHT_START_ALIGN)
+    wmb_size = align_up(ceil_div(n_elements, 8), WEIGHT_DATA_ALIGN)
+    return wmb_off, align_up(wmb_off + wmb_size, WEIGHT_START_ALIGN)
+
+
+def compressed_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(arr.dtype, "weight")
+    groups, plan = _compressed_parts(arr.shape, dt, p)
+    if p["base"] == "image":
+        ext = image_pre_extend(to_storage(arr))
+        mapped = execute_pack(ext if p["post_extension"] == 1 else ext[..., 0], plan)
+    else:
+        mapped = execute_pack(to_storage(arr), plan)
+    cw = compress_weights(mapped, groups, dt.itemsize)
+    wmb_off, data_off = compressed_offsets(len(groups), arr.size)
+    out = np.zeros(data_off + cw.data.size, np.uint8)
+    out[: cw.wgs.size] = cw.wgs
+    out[wmb_off: wmb_off + cw.wmb.size] = cw.wmb
+    out[data_off:] = cw.data
+    return out
+
+
+def compressed_unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+    dt = _element_dtype(dt, "weight")
+    groups, plan = _compressed_parts(shape, dt, p)
+    n = int(np.prod(shape))
+    wmb_off, data_off = compressed_offsets(len(groups), n)
+    if buf.size < data_off:
+        raise LayoutError(f"compressed weight blob has {buf.size} bytes, headers need {data_off}")
+    cw = CompressedWeights(buf[: 4 * len(groups)], buf[wmb_off:data_off], buf[data_off:])
+    mapped = decompress_weights(cw, groups, dt.itemsize)
+    unpack = {"dc": dc_unpack, "image": image_unpack, "winograd": winograd_unpack}[p["base"]]
+    return unpack(mapped, shape, dt, p)
+
+
+# --------------------------------------------------------------------------------------------
+# Bias / PReLU / batch-norm / element-wise operand formats (SDP)
+# --------------------------------------------------------------------------------------------
+
+#: ComponentsPerElement by use case (seed 000)
+COMPONENTS_PER_ELEMENT = {"bias": 1, "prelu": 1, "bn": 2, "ew_alu": 1, "ew_mul": 1, "ew_both": 2}
+
+
+def bytes_per_atom(proc_precision: str, use: str, data_size: int, atom_bytes: int = 32) -> int:
+    """BytesPerAtom = ElementPerAtom * ComponentsPerElement * BytesPerComponent (seed 000).
+
+    ElementPerAtom is 32 for INT8 and 16 for INT16/FP16 processing precision with the 32-byte
+    atom of nv_full (atom_bytes / bytes of the processing precision in general).
+    """
+    if proc_precision not in PRECISIONS:
+        raise LayoutError(f"proc_precision={proc_precision!r} not one of {list(PRECISIONS)}")
+    if data_size not in (1, 2):
+        raise LayoutError(f"data_size={data_size}: BytesPerComponent is 1 (ONE_BYTE) or 2 (TWO_BYTE)")
+    epa = atom_bytes // PRECISIONS[proc_precision].itemsize
+    return epa * COMPONENTS_PER_ELEMENT[use] * data_size
+
+
+def _sdp_geo(shape: tuple[int, ...], p: dict[str, Any], use: str, mode: str) -> tuple[CubeGeometry, tuple[int, ...], np.dtype]:
+    prec = p["proc_precision"]
+    ds = p["data_size"] or (1 if prec == "int8" else 2)
+    if prec == "fp16" and ds != 2:
+        raise LayoutError("fp16 operands need data_size=2 (each channel takes 2 bytes in FP16)")
+    comps = COMPONENTS_PER_ELEMENT[use]
+    atom = _atom(p)
+    lanes = atom // PRECISIONS[prec].itemsize
+    n_lead = 1 if mode == "per_channel" else 3
+    want = n_lead + (1 if comps == 2 else 0)
+    if len(shape) != want or (comps == 2 and shape[-1] != 2):
+        form = "(C" + (",)" if mode == "per_channel" and comps == 1 else ", H, W" * (mode != "per_channel") + (", 2)" if comps == 2 else ")"))
+        raise LayoutError(f"{use} {mode} data has shape {form}, got {shape}")
+    if mode == "per_channel":
+        C, H, W = shape[0], 1, 1
+        ss = lanes * comps * ds
+        geo = cube_geometry(C, H, W, ds, atom, comps=comps, lanes=lanes, surface_stride=align_up(ss, atom), what=use)
+        geo = CubeGeometry(C, 1, 1, comps, lanes, ss, ss, ss, ds)   # continuous 1x1xC space
+    else:
+        C, H, W = shape[:3]
+        geo = cube_geometry(C, H, W, ds, atom, comps=comps, lanes=lanes, line_stride=p["line_stride"],
+                            surface_stride=p["surface_stride"], what=use)
+    pdt = np.dtype(np.float16) if prec == "fp16" else np.dtype(np.int8 if ds == 1 else np.int16)
+    return geo, (C, H, W, comps), pdt
+
+
+def make_sdp_layout(use: str, modes: tuple[str, ...]) -> LayoutSpec:
+    params = _profile_params() + (
+        Param("proc_precision", str, "int8", "SDP PROC_PRECISION (sets ElementPerAtom)", tuple(PRECISIONS)),
+        Param("data_size", int, None, "BytesPerComponent: 1 ONE_BYTE or 2 TWO_BYTE (default by precision)", (None, 1, 2)),
+    )
+    if len(modes) > 1:
+        params += (Param("mode", str, modes[0], "per_channel (1x1xC) or per_element (WxHxC)", modes),)
+    if "per_element" in modes:
+        params += (
+            Param("line_stride", int, None, "per-element: bytes between lines (multiple of 32)"),
+            Param("surface_stride", int, None, "per-element: bytes between surfaces (multiple of 32)"),
+        )
+    uses = ("ew_alu", "ew_mul", "ew_both") if use == "ew" else (use,)
+    if use == "ew":
+        params += (Param("use", str, "ew_alu", "ALU or MUL only (1 component) or both (2)", uses),)
+
+    def resolve(p: dict[str, Any]) -> tuple[str, str]:
+        return (p.get("use", use), p.get("mode", modes[0]))
+
+    def pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
+        u, m = resolve(p)
+        geo, shp4, pdt = _sdp_geo(arr.shape, p, u, m)
+        if arr.dtype.itemsize != geo.itemsize or arr.dtype.kind not in "iuf":
+            raise LayoutError(f"{u}: data_size={geo.itemsize} needs {geo.itemsize}-byte elements, got {arr.dtype}")
+        plan = cube_plan(geo, storage_dtype(arr.dtype))
+        out = execute_pack(to_storage(arr).reshape(shp4), plan)
+        return _pad_to(out, 32) if use == "ew" else out   # element-wise: data size aligned to 32 bytes
+
+    def unpack(buf: np.ndarray, shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> np.ndarray:
+        u, m = resolve(p)
+        geo, shp4, pdt = _sdp_geo(shape, p, u, m)
+        if dt.itemsize != geo.itemsize:
+            dt = pdt
+        data = execute_unpack(buf, cube_plan(geo, storage_dtype(dt)), shp4, f"nvdla.sdp.{use}")
+        return from_storage(data.reshape(shape), dt)
+
+    desc = {
+        "bias": "bias data, per channel (1x1xC, continuous) or per element (WxHxC, feature order)",
+        "prelu": "PReLU data, per channel, continuous 1x1xC",
+        "bn": "batch-normalization data, per channel, (add, multiply) pair packed per channel",
+        "ew": "element-wise data WxHxC in feature order; use=ew_both stores (ALU, MUL) pairs",
+    }[use]
+    return LayoutSpec(f"nvdla.sdp.{use}", "nvdla", desc + "; BytesPerAtom rule", params, pack, unpack, "int8", SEED)
+
+
+# --------------------------------------------------------------------------------------------
+# Alignment table
+# --------------------------------------------------------------------------------------------
+
+#: Seed 000 'Requirements of alignment': format -> (start address, line stride, surface stride,
+#: planar/cube stride, data size); None = NA.
+ALIGNMENT: dict[str, tuple[int | None, int | None, int | None, int | None, int | None]] = {
+    "feature": (32, 32, 32, 32, None),
+    "weight": (256, None, None, None, 128),
+    "wmb": (256, None, None, None, 128),
+    "wgs": (256, None, None, None, 128),
+    "pixel": (32, 32, None, None, None),
+    "bias": (32, 32, 32, None, None),
+    "prelu": (32, None, None, None, None),
+    "bn": (32, None, None, None, None),
+    "ew": (32, 32, None, None, 32),
+}
+_ALIGN_FIELDS = ("start_address", "line_stride", "surface_stride", "planar_stride", "data_size")
+
+
+def check_alignment(fmt: str, **values: int) -> None:
+    """Validate addresses/strides/sizes of ``fmt`` against the alignment table.
+
+    ``values`` keys: start_address, line_stride, surface_stride, planar_stride, data_size.
+    """
+    if fmt not in ALIGNMENT:
+        raise LayoutError(f"unknown format {fmt!r} for the alignment table; known: {sorted(ALIGNMENT)}")
+    row = dict(zip(_ALIGN_FIELDS, ALIGNMENT[fmt]))
+    for key, val in values.items():
+        if key not in row:
+            raise LayoutError(f"check_alignment: unknown field {key!r}; accepted: {list(_ALIGN_FIELDS)}")
+        if val is None or row[key] is None:
+            continue
+        check_aligned(f"{fmt} {key}", val, row[key], f"alignment of {key.replace('_', ' ')} for {fmt} is {row[key]} bytes (seed 000 alignment table)")
+
+
+# --------------------------------------------------------------------------------------------
+# Registry entries
+# --------------------------------------------------------------------------------------------
+
+
+def nvdla_layouts() -> list[LayoutSpec]:
+    specs = [
+        LayoutSpec(
+            "nvdla.feature", "nvdla",
+            "feature data cube (C, H, W): 1x1xatom cubes in C' -> W -> H -> C order, packed or "
+            "unpacked (line/surface strides aligned to the atom), last surface channel-padded",
+            _FEATURE_PARAMS, feature_pack, feature_unpack, "int8", SEED),
+        LayoutSpec(
+            "nvdla.weight.dc", "nvdla",
+            "direct-convolution weights (K, C, H, W): kernel groups, 1x1xC' cubes scanned "
+            "C' -> K -> W -> H -> C, groups compact, 128-byte tail alignment",
+            _WEIGHT_PARAMS, dc_pack, dc_unpack, "int8", SEED),
+        LayoutSpec(
+            "nvdla.weight.image", "nvdla",
+            "image-input weights (K, C, H, W): channel pre-extension (line -> channel), optional "
+            "2/4-line post-extension, then the direct-convolution mapping",
+            _WEIGHT_PARAMS + (Param("post_extension", int, 1, "lines combined by channel post-extension", (1, 2, 4)),),
+            image_pack, image_unpack, "int8", SEED),
+        LayoutSpec(
+            "nvdla.weight.winograd", "nvdla",
+            "Winograd weights (K, C, 4, 4) after G W G^T: 4x4x4-element cubes scanned K -> C per "
+            "group; convert=true runs phase 1 (pad C, channel extension, G W G^T) on raw kernels",
+            _WEIGHT_PARAMS[:3] + (
+                Param("convert", bool, False, "input is raw 3x3 (3s x 3s) kernels: run phase 1 first"),
+                Param("stride", int, 1, "convolution stride for phase-1 channel extension"),
+                Param("scale", float, 1.0, "phase-1 scaling factor applied to G W G^T"),
+            ),
+            winograd_pack, winograd_unpack, "int8", SEED),
+        LayoutSpec(
+            "nvdla.weight.deconv", "nvdla",
+            "deconvolution weights (K, C, H, W): set split into stride_x*stride_y sub-kernels, each "
+            "in the direct-convolution mapping, each starting 256-byte aligned",
+            _WEIGHT_PARAMS + (
+                Param("stride_x", int, 1, "deconvolution stride in x"),
+                Param("stride_y", int, 1, "deconvolution stride in y"),
+            ),
+            deconv_pack, deconv_unpack, "int8", SEED),
+    ]
+    specs.append(LayoutSpec(
+        "nvdla.weight.compressed", "nvdla",
+        "sparse-compressed weights (K, C, H, W): blob [WGS | WMB | data], each surface 128-byte "
+        "sized and 256-byte aligned; WMB bits little-endian, WGS 32-bit bytes per group",
+        _WEIGHT_PARAMS + (
+            Param("base", str, "dc", "uncompressed mapping to compress", _BASES),
+            Param("post_extension", int, 1, "image base only: post-extension lines", (1, 2, 4)),
+        ),
+        compressed_pack, compressed_unpack, "int8", SEED))
+    specs += [
+        make_sdp_layout("bias", ("per_channel", "per_element")),
+        make_sdp_layout("prelu", ("per_channel",)),
+        make_sdp_layout("bn", ("per_channel",)),
+        make_sdp_layout("ew", ("per_element",)),
+    ]
+    specs += [make_pixel_layout(f) for f in PIXEL_FORMATS.values()]
+    return specs

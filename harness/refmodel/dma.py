@@ -27,9 +27,16 @@ from .base import MemoryPort
 
 __all__ = ["CubeGeometry", "read_cube", "write_cube", "read_vector", "surfaces"]
 
-# read the whole span in one request when it is at most this many times the bytes needed
-_SPAN_FACTOR = 4
-_SPAN_SLACK = 1 << 20
+# access the whole span in one request when it is at most this many times the bytes needed
+# (plus slack): far fewer MemoryPort calls for cubes with padded line/surface strides
+_SPAN_FACTOR = 16
+_SPAN_SLACK = 4 << 20
+
+
+def _span_ok(starts: np.ndarray, line_bytes: int) -> tuple[bool, int, int]:
+    lo = int(starts.min())
+    hi = int(starts.max()) + line_bytes
+    return hi - lo <= _SPAN_FACTOR * starts.size * line_bytes + _SPAN_SLACK, lo, hi
 
 
 def surfaces(channels: int, group: int) -> int:
@@ -69,10 +76,8 @@ def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
     """Raw bytes of every line, shape (S, H, line_bytes), uint8."""
     starts = geo.line_addresses()
     lb = geo.line_bytes
-    lo = int(starts.min())
-    hi = int(starts.max()) + lb
-    needed = starts.size * lb
-    if hi - lo <= _SPAN_FACTOR * needed + _SPAN_SLACK:
+    ok, lo, hi = _span_ok(starts, lb)
+    if ok:
         blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
         idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
         return blob[idx]
@@ -123,6 +128,16 @@ def write_cube(mem: MemoryPort, geo: CubeGeometry, data: np.ndarray) -> None:
         return
     if geo.surface_stride == lb and H == 1:
         mem.write(int(starts[0, 0]), raw.reshape(-1))
+        return
+    ok, lo, hi = _span_ok(starts, lb)
+    order = np.sort(starts.ravel())
+    lines_disjoint = bool(np.all(np.diff(order) >= lb))
+    if ok and lines_disjoint:
+        # read-modify-write of the span: bytes between lines are written back unchanged
+        blob = np.array(mem.read(lo, hi - lo), dtype=np.uint8)
+        idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
+        blob[idx] = raw
+        mem.write(lo, blob)
         return
     for s in range(S):
         for h in range(H):

@@ -38,6 +38,7 @@ KIND_UF = 1
 KIND_OF = 2
 
 FRAC_BITS = 35  # SDP fraction width (section 5.2)
+_CHUNK = 1 << 16
 I64 = np.int64
 
 
@@ -201,20 +202,25 @@ def sdp_lut(
 
 
 def _sdp_lut_gather(x, p, le, lo, semantics):
-    """Evaluate on the whole 8/16-bit domain, then gather per element."""
+    """Evaluate on the whole 8/16-bit domain, then gather per element (one int64 gather for
+    y, one uint8 gather for kind + both hit flags packed)."""
     info = np.iinfo(x.dtype)
     dom = np.arange(int(info.min), int(info.max) + 1, dtype=I64)
     y, hle, hlo, kind = _sdp_lut_direct(dom, p, le, lo, semantics)
-    if x.dtype == np.int16:
-        idx = x.view(np.uint16)
-        # rotate tables so that the uint16 view indexes them directly (-32768 -> 0x8000)
-        y, hle, hlo, kind = (np.roll(a, -32768) for a in (y, hle, hlo, kind))
-    elif x.dtype == np.int8:
-        idx = x.view(np.uint8)
-        y, hle, hlo, kind = (np.roll(a, -128) for a in (y, hle, hlo, kind))
-    else:
-        idx = x
-    return y[idx], hle[idx], hlo[idx], kind[idx]
+    code = kind | (hle.astype(np.uint8) << 2) | (hlo.astype(np.uint8) << 3)
+    if info.min < 0:
+        # index with the unsigned view: rotate the tables so that -2^(n-1) lands at 2^(n-1)
+        y, code = np.roll(y, int(info.min)), np.roll(code, int(info.min))
+        x = x.view(np.uint16 if x.dtype == np.int16 else np.uint8)
+    flat = x.reshape(-1)
+    y_out = np.empty(flat.shape, dtype=I64)
+    c_out = np.empty(flat.shape, dtype=np.uint8)
+    for a in range(0, flat.size, _CHUNK):  # cache-sized blocks: the intp index stays in cache
+        idx = flat[a : a + _CHUNK].astype(np.intp)
+        np.take(y, idx, out=y_out[a : a + _CHUNK])
+        np.take(code, idx, out=c_out[a : a + _CHUNK])
+    c_out = c_out.reshape(x.shape)
+    return y_out.reshape(x.shape), (c_out & 4) != 0, (c_out & 8) != 0, c_out & np.uint8(3)
 
 
 def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str):
@@ -281,13 +287,13 @@ def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
 def lut_stats(hit_le: np.ndarray, hit_lo: np.ndarray, kind: np.ndarray) -> LutStats:
     """Counters of section 5.6 (per element): UFLOW/OFLOW/HYBRID by selected kind,
     LE_HIT/LO_HIT from the raw per-table hit flags."""
-    counts = np.bincount(np.asarray(kind, dtype=np.uint8).ravel(), minlength=3)
+    kind = np.asarray(kind)
     return LutStats(
         le_hit=int(np.count_nonzero(hit_le)),
         lo_hit=int(np.count_nonzero(hit_lo)),
-        uflow=int(counts[KIND_UF]),
-        oflow=int(counts[KIND_OF]),
-        hybrid=int(counts[KIND_HIT]),
+        uflow=int(np.count_nonzero(kind == KIND_UF)),
+        oflow=int(np.count_nonzero(kind == KIND_OF)),
+        hybrid=int(np.count_nonzero(kind == KIND_HIT)),
     )
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
-from .ops import clamp, lsat, rnd, rsat_flag, sx
+from .ops import lsat, rnd, sx
 
 __all__ = ["run_sdp", "SdpLiveCounters", "output_convert", "bs_bn_stage", "ew_stage", "Operand"]
 
@@ -160,20 +160,54 @@ def ew_stage(
     return y
 
 
+_CHUNK = 1 << 16  # elements per cache-sized block in the large-array paths
+
+
 def output_convert(
+    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: str = "rtl"
+) -> tuple[np.ndarray, np.ndarray]:
+    """SDP output convertor (section 2, stage C); see :func:`_output_convert`. Large arrays
+    are processed in cache-sized blocks (same result)."""
+    x = np.asarray(x)
+    kw = dict(offset=offset, scale=scale, shift=shift, out_bits=out_bits, semantics=semantics)
+    if x.size <= 4 * _CHUNK:
+        return _output_convert(x, **kw)
+    flat = x.reshape(-1)
+    y = np.empty(flat.shape, dtype=I64)
+    flag = np.empty(flat.shape, dtype=bool)
+    for a in range(0, flat.size, _CHUNK):
+        y[a : a + _CHUNK], flag[a : a + _CHUNK] = _output_convert(flat[a : a + _CHUNK], **kw)
+    return y.reshape(x.shape), flag.reshape(x.shape)
+
+
+def _output_convert(
     x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: str = "rtl"
 ) -> tuple[np.ndarray, np.ndarray]:
     """SDP output convertor (section 2, stage C): ``RSAT((x - offset) * scale, shift, 17)``,
     then a silent clamp to ``out_bits`` (8 or 16). Returns (values, saturation flags of the
-    17-bit RSAT, rule 1.2)."""
-    v = (np.asarray(x, dtype=I64) - I64(offset)) * I64(scale)  # 33 x 16 bits: exact
-    in_bits = 49
-    if semantics == "rtl" and shift >= in_bits:
-        r17 = np.zeros_like(v)
+    17-bit RSAT, rule 1.2: RTL flags a floor outside 17 bits or a positive round-up from the
+    maximum; cmod flags ``|floor - result| > 1``). RTL: shift >= 49 gives 0, no flag."""
+    v = np.asarray(x, dtype=I64) - I64(offset)
+    v *= I64(scale)  # 33 x 16 bits: exact
+    lo17, hi17 = -(1 << 16), (1 << 16) - 1
+    if shift == 0:
+        flag = (v < lo17) | (v > hi17)
+        np.clip(v, max(lo17, -(1 << (out_bits - 1))), min(hi17, (1 << (out_bits - 1)) - 1), out=v)
+        return v, flag
+    if semantics == "rtl" and shift >= 49:
+        return np.zeros_like(v), np.zeros(v.shape, dtype=bool)
+    floor = v >> shift
+    rem = v - (floor << shift)
+    half = I64(1) << (shift - 1)
+    inc = (rem > half) | ((rem == half) & (v >= 0))
+    r17 = floor + inc
+    np.clip(r17, lo17, hi17, out=r17)
+    if semantics == "rtl":
+        flag = (floor < lo17) | (floor > hi17) | (inc & (floor == hi17))  # inc implies v >= 0 here
     else:
-        r17 = clamp(rnd(v, shift), 17)
-    flag = rsat_flag(v, shift, 17, semantics=semantics, in_bits=in_bits)
-    return clamp(r17, out_bits), flag
+        flag = np.abs(floor - r17) > 1
+    np.clip(r17, -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1, out=r17)
+    return r17, flag
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,0 +1,34 @@
+# Two commands do everything on a fresh machine:
+#   make regress   - create .venv, install nvdla-hil, run the regression on the model target
+#   make test      - run the project's own test suite
+# Both find NVDLA's trace tests in ../shared/nvdla/trace_tests/nv_small (override NVDLA_TRACES=...).
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+EXTRAS ?= dev,sim
+NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
+export NVDLA_TRACES
+JOBS   ?= 2
+
+.PHONY: install regress test bench clean
+
+$(BIN)/nvdla-hil: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	@touch $@
+
+install: $(BIN)/nvdla-hil
+
+regress: install
+	$(BIN)/nvdla-hil regress --target model --junit results/junit.xml
+
+test: install
+	$(BIN)/pytest -n $(JOBS) tests
+
+bench: install
+	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) results .pytest_cache

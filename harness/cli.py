@@ -1,0 +1,293 @@
+"""``nvdla-hil`` command line: regression, registers, traces, vectors, layouts, sims, boards.
+
+Every subcommand has ``--help``. Exit codes: 0 success, 1 test/check failure, 2 usage or
+input error (the message names the file/line, register or test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..drivers.regmap import RegisterMapError
+from .targets import TARGETS, TargetSpec, open_target
+
+__all__ = ["main", "build_parser"]
+
+SUITES = {
+    "traces": "nvdla_hil.harness.suites.test_traces",
+    "vectors": "nvdla_hil.harness.suites.test_vectors",
+}
+
+
+def _default_traces() -> str | None:
+    """NVDLA_TRACES, else ../shared/nvdla/trace_tests/nv_small next to a source checkout."""
+    env = os.environ.get("NVDLA_TRACES")
+    if env:
+        return env
+    here = Path(__file__).resolve().parents[1]
+    for cand in (Path.cwd() / "../shared/nvdla/trace_tests/nv_small", here / "../shared/nvdla/trace_tests/nv_small"):
+        if cand.is_dir():
+            return str(cand.resolve())
+    return None
+
+
+def _add_target_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("target")
+    g.add_argument("--target", choices=TARGETS, default=os.environ.get("NVDLA_HIL_TARGET", "model"),
+                   help="where to run (default: model, the in-process virtual NVDLA)")
+    g.add_argument("--profile", "--nvdla-config", dest="profile", default=os.environ.get("NVDLA_HIL_CONFIG"),
+                   help="hardware profile (nv_small, nv_small_256_full, nv_full, ...)")
+    g.add_argument("--model-semantics", choices=("rtl", "cmod"), default="rtl",
+                   help="model target: follow the RTL (default) or NVDLA's C model where they differ")
+    g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="nvdla/hw checkout (verilator target)")
+    g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
+    g.add_argument("--lab", default=os.environ.get("NVDLA_HIL_LAB"), help="lab file (serial target)")
+    g.add_argument("--board", default=os.environ.get("NVDLA_HIL_BOARD"), help="board name (serial target)")
+
+
+def _spec(args: argparse.Namespace, profile: str | None = None) -> TargetSpec:
+    prof = profile or (args.profile.split(",")[0] if args.profile else "nv_small")
+    return TargetSpec(kind=args.target, profile=prof, semantics=args.model_semantics, nvdla_hw=args.nvdla_hw,
+                      waves=args.waves, lab=args.lab, board=args.board)
+
+
+# ---- regress ------------------------------------------------------------------------------
+
+
+def _cmd_regress(args: argparse.Namespace) -> int:
+    import pytest
+
+    suites = list(SUITES) if args.suite == "all" else [args.suite]
+    argv = ["-p", "no:cacheprovider", "-q", "--nvdla-summary", "--target", args.target,
+            "--model-semantics", args.model_semantics, "-o", "console_output_style=classic"]
+    argv += ["--pyargs"] + [SUITES[s] for s in suites]
+    if args.profile:
+        argv += ["--nvdla-config", args.profile]
+    traces = args.traces or _default_traces()
+    if traces:
+        argv += ["--nvdla-traces", traces]
+    if args.vectors:
+        argv += ["--nvdla-vectors", args.vectors]
+    for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--lab", args.lab), ("--board", args.board),
+                      ("--nvdla-log", args.log_dir)):
+        if val:
+            argv += [flag, val]
+    if args.waves:
+        argv.append("--waves")
+    if args.poison:
+        argv.append("--poison")
+    if args.junit:
+        argv += ["--junitxml", args.junit]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    if args.jobs and args.jobs != 1:
+        argv += ["-n", str(args.jobs)]
+    argv += args.pytest_args
+    code = pytest.main(argv)
+    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        print("nvdla-hil regress: no tests collected", file=sys.stderr)
+        return 1
+    return 0 if code == pytest.ExitCode.OK else 1
+
+
+# ---- regs ---------------------------------------------------------------------------------
+
+
+def _parse_value(text: str) -> int | str:
+    try:
+        return int(text, 0)
+    except ValueError:
+        return text  # an enum name
+
+
+def _cmd_regs(args: argparse.Namespace) -> int:
+    from ..drivers.driver import NvdlaDriver
+    from ..drivers.profiles import load_profile
+
+    if args.regs_cmd == "check":
+        from ..drivers.regmap import check_against_checkout
+
+        hw = args.nvdla_hw
+        if not hw:
+            print("nvdla-hil regs check: give --nvdla-hw PATH (or NVDLA_HW)", file=sys.stderr)
+            return 2
+        diffs = check_against_checkout(hw, args.profile or "nv_small")
+        for d in diffs:
+            print(d)
+        print(f"{len(diffs)} difference(s) between the bundled register map and {hw}")
+        return 1 if diffs else 0
+    profile = load_profile((args.profile or "nv_small").split(",")[0])
+    if args.regs_cmd == "list":
+        rm = profile.regmap
+        for block in args.blocks or list(rm.blocks):
+            b = rm.block(block)
+            for r in b.registers.values():
+                fields = ", ".join(f"{f.name}[{f.msb}:{f.lsb}]" for f in r.fields.values())
+                flags = ("dual " if r.dual else "") + ("trigger " if r.trigger else "")
+                print(f"{r.address:#07x} {r.full_name:45s} {r.access:2s} rst={r.reset:#010x} {flags}{fields}")
+        return 0
+    if args.regs_cmd == "info":
+        r = profile.regmap.register(args.name)
+        print(f"{r.full_name} @ {r.address:#x} (offset {r.offset:#x}), access {r.access}, reset {r.reset:#010x}"
+              + (", per register group" if r.dual else "") + (", write has side effects" if r.trigger else ""))
+        for f in r.fields.values():
+            enums = (" {" + ", ".join(f"{k}={v}" for k, v in f.enums.items()) + "}") if f.enums else ""
+            print(f"  [{f.msb}:{f.lsb}] {f.name} {f.access} reset={f.reset:#x}{enums}")
+        return 0
+    with open_target(_spec(args, profile.name)) as target:
+        drv = NvdlaDriver(target, profile)
+        if args.regs_cmd == "read":
+            for name in args.names:
+                r = drv.register(name)
+                v = drv.read(name)
+                decoded = ", ".join(f"{k}={f.decode(fv) or hex(fv)}" for k, f in r.fields.items()
+                                    for fv in [f.extract(v)])
+                print(f"{r.full_name} = {v:#010x}  ({decoded})")
+        elif args.regs_cmd == "write":
+            if any("=" in a for a in args.values):
+                fields = {}
+                for a in args.values:
+                    k, _, v = a.partition("=")
+                    fields[k] = _parse_value(v)
+                value = drv.write_fields(args.name, **fields)
+            else:
+                if len(args.values) != 1:
+                    print("regs write: give one value or FIELD=VALUE pairs", file=sys.stderr)
+                    return 2
+                value = int(args.values[0], 0)
+                drv.write(args.name, value)
+            print(f"{drv.register(args.name).full_name} <= {value:#010x}")
+        elif args.regs_cmd == "dump":
+            for name, v in drv.dump(args.blocks or None).items():
+                print(f"{name:45s} {v:#010x}")
+    return 0
+
+
+# ---- trace --------------------------------------------------------------------------------
+
+
+def _cmd_trace(args: argparse.Namespace) -> int:
+    from ..drivers.driver import AccessLog, NvdlaDriver
+    from ..drivers.profiles import load_profile
+    from .traces import parse_trace, run_trace, trace_features
+
+    trace = parse_trace(args.path)
+    feats = trace_features(trace)
+    profiles = (args.profile or "nv_small,nv_small_256_full").split(",")
+    prof = next((load_profile(p) for p in profiles if all(load_profile(p).has(f) for f in feats)), None)
+    if prof is None:
+        print(f"{trace.name} needs {', '.join(sorted(feats))}; none of {', '.join(profiles)} has them", file=sys.stderr)
+        return 2
+    with open_target(_spec(args, prof.name)) as target:
+        drv = NvdlaDriver(target, prof)
+        log = drv.record(AccessLog(prof.regmap))
+        result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=args.timeout)
+        if args.stats:
+            for unit in trace.units():
+                if unit in ("SDP", "CDP", "PDP", "CACC"):
+                    try:
+                        st = drv.precision.read_statistics(unit, 0)
+                    except RegisterMapError as e:
+                        print(f"  statistics {unit}: {e}")
+                        continue
+                    print(f"  statistics {unit} group 0: {st.counters()}")
+    print(f"[{prof.name} on {args.target}]")
+    print(result.summary())
+    if args.log:
+        with open(args.log, "w", encoding="utf-8") as fh:
+            log.dump(fh)
+        print(f"register access log: {args.log} ({len(log.records)} accesses)")
+    elif result.status in ("failed", "error"):
+        print("last register accesses:")
+        print("\n".join("  " + line for line in log.tail(15)))
+    return {"passed": 0, "skipped": 0}.get(result.status, 1)
+
+
+# ---- parser -------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="nvdla-hil",
+        description="Hardware-in-the-loop test harness and register driver for NVDLA accelerators.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("regress", help="run a regression suite on a target and print a summary table",
+                       description="Run a named suite (NVDLA traces, packed vectors, or all) through pytest "
+                                   "on a target; prints a per-test table with outcome and time, writes JUnit XML.")
+    _add_target_options(p)
+    p.add_argument("--suite", choices=[*SUITES, "all"], default="all", help="suite to run (default: all)")
+    p.add_argument("--traces", help="NVDLA trace folder (default: NVDLA_TRACES or ../shared/nvdla/trace_tests/nv_small)")
+    p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")
+    p.add_argument("--junit", default="results/junit.xml", help="JUnit XML output (default results/junit.xml)")
+    p.add_argument("--log-dir", help="write each test's register access log here")
+    p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
+    p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
+    p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
+    p.set_defaults(func=_cmd_regress)
+
+    p = sub.add_parser("regs", help="read, write, dump, list or check registers by name")
+    rs = p.add_subparsers(dest="regs_cmd", metavar="ACTION", required=True)
+    for name, hlp in (("read", "read registers (decoded fields)"), ("write", "write a register or fields"),
+                      ("dump", "read every register of some blocks"), ("list", "list the register map"),
+                      ("info", "show one register's fields"), ("check", "compare the map with an nvdla/hw checkout")):
+        q = rs.add_parser(name, help=hlp)
+        _add_target_options(q)
+        if name == "read":
+            q.add_argument("names", nargs="+", help="register names, e.g. SDP.D_CVT_SCALE")
+        elif name == "write":
+            q.add_argument("name", help="register name")
+            q.add_argument("values", nargs="+", help="VALUE, or FIELD=VALUE ... (enum names allowed)")
+        elif name in ("dump", "list"):
+            q.add_argument("blocks", nargs="*", help="blocks (default: all)")
+        elif name == "info":
+            q.add_argument("name", help="register name")
+    p.set_defaults(func=_cmd_regs)
+
+    p = sub.add_parser("trace", help="run one NVDLA trace test and report each check")
+    _add_target_options(p)
+    p.add_argument("path", help="trace folder or .cfg file")
+    p.add_argument("--poison", action="store_true", help="poison checked output regions first")
+    p.add_argument("--log", help="write the full register access log here")
+    p.add_argument("--stats", action="store_true", help="print the units' statistics registers afterwards")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each interrupt")
+    p.set_defaults(func=_cmd_trace)
+
+    _add_optional(sub)
+    return parser
+
+
+def _add_optional(sub: argparse._SubParsersAction) -> None:
+    """Subcommands contributed by other parts of the package (vectors, layouts, sims, boards)."""
+    import importlib
+
+    for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.layouts.cli", "nvdla_hil.sims.cli",
+                "nvdla_hil.harness.board_emu"):
+        try:
+            m = importlib.import_module(mod)
+        except ImportError as e:
+            if e.name and mod.startswith(e.name):
+                continue  # that part is not installed
+            raise
+        m.add_subcommands(sub)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (RegisterMapError, ValueError, OSError) as e:
+        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

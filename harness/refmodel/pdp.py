@@ -1,0 +1,182 @@
+"""Bit-exact reference model of NVDLA's PDP (planar data processor: pooling), INT8, off-flying.
+
+Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp.cpp``
+``LineOperation`` / ``PoolingStage0Calc`` / ``PoolingStage1Calc``; RTL ``vmod/nvdla/pdp``):
+
+* Output ``(ox, oy)`` pools the window of ``KW x KH`` positions starting at
+  ``(ox*SW - PAD_LEFT, oy*SH - PAD_TOP)`` of the (per-split) input.
+* MAX / MIN: over the real (non-padding) positions only; padding values are not used.
+* AVERAGE: ``S = sum(real) + (KH - nh) * P[nw] + KW * P[nh]`` where ``nw`` / ``nh`` are the
+  numbers of padded columns / rows in the window and ``P[n]`` = ``D_POOLING_PADDING_VALUE_nX``
+  (the pre-multiplied sum of n padding values, sign-extended from bit 7, 8, 9, 9, 10, 10, 10;
+  ``P[0] = 0``). Then ``t = rnd(S * RW, 16)``, ``out = rnd(t * RH, 16)`` with the unsigned
+  Q1.16 reciprocals ``RW``/``RH``; ties away from zero; the int8 store keeps the low 8 bits.
+* Split-width mode processes the input in column slices (first / mid / last partial widths,
+  each slice but the first re-reading ``KW - SW`` overlap columns); padding is only applied
+  on the outer edges (left of the first slice, right of the last).
+* Every lane of every 8-channel group (padding lanes included) is computed and written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .cdp import read_cube, write_cube
+from .ops import rnd, sx
+
+__all__ = ["PdpConfig", "decode_pdp_config", "pool2d", "pad_values", "run_pdp", "AVE", "MAX", "MIN"]
+
+I64 = np.int64
+AVE, MAX, MIN = 0, 1, 2
+_U32 = 0xFFFF_FFFF
+_PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)  # cmod int_sign_extend sign-bit index for n = 1..7
+
+
+@dataclass(frozen=True)
+class PdpConfig:
+    method: int = AVE
+    kernel_w: int = 1
+    kernel_h: int = 1
+    stride_w: int = 1
+    stride_h: int = 1
+    pad_left: int = 0
+    pad_top: int = 0
+    pad_right: int = 0
+    pad_bottom: int = 0
+    recip_w: int = 1 << 16
+    recip_h: int = 1 << 16
+    pad_value: tuple[int, ...] = (0,) * 8  # P[0..7], P[0] = 0
+
+
+def pad_values(raw: list[int]) -> tuple[int, ...]:
+    """``D_POOLING_PADDING_VALUE_{1..7}_CFG`` -> ``(0, P1, .., P7)`` as the cmod reads them:
+    the sign bit is replicated above bit ``k`` (7, 8, 9, 9, 10, 10, 10), OR-ed with the raw
+    value, and the result kept as int16."""
+    out = [0]
+    for v, k in zip(raw, _PAD_SIGN_BIT):
+        v &= 0x7FFFF
+        if v >> k & 1:
+            v |= ~((1 << (k + 1)) - 1)
+        out.append(sx(v, 16))
+    return tuple(out)
+
+
+def decode_pdp_config(view: RegisterView) -> PdpConfig:
+    f = lambda reg, fld: view.field("PDP", reg, fld)  # noqa: E731
+    return PdpConfig(
+        method=f("D_OPERATION_MODE_CFG", "POOLING_METHOD"),
+        kernel_w=f("D_POOLING_KERNEL_CFG", "KERNEL_WIDTH") + 1,
+        kernel_h=f("D_POOLING_KERNEL_CFG", "KERNEL_HEIGHT") + 1,
+        stride_w=f("D_POOLING_KERNEL_CFG", "KERNEL_STRIDE_WIDTH") + 1,
+        stride_h=f("D_POOLING_KERNEL_CFG", "KERNEL_STRIDE_HEIGHT") + 1,
+        pad_left=f("D_POOLING_PADDING_CFG", "PAD_LEFT"),
+        pad_top=f("D_POOLING_PADDING_CFG", "PAD_TOP"),
+        pad_right=f("D_POOLING_PADDING_CFG", "PAD_RIGHT"),
+        pad_bottom=f("D_POOLING_PADDING_CFG", "PAD_BOTTOM"),
+        recip_w=f("D_RECIP_KERNEL_WIDTH", "RECIP_KERNEL_WIDTH"),
+        recip_h=f("D_RECIP_KERNEL_HEIGHT", "RECIP_KERNEL_HEIGHT"),
+        pad_value=pad_values([f(f"D_POOLING_PADDING_VALUE_{n}_CFG", f"PAD_VALUE_{n}X") for n in range(1, 8)]),
+    )
+
+
+def _windows(n_out: int, n_in: int, k: int, stride: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per output: input index of every kernel tap ``[n_out, k]`` and its validity."""
+    idx = np.arange(n_out)[:, None] * stride - pad + np.arange(k)[None, :]
+    valid = (idx >= 0) & (idx < n_in)
+    return np.clip(idx, 0, max(n_in - 1, 0)), valid
+
+
+def pool2d(
+    x: np.ndarray, cfg: PdpConfig, out_w: int, out_h: int, *, pad_left: int | None = None, pad_right: int | None = None
+) -> np.ndarray:
+    """Pool ``x`` (int8 values, ``[..., H, W, lanes]``) to ``[..., out_h, out_w, lanes]`` (int8).
+
+    ``pad_left``/``pad_right`` override the configured ones (split slices)."""
+    x = np.asarray(x, dtype=I64)
+    h, w = x.shape[-3], x.shape[-2]
+    pl = cfg.pad_left if pad_left is None else pad_left
+    cx, vx = _windows(out_w, w, cfg.kernel_w, cfg.stride_w, pl)
+    cy, vy = _windows(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top)
+    # gather [..., out_h, kh, out_w, kw, lanes]
+    g = x[..., cy[:, :, None, None], cx[None, None, :, :], :]
+    valid = (vy[:, :, None, None] & vx[None, None, :, :])[..., None]
+    if cfg.method == AVE:
+        s = np.where(valid, g, 0).sum(axis=(-4, -2))
+        p = np.asarray(cfg.pad_value, dtype=I64)
+        nw = cfg.kernel_w - vx.sum(axis=1)  # [out_w]
+        nh = cfg.kernel_h - vy.sum(axis=1)  # [out_h]
+        pw = p[np.clip(nw, 0, 7)]
+        ph = p[np.clip(nh, 0, 7)]
+        s = s + ((cfg.kernel_h - nh)[:, None] * pw[None, :] + cfg.kernel_w * ph[:, None])[..., None]
+        t = rnd(s * cfg.recip_w, 16)
+        out = rnd(t * cfg.recip_h, 16)
+        return sx(out, 8).astype(np.int8)  # low 8 bits (cmod static_cast, no clamp)
+    if cfg.method in (MAX, MIN):
+        fill = -(1 << 62) if cfg.method == MAX else 1 << 62
+        g = np.where(valid, g, fill)
+        red = np.max if cfg.method == MAX else np.min
+        return red(g, axis=(-4, -2)).astype(np.int8)
+    raise UnitNotModelled(f"PDP: pooling method {cfg.method} not defined")
+
+
+def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tuple[int, int, int, int, int, int]]:
+    """``(in_start, in_width, out_start, out_width, pad_left, pad_right)`` per split slice."""
+    n = view.field("PDP", "D_OPERATION_MODE_CFG", "SPLIT_NUM") + 1
+    if n == 1:
+        return [(0, w, 0, out_w, cfg.pad_left, cfg.pad_right)]
+    f = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_IN", fld) + 1  # noqa: E731
+    g = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_OUT", fld) + 1  # noqa: E731
+    in_first, in_mid, in_last = f("PARTIAL_WIDTH_IN_FIRST"), f("PARTIAL_WIDTH_IN_MID"), f("PARTIAL_WIDTH_IN_LAST")
+    out_first, out_mid, out_last = g("PARTIAL_WIDTH_OUT_FIRST"), g("PARTIAL_WIDTH_OUT_MID"), g("PARTIAL_WIDTH_OUT_LAST")
+    overlap = cfg.kernel_w - cfg.stride_w
+    out = [(0, in_first, 0, out_first, cfg.pad_left, 0)]
+    for i in range(1, n):
+        start = in_first + (i - 1) * in_mid - overlap
+        acc = out_first + (i - 1) * out_mid
+        last = i == n - 1
+        out.append((start, (in_last if last else in_mid) + overlap, acc, out_last if last else out_mid,
+                    0, cfg.pad_right if last else 0))  # fmt: skip
+    return out
+
+
+def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
+    """Execute one PDP layer (INT8, input from memory) from the executing register group."""
+    fmt = view.field("PDP", "D_DATA_FORMAT", "INPUT_DATA")
+    if fmt != 0:
+        raise UnitNotModelled(f"PDP: input data type {({1: 'INT16', 2: 'FP16'}).get(fmt, fmt)} not modelled; INT8 only")
+    if view.field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0:
+        raise UnitNotModelled("PDP: on-flying mode (input streamed from SDP) not modelled; run SDP+PDP fused")
+    w = view.field("PDP", "D_DATA_CUBE_IN_WIDTH", "CUBE_IN_WIDTH") + 1
+    h = view.field("PDP", "D_DATA_CUBE_IN_HEIGHT", "CUBE_IN_HEIGHT") + 1
+    c = view.field("PDP", "D_DATA_CUBE_IN_CHANNEL", "CUBE_IN_CHANNEL") + 1
+    out_w = view.field("PDP", "D_DATA_CUBE_OUT_WIDTH", "CUBE_OUT_WIDTH") + 1
+    out_h = view.field("PDP", "D_DATA_CUBE_OUT_HEIGHT", "CUBE_OUT_HEIGHT") + 1
+    atom = options.atom_bytes
+    groups = -(-c // atom)
+    cfg = decode_pdp_config(view)
+
+    src = read_cube(
+        mem,
+        (view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_LOW"),
+        view.reg("PDP_RDMA", "D_SRC_LINE_STRIDE"),
+        view.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE"),
+        w, h, groups, atom,
+    ).view(np.int8)  # fmt: skip  [g, h, w, lane]
+
+    out = np.zeros((groups, out_h, out_w, atom), dtype=np.int8)
+    for in_start, in_w, o_start, o_w, pl, pr in _splits(view, w, out_w, cfg):
+        part = src[:, :, in_start : in_start + in_w, :]
+        out[:, :, o_start : o_start + o_w, :] = pool2d(part, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
+
+    write_cube(
+        mem,
+        (view.reg("PDP", "D_DST_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP", "D_DST_BASE_ADDR_LOW"),
+        view.reg("PDP", "D_DST_LINE_STRIDE"),
+        view.reg("PDP", "D_DST_SURFACE_STRIDE"),
+        out.view(np.uint8),
+    )
+    stats = {("PDP", "D_NAN_INPUT_NUM"): 0, ("PDP", "D_INF_INPUT_NUM"): 0, ("PDP", "D_NAN_OUTPUT_NUM"): 0}
+    return LayerResult(stats=stats, elements=int(out.size))

@@ -1,0 +1,62 @@
+"""Serial (LiteX UARTBone) target from a lab file: lock the board, open the link, release both."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+
+from ...drivers.transport import TransportError
+from ...drivers.uartbone import SerialTransport
+from ..lab import BoardConfig, BoardLock, resolve_board, run_reset
+
+__all__ = ["open_serial_target", "make_serial_transport"]
+
+
+def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] | None = None) -> SerialTransport:
+    """An unopened :class:`SerialTransport` configured from one lab board entry."""
+    return SerialTransport(
+        cfg.url,
+        cfg.baud,
+        board_map=cfg.board_map,
+        policy=cfg.policy,
+        readback_ok=readback_ok,
+        response_timeout=cfg.response_timeout,
+        board_timeout=cfg.board_timeout,
+        profile_name=cfg.profile,
+        reset_hook=run_reset(cfg),
+    )
+
+
+@contextlib.contextmanager
+def open_serial_target(
+    lab_path: str | os.PathLike[str] | None,
+    board_name: str | None,
+    wait: float = 0,
+    *,
+    readback_ok: Callable[[int], bool] | None = None,
+) -> Iterator[SerialTransport]:
+    """Lock ``board_name`` from the lab file, open its link and yield the transport.
+
+    ``lab_path``/``board_name`` default to ``NVDLA_HIL_LAB``/``NVDLA_HIL_BOARD``. ``wait`` is how
+    long to wait for a busy board (0: fail at once with who holds it). The lock is held for the
+    life of the context and dropped by the kernel if the process dies. ``readback_ok`` tells the
+    verify policy which registers read back (from the register map).
+    """
+    lab, cfg = resolve_board(lab_path, board_name)
+    lock = BoardLock(cfg.url, lab.lock_dir, board=cfg.name)
+    lock.acquire(wait)
+    try:
+        transport = make_serial_transport(cfg, readback_ok)
+        try:
+            transport.open()
+        except TransportError as e:
+            raise TransportError(f"board {cfg.name!r} ({lab.path}): {e}") from e
+        try:
+            yield transport
+        finally:
+            transport.close()
+    finally:
+        lock.release()
+
+

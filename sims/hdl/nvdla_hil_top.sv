@@ -1,0 +1,137 @@
+// nvdla-hil: thin simulation top around NV_nvdla (the NVDLA core from nvdla/hw).
+//
+// Written for nvdla-hil (Apache-2.0); not derived from NVDLA sources.
+// One clock drives both the core and the CSB clock; rstn drives both resets.
+// The CSB port is driven by the cocotb CSB driver (nvdla_hil.sims.csb); DBBIF (and CVIF
+// when the configuration has it, `define NVDLA_HIL_CVIF) attach to nvdla_hil_axi_mem.
+module nvdla_hil_top #(
+    parameter int DBB_DW = 64,
+    parameter int DBB_AW = 32,
+    parameter int DBB_LW = 4,
+    parameter int CVIF_DW = 64,
+    parameter int CVIF_AW = 32,
+    parameter int CVIF_LW = 4
+) (
+    input  logic        clk,
+    input  logic        rstn,
+    input  logic        csb_valid,
+    output logic        csb_ready,
+    input  logic [15:0] csb_addr,
+    input  logic [31:0] csb_wdat,
+    input  logic        csb_write,
+    input  logic        csb_nposted,
+    output logic        csb_rvalid,
+    output logic [31:0] csb_rdata,
+    output logic        csb_wr_complete,
+    output logic        intr
+);
+    logic dbb_ar_valid, dbb_ar_ready, dbb_r_valid, dbb_r_ready, dbb_r_last;
+    logic dbb_aw_valid, dbb_aw_ready, dbb_w_valid, dbb_w_ready, dbb_w_last, dbb_b_valid, dbb_b_ready;
+    logic [7:0] dbb_ar_id, dbb_r_id, dbb_aw_id, dbb_b_id;
+    logic [DBB_LW-1:0] dbb_ar_len, dbb_aw_len;
+    logic [DBB_AW-1:0] dbb_ar_addr, dbb_aw_addr;
+    logic [DBB_DW-1:0] dbb_r_data, dbb_w_data;
+    logic [DBB_DW/8-1:0] dbb_w_strb;
+`ifdef NVDLA_HIL_CVIF
+    logic cv_ar_valid, cv_ar_ready, cv_r_valid, cv_r_ready, cv_r_last;
+    logic cv_aw_valid, cv_aw_ready, cv_w_valid, cv_w_ready, cv_w_last, cv_b_valid, cv_b_ready;
+    logic [7:0] cv_ar_id, cv_r_id, cv_aw_id, cv_b_id;
+    logic [CVIF_LW-1:0] cv_ar_len, cv_aw_len;
+    logic [CVIF_AW-1:0] cv_ar_addr, cv_aw_addr;
+    logic [CVIF_DW-1:0] cv_r_data, cv_w_data;
+    logic [CVIF_DW/8-1:0] cv_w_strb;
+`endif
+
+    NV_nvdla u_nvdla (
+        .dla_core_clk                  (clk),
+        .dla_csb_clk                   (clk),
+        .global_clk_ovr_on             (1'b0),
+        .tmc2slcg_disable_clock_gating (1'b0),
+        .dla_reset_rstn                (rstn),
+        .direct_reset_                 (rstn),
+        .test_mode                     (1'b0),
+        .csb2nvdla_valid               (csb_valid),
+        .csb2nvdla_ready               (csb_ready),
+        .csb2nvdla_addr                (csb_addr),
+        .csb2nvdla_wdat                (csb_wdat),
+        .csb2nvdla_write               (csb_write),
+        .csb2nvdla_nposted             (csb_nposted),
+        .nvdla2csb_valid               (csb_rvalid),
+        .nvdla2csb_data                (csb_rdata),
+        .nvdla2csb_wr_complete         (csb_wr_complete),
+        .nvdla_core2dbb_aw_awvalid     (dbb_aw_valid),
+        .nvdla_core2dbb_aw_awready     (dbb_aw_ready),
+        .nvdla_core2dbb_aw_awid        (dbb_aw_id),
+        .nvdla_core2dbb_aw_awlen       (dbb_aw_len),
+        .nvdla_core2dbb_aw_awaddr      (dbb_aw_addr),
+        .nvdla_core2dbb_w_wvalid       (dbb_w_valid),
+        .nvdla_core2dbb_w_wready       (dbb_w_ready),
+        .nvdla_core2dbb_w_wdata        (dbb_w_data),
+        .nvdla_core2dbb_w_wstrb        (dbb_w_strb),
+        .nvdla_core2dbb_w_wlast        (dbb_w_last),
+        .nvdla_core2dbb_ar_arvalid     (dbb_ar_valid),
+        .nvdla_core2dbb_ar_arready     (dbb_ar_ready),
+        .nvdla_core2dbb_ar_arid        (dbb_ar_id),
+        .nvdla_core2dbb_ar_arlen       (dbb_ar_len),
+        .nvdla_core2dbb_ar_araddr      (dbb_ar_addr),
+        .nvdla_core2dbb_b_bvalid       (dbb_b_valid),
+        .nvdla_core2dbb_b_bready       (dbb_b_ready),
+        .nvdla_core2dbb_b_bid          (dbb_b_id),
+        .nvdla_core2dbb_r_rvalid       (dbb_r_valid),
+        .nvdla_core2dbb_r_rready       (dbb_r_ready),
+        .nvdla_core2dbb_r_rid          (dbb_r_id),
+        .nvdla_core2dbb_r_rlast        (dbb_r_last),
+        .nvdla_core2dbb_r_rdata        (dbb_r_data),
+`ifdef NVDLA_HIL_CVIF
+        .nvdla_core2cvsram_aw_awvalid  (cv_aw_valid),
+        .nvdla_core2cvsram_aw_awready  (cv_aw_ready),
+        .nvdla_core2cvsram_aw_awid     (cv_aw_id),
+        .nvdla_core2cvsram_aw_awlen    (cv_aw_len),
+        .nvdla_core2cvsram_aw_awaddr   (cv_aw_addr),
+        .nvdla_core2cvsram_w_wvalid    (cv_w_valid),
+        .nvdla_core2cvsram_w_wready    (cv_w_ready),
+        .nvdla_core2cvsram_w_wdata     (cv_w_data),
+        .nvdla_core2cvsram_w_wstrb     (cv_w_strb),
+        .nvdla_core2cvsram_w_wlast     (cv_w_last),
+        .nvdla_core2cvsram_ar_arvalid  (cv_ar_valid),
+        .nvdla_core2cvsram_ar_arready  (cv_ar_ready),
+        .nvdla_core2cvsram_ar_arid     (cv_ar_id),
+        .nvdla_core2cvsram_ar_arlen    (cv_ar_len),
+        .nvdla_core2cvsram_ar_araddr   (cv_ar_addr),
+        .nvdla_core2cvsram_b_bvalid    (cv_b_valid),
+        .nvdla_core2cvsram_b_bready    (cv_b_ready),
+        .nvdla_core2cvsram_b_bid       (cv_b_id),
+        .nvdla_core2cvsram_r_rvalid    (cv_r_valid),
+        .nvdla_core2cvsram_r_rready    (cv_r_ready),
+        .nvdla_core2cvsram_r_rid       (cv_r_id),
+        .nvdla_core2cvsram_r_rlast     (cv_r_last),
+        .nvdla_core2cvsram_r_rdata     (cv_r_data),
+`endif
+        .dla_intr                      (intr),
+        .nvdla_pwrbus_ram_c_pd         (32'd0),
+        .nvdla_pwrbus_ram_ma_pd        (32'd0),
+        .nvdla_pwrbus_ram_mb_pd        (32'd0),
+        .nvdla_pwrbus_ram_p_pd         (32'd0),
+        .nvdla_pwrbus_ram_o_pd         (32'd0),
+        .nvdla_pwrbus_ram_a_pd         (32'd0)
+    );
+
+    nvdla_hil_axi_mem #(.DW(DBB_DW), .AW(DBB_AW), .LW(DBB_LW), .PORT(0)) u_pri_mem (
+        .clk(clk), .rstn(rstn),
+        .ar_valid(dbb_ar_valid), .ar_ready(dbb_ar_ready), .ar_id(dbb_ar_id), .ar_len(dbb_ar_len), .ar_addr(dbb_ar_addr),
+        .r_valid(dbb_r_valid), .r_ready(dbb_r_ready), .r_id(dbb_r_id), .r_last(dbb_r_last), .r_data(dbb_r_data),
+        .aw_valid(dbb_aw_valid), .aw_ready(dbb_aw_ready), .aw_id(dbb_aw_id), .aw_len(dbb_aw_len), .aw_addr(dbb_aw_addr),
+        .w_valid(dbb_w_valid), .w_ready(dbb_w_ready), .w_data(dbb_w_data), .w_strb(dbb_w_strb), .w_last(dbb_w_last),
+        .b_valid(dbb_b_valid), .b_ready(dbb_b_ready), .b_id(dbb_b_id)
+    );
+`ifdef NVDLA_HIL_CVIF
+    nvdla_hil_axi_mem #(.DW(CVIF_DW), .AW(CVIF_AW), .LW(CVIF_LW), .PORT(1)) u_sec_mem (
+        .clk(clk), .rstn(rstn),
+        .ar_valid(cv_ar_valid), .ar_ready(cv_ar_ready), .ar_id(cv_ar_id), .ar_len(cv_ar_len), .ar_addr(cv_ar_addr),
+        .r_valid(cv_r_valid), .r_ready(cv_r_ready), .r_id(cv_r_id), .r_last(cv_r_last), .r_data(cv_r_data),
+        .aw_valid(cv_aw_valid), .aw_ready(cv_aw_ready), .aw_id(cv_aw_id), .aw_len(cv_aw_len), .aw_addr(cv_aw_addr),
+        .w_valid(cv_w_valid), .w_ready(cv_w_ready), .w_data(cv_w_data), .w_strb(cv_w_strb), .w_last(cv_w_last),
+        .b_valid(cv_b_valid), .b_ready(cv_b_ready), .b_id(cv_b_id)
+    );
+`endif
+endmodule

@@ -1,0 +1,165 @@
+"""Lab file parsing, board locking (two processes) and the serial target factory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from nvdla_hil.drivers.transport import TransportError
+from nvdla_hil.drivers.uartbone import BoardMap
+from nvdla_hil.harness.board_emu import RegisterFileTarget, serve_in_thread
+from nvdla_hil.harness.lab import BoardBusyError, BoardLock, LabError, load_lab, lock_path, resolve_board
+from nvdla_hil.harness.targets.serial import open_serial_target
+
+
+def _lab(tmp_path, body: str, name="lab.yaml"):
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(body))
+    return p
+
+
+GOOD = """\
+lock_dir: {lock}
+boards:
+  arty:
+    url: {url}
+    baud: 3000000
+    profile: nv_small
+    csr_base: 0x40000000
+    dram_base: "0x10000000"
+    dram_nvdla_base: 0x80000000
+    dram_size: 0x1000000
+    integrity: verify
+    retries: 2
+    response_timeout: 0.2
+    board_timeout: 0.005
+    reset_command: [{py}, -c, "print('reset')"]
+  other:
+    url: /dev/ttyUSB7
+"""
+
+
+def test_load_good(tmp_path):
+    p = _lab(tmp_path, GOOD.format(lock=tmp_path, url="socket://127.0.0.1:1", py=sys.executable))
+    lab = load_lab(p)
+    cfg = lab.board("arty")
+    assert cfg.baud == 3_000_000 and cfg.dram_base == 0x1000_0000 and cfg.dram_nvdla_base == 0x8000_0000
+    assert cfg.board_map.dram(0x8000_0010, 4) == 0x1000_0010
+    assert cfg.policy.mode == "verify" and cfg.policy.retries == 2
+    assert cfg.reset_command == (sys.executable, "-c", "print('reset')")
+    assert lab.board("other").baud == 115200  # default
+
+
+def test_missing_board_lists_known(tmp_path):
+    p = _lab(tmp_path, GOOD.format(lock=tmp_path, url="loop://", py="x"))
+    with pytest.raises(LabError, match=r"no board 'nope'; known boards: arty, other"):
+        load_lab(p).board("nope")
+
+
+@pytest.mark.parametrize(
+    "field,value,msg",
+    [
+        ("baud", "fast", "expected an integer"),
+        ("profile", "nv_huge", "not one of"),
+        ("integrity", "maybe", "integrity"),
+        ("reset_command", "'reboot now'", "list of arguments"),
+        ("colour", "red", "unknown field"),
+        ("response_timeout", "-1", "positive number"),
+    ],
+)
+def test_bad_field_names_file_board_field(tmp_path, field, value, msg):
+    p = _lab(tmp_path, f"boards:\n  b1:\n    url: loop://\n    {field}: {value}\n")
+    with pytest.raises(LabError, match=msg) as ei:
+        load_lab(p)
+    text = str(ei.value)
+    assert f"{p}:4" in text and "'b1'" in text and repr(field) in text
+
+
+def test_missing_url_and_bad_yaml(tmp_path):
+    with pytest.raises(LabError, match="missing field 'url'"):
+        load_lab(_lab(tmp_path, "boards:\n  b1:\n    baud: 9600\n"))
+    with pytest.raises(LabError, match="not valid YAML"):
+        load_lab(_lab(tmp_path, "boards: [\n", "bad.yaml"))
+    with pytest.raises(LabError, match="cannot read lab file"):
+        load_lab(tmp_path / "absent.yaml")
+
+
+def test_env_selection(tmp_path, monkeypatch):
+    p = _lab(tmp_path, GOOD.format(lock=tmp_path, url="loop://", py="x"))
+    monkeypatch.setenv("NVDLA_HIL_LAB", str(p))
+    monkeypatch.setenv("NVDLA_HIL_BOARD", "other")
+    _, cfg = resolve_board(None, None)
+    assert cfg.name == "other"
+    monkeypatch.delenv("NVDLA_HIL_BOARD")
+    with pytest.raises(LabError, match="no board chosen"):
+        resolve_board(None, None)
+
+
+def test_lock_path_sanitised(tmp_path):
+    assert lock_path("socket://127.0.0.1:5000", tmp_path).name == "nvdla-hil-socket_127.0.0.1_5000.lock"
+    link = tmp_path / "by-id"
+    link.symlink_to(tmp_path / "lab.yaml")
+    (tmp_path / "lab.yaml").write_text("")
+    assert lock_path(str(link), tmp_path) == lock_path(str(tmp_path / "lab.yaml"), tmp_path)
+
+
+_HOLDER = """
+import sys, time
+from nvdla_hil.harness.lab import BoardLock
+lock = BoardLock(sys.argv[1], sys.argv[2], board="arty")
+lock.acquire()
+print("held", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_lock_contention_between_processes(tmp_path):
+    url = "socket://127.0.0.1:9"
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, url, str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(BoardBusyError, match=rf"board 'arty' busy, held by PID {holder.pid} on .+ since "):
+            BoardLock(url, tmp_path, board="arty").acquire()
+        with pytest.raises(BoardBusyError, match="waited 0.2 s"):
+            BoardLock(url, tmp_path, board="arty").acquire(wait=0.2)
+    finally:
+        holder.kill()  # a crash: the kernel drops the flock
+        holder.wait()
+    lock = BoardLock(url, tmp_path, board="arty")
+    lock.acquire(wait=5)
+    assert lock.held
+    lock.release()
+
+
+def test_open_serial_target_end_to_end(tmp_path):
+    tgt = RegisterFileTarget()
+    bmap = BoardMap(csr_base=0x4000_0000, dram_base=0x1000_0000, dram_nvdla_base=0x8000_0000, dram_size=0x100_0000)
+    with serve_in_thread(tgt, bmap, mode="tcp", fsm_timeout=0.005) as emu:
+        p = _lab(tmp_path, GOOD.format(lock=tmp_path, url=emu.url, py=sys.executable))
+        with open_serial_target(p, "arty") as t:
+            assert t.profile_name == "nv_small"
+            assert t.board_map.dram_base == 0x1000_0000
+            t.write32(0x5000, 0xCAFE)
+            t.mem_write(0x8000_0000, b"\x01\x02\x03\x04")
+            t.sync()
+            assert tgt.regs[0x5000] == 0xCAFE
+            assert tgt.memory.read(0x8000_0000, 4).tolist() == [1, 2, 3, 4]
+            t.reset()  # runs the reset command, then resynchronises
+            with pytest.raises(BoardBusyError, match="busy"):
+                with open_serial_target(p, "arty"):
+                    pass
+        assert not lock_path(emu.url, tmp_path).read_text()  # released, holder info cleared
+        with open_serial_target(p, "arty") as t:
+            assert t.read32(0x1000) == 0x00303031
+
+
+def test_unreachable_port_names_board(tmp_path):
+    p = _lab(tmp_path, GOOD.format(lock=tmp_path, url=str(tmp_path / "ttyNOPE"), py="x"))
+    with pytest.raises(TransportError, match=r"board 'arty' .*cannot open serial port"):
+        with open_serial_target(p, "arty"):
+            pass
+    BoardLock(str(tmp_path / "ttyNOPE"), tmp_path).acquire()  # lock was released after the failure

@@ -1,0 +1,138 @@
+"""Register-level semantics of the virtual NVDLA (semantics doc sections 7 and 8)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nvdla_hil.drivers.driver import NvdlaDriver
+from nvdla_hil.drivers.transport import NotOpenError, TransportError
+from nvdla_hil.harness.refmodel.base import UnitNotModelled
+from nvdla_hil.harness.targets.model import ModelTarget
+
+CDP_CFG, CDP_DATA = 0xD008, 0xD00C
+SDP_CFG, SDP_DATA = 0x9008, 0x900C
+WRITE_LE, WRITE_LO, READ_LE, READ_LO = 0x20000, 0x30000, 0x00000, 0x10000
+
+
+def _target(profile="nv_small", semantics="rtl"):
+    t = ModelTarget(profile, semantics=semantics)
+    t.open()
+    return t
+
+
+def test_closed_target_refuses_access():
+    t = ModelTarget("nv_small")
+    with pytest.raises(NotOpenError):
+        t.read32(0x1000)
+
+
+def test_unmapped_address_is_an_error():
+    with _target() as t, pytest.raises(TransportError, match=r"unmapped address 0x10000 on nv_small"):
+        t.read32(0x10000)  # BDMA: absent in nv_small
+
+
+def test_lut_write_auto_increments_from_cfg_address():
+    with _target() as t:
+        t.write32(CDP_CFG, WRITE_LO | 5)
+        for v in (11, 12, 13):
+            t.write32(CDP_DATA, v)
+        t.write32(CDP_CFG, READ_LO | 4)
+        assert [t.read32(CDP_DATA) for _ in range(5)] == [0, 11, 12, 13, 0]
+
+
+def test_cdp_lut_address_sticks_at_last_entry():
+    with _target() as t:
+        t.write32(CDP_CFG, WRITE_LE | 63)
+        for v in (1, 2, 3):  # entry 63, 64, then 64 again (sticks)
+            t.write32(CDP_DATA, v)
+        t.write32(CDP_CFG, READ_LE | 63)
+        assert [t.read32(CDP_DATA) for _ in range(3)] == [1, 3, 3]
+        # CDP RTL: CFG read-back shows the current (incremented, stuck) address and id/type as written
+        assert t.read32(CDP_CFG) == READ_LE | 64
+
+
+def test_sdp_lut_rtl_counter_runs_past_the_table():
+    with _target("nv_small_256_full") as t:
+        t.write32(SDP_CFG, WRITE_LE | 64)
+        t.write32(SDP_DATA, 7)  # entry 64
+        t.write32(SDP_DATA, 8)  # address 65: past the LE table, dropped
+        t.write32(SDP_CFG, READ_LE | 64)
+        assert [t.read32(SDP_DATA) for _ in range(2)] == [7, 0]
+        assert t.read32(SDP_CFG) == READ_LE | 64  # SDP RTL: CFG reads back as written
+
+
+def test_sdp_lut_cmod_sticks_and_masks_cfg():
+    with _target("nv_small_256_full", "cmod") as t:
+        t.write32(SDP_CFG, WRITE_LE | 64)
+        t.write32(SDP_DATA, 7)
+        t.write32(SDP_DATA, 8)  # cmod: address sticks at 64, overwrites
+        t.write32(SDP_CFG, READ_LE | 64)
+        assert t.read32(SDP_DATA) == 8
+        assert t.read32(SDP_CFG) == 64  # cmod reads TABLE_ID/ACCESS_TYPE as 0
+
+
+def test_data_read_in_write_mode_differs_between_models():
+    for semantics, unit_cfg, unit_data, expect in (
+        ("rtl", CDP_CFG, CDP_DATA, [5, 5]),  # CDP RTL: returns T[addr], no increment
+        ("cmod", CDP_CFG, CDP_DATA, [0, 0]),  # cmod: returns 0
+    ):
+        with _target(semantics=semantics) as t:
+            t.write32(unit_cfg, WRITE_LE | 0)
+            t.write32(unit_data, 5)
+            t.write32(unit_cfg, WRITE_LE | 0)
+            assert [t.read32(unit_data) for _ in range(2)] == expect
+
+
+def test_sdp_data_write_in_read_mode_still_increments_on_rtl():
+    with _target("nv_small_256_full") as t:
+        t.write32(SDP_CFG, WRITE_LO | 0)
+        t.write32(SDP_DATA, 1)
+        t.write32(SDP_DATA, 2)
+        t.write32(SDP_CFG, READ_LO | 0)
+        t.write32(SDP_DATA, 99)  # READ type: table not written, address advances
+        assert t.read32(SDP_DATA) == 2
+
+
+def test_nv_small_has_no_sdp_lut_storage():
+    with _target() as t:
+        t.write32(SDP_CFG, WRITE_LE | 0)
+        t.write32(SDP_DATA, 0x1234)
+        t.write32(SDP_CFG, READ_LE | 0)
+        assert t.read32(SDP_DATA) == 0
+
+
+def test_interrupt_status_is_write_one_to_clear():
+    with _target() as t:
+        t.write32(0x1008, 0b101)  # GLB S_INTR_SET: SDP_DONE_SET0 | CDP_DONE_SET0
+        assert t.read32(0x100C) == 0b101 and t.irq_pending()
+        t.write32(0x1004, 0b101)  # masked: line low, status kept
+        assert not t.irq_pending() and t.read32(0x100C) == 0b101
+        t.write32(0x100C, 0b001)
+        assert t.read32(0x100C) == 0b100
+
+
+def test_read_only_fields_ignore_writes():
+    with _target() as t:
+        before = t.read32(0x1000)
+        t.write32(0x1000, 0xFFFFFFFF)
+        assert t.read32(0x1000) == before
+
+
+def test_layer_completion_updates_pointer_opens_and_interrupt(trace_root):
+    from nvdla_hil.harness.traces import parse_trace, run_trace
+
+    with _target() as t:
+        drv = NvdlaDriver(t)
+        res = run_trace(parse_trace(trace_root / "sdp_8x8x32_bypass_int8_0"), t, driver=drv)
+        assert res.passed
+        assert drv.read_field("SDP.S_POINTER", "CONSUMER") == 1  # toggled after the group-0 layer
+        assert drv.read_field("SDP.D_OP_ENABLE", "OP_EN") == 0
+        assert drv.read("GLB.S_INTR_STATUS") == 0  # the player cleared SDP_DONE_STATUS0
+        assert t.layers_run and t.layers_run[0][:2] == ("SDP", 0)
+
+
+def test_convolution_units_are_reported_not_modelled():
+    with _target() as t:
+        drv = NvdlaDriver(t)
+        with pytest.raises(UnitNotModelled, match="CACC"):
+            drv.launch("CACC")
