@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from nvdla_hil.harness.refmodel.base import ModelOptions
 from nvdla_hil.harness.refmodel.lut import LutParams, lut_stats, sdp_lut
 from nvdla_hil.harness.refmodel.sdp import output_convert, run_sdp
@@ -49,7 +48,7 @@ def bench_trace(repeat: int) -> None:
         return
     # the minimal trace reader is a test fixture; reuse it rather than duplicate it
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _trace_mini import run_trace  # noqa: E402
+    from _trace_mini import run_trace
 
     captured = {}
 

@@ -15,7 +15,6 @@ import sys
 import time
 
 import numpy as np
-
 from nvdla_hil.drivers.transport import LinkIntegrityError, TransportTimeoutError
 from nvdla_hil.drivers.uartbone import (
     HEADER_BYTES,
@@ -121,12 +120,14 @@ def campaign(n_ops: int, drop: float, corrupt: float, seed: int) -> dict:
     res["port write (no readback)"]["payload_wrong"] = 0
     worst = 0.0
     with serve_in_thread(tgt, faults=FaultConfig(drop=drop, corrupt=corrupt, seed=seed),
-                         fsm_timeout=0.002, log_writes=True) as emu:
+                         fsm_timeout=0.005, log_writes=True) as emu:
         t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy("verify", retries=5),
-                            readback_ok=lambda a: a != LUT_DATA, response_timeout=0.01, board_timeout=0.002)
+                            readback_ok=lambda a: a != LUT_DATA, response_timeout=0.03, board_timeout=0.01)
         t.open()
         t0 = time.perf_counter()
-        for _ in range(n_ops):
+        for i in range(n_ops):
+            if i and i % 2000 == 0:
+                print(f"  ... {i} ops, {time.perf_counter() - t0:.0f} s", flush=True)
             op = int(rng.integers(0, 5))
             a = int(rng.choice(REGS))
             r = res[names[op]]

@@ -34,6 +34,8 @@ from typing import Callable
 import numpy as np
 
 from ..harness.refmodel.lut import LE_ENTRIES, LO_ENTRIES, LutParams
+from .precision import lut_config_from_fields, lut_register_fields
+from .regmap import load_regmap
 
 __all__ = [
     "TableSpec", "LutProgram", "LutError",
@@ -381,86 +383,15 @@ def expected_error(program: LutProgram, fn: Fn, unit: str | None = None, *, poin
 # register encoding
 
 #: unit -> field -> (register, lsb, width). Names as in NVDLA_SDP.rdl / NVDLA_CDP.rdl.
-FIELD_LAYOUT: dict[str, dict[str, tuple[str, int, int]]] = {}
-
-
-def _layout(unit: str) -> dict[str, tuple[str, int, int]]:
-    d = {
-        "LUT_LE_FUNCTION": ("S_LUT_CFG", 0, 1),
-        "LUT_UFLOW_PRIORITY": ("S_LUT_CFG", 4, 1),
-        "LUT_OFLOW_PRIORITY": ("S_LUT_CFG", 5, 1),
-        "LUT_HYBRID_PRIORITY": ("S_LUT_CFG", 6, 1),
-        "LUT_LE_INDEX_OFFSET": ("S_LUT_INFO", 0, 8),
-        "LUT_LE_INDEX_SELECT": ("S_LUT_INFO", 8, 8),
-        "LUT_LO_INDEX_SELECT": ("S_LUT_INFO", 16, 8),
-    }
-    for t in ("LE", "LO"):
-        for e in ("START", "END"):
-            if unit == "sdp":
-                d[f"LUT_{t}_{e}"] = (f"S_LUT_{t}_{e}", 0, 32)
-            else:
-                d[f"LUT_{t}_{e}_LOW"] = (f"S_LUT_{t}_{e}_LOW", 0, 32)
-                d[f"LUT_{t}_{e}_HIGH"] = (f"S_LUT_{t}_{e}_HIGH", 0, 6)
-        d[f"LUT_{t}_SLOPE_UFLOW_SCALE"] = (f"S_LUT_{t}_SLOPE_SCALE", 0, 16)
-        d[f"LUT_{t}_SLOPE_OFLOW_SCALE"] = (f"S_LUT_{t}_SLOPE_SCALE", 16, 16)
-        d[f"LUT_{t}_SLOPE_UFLOW_SHIFT"] = (f"S_LUT_{t}_SLOPE_SHIFT", 0, 5)
-        d[f"LUT_{t}_SLOPE_OFLOW_SHIFT"] = (f"S_LUT_{t}_SLOPE_SHIFT", 5, 5)
-    return d
-
-
-FIELD_LAYOUT["sdp"] = _layout("sdp")
-FIELD_LAYOUT["cdp"] = _layout("cdp")
-
-
-def _tc(name: str, v: int, bits: int, lo: int | None = None, hi: int | None = None) -> int:
-    lo = -(1 << (bits - 1)) if lo is None else lo
-    hi = (1 << (bits - 1)) - 1 if hi is None else hi
-    _check_range(name, v, lo, hi)
-    return v & ((1 << bits) - 1)
-
-
-def _sx(v: int, bits: int) -> int:
-    v &= (1 << bits) - 1
-    return v - (1 << bits) if v >> (bits - 1) else v
-
-
 def lut_params_to_registers(params: LutParams, unit: str = "sdp") -> dict[str, int]:
     """Decoded ``LutParams`` -> raw (unsigned) register field values keyed by field name.
 
-    Signed fields are two's complement in their width: INFO bytes 8 bits (CDP selects must lie
-    in -32..31, the 6 bits the RTL reads; bits 7:6 then equal bit 5, as the cmod needs), starts
-    and ends 32 bits (SDP) or 38 bits split into ``_LOW`` [31:0] / ``_HIGH`` [5:0] (CDP), slope
-    scales 16 bits, slope shifts 5 bits. Raises ValueError naming a field that does not fit."""
+    The encoding (two's complement per field, CDP selects limited to -32..31, CDP 38-bit
+    starts/ends split into ``_LOW``/``_HIGH``) is the driver's
+    :func:`~nvdla_hil.drivers.precision.lut_register_fields`. Raises ValueError naming a field
+    that does not fit."""
     u = _unit(unit)
-    p = params
-    if p.le_function not in ("exponent", "linear"):
-        raise ValueError(f"le_function must be 'exponent' or 'linear', not {p.le_function!r}")
-    prio = {"LE": 0, "LO": 1}
-    sel_lo, sel_hi = _SELECT_RANGE[u]
-    f: dict[str, int] = {
-        "LUT_LE_FUNCTION": 1 if p.le_function == "linear" else 0,
-        "LUT_UFLOW_PRIORITY": prio[p.uflow_priority],
-        "LUT_OFLOW_PRIORITY": prio[p.oflow_priority],
-        "LUT_HYBRID_PRIORITY": prio[p.hybrid_priority],
-        "LUT_LE_INDEX_OFFSET": _tc("LUT_LE_INDEX_OFFSET", p.le_index_offset, 8),
-        "LUT_LE_INDEX_SELECT": _tc("LUT_LE_INDEX_SELECT", p.le_index_select, 8, sel_lo, sel_hi),
-        "LUT_LO_INDEX_SELECT": _tc("LUT_LO_INDEX_SELECT", p.lo_index_select, 8, sel_lo, sel_hi),
-    }
-    bits = _START_BITS[u]
-    for t in ("LE", "LO"):
-        for e in ("START", "END"):
-            v = _tc(f"LUT_{t}_{e}", getattr(p, f"{t.lower()}_{e.lower()}"), bits)
-            if u == "sdp":
-                f[f"LUT_{t}_{e}"] = v
-            else:
-                f[f"LUT_{t}_{e}_LOW"] = v & 0xFFFFFFFF
-                f[f"LUT_{t}_{e}_HIGH"] = v >> 32
-        for fl in ("UFLOW", "OFLOW"):
-            f[f"LUT_{t}_SLOPE_{fl}_SCALE"] = _tc(f"LUT_{t}_SLOPE_{fl}_SCALE",
-                                                 getattr(p, f"{t.lower()}_slope_{fl.lower()}_scale"), 16)
-            f[f"LUT_{t}_SLOPE_{fl}_SHIFT"] = _tc(f"LUT_{t}_SLOPE_{fl}_SHIFT",
-                                                 getattr(p, f"{t.lower()}_slope_{fl.lower()}_shift"), 5)
-    return f
+    return {f: v for flds in lut_register_fields(u.upper(), params).values() for f, v in flds.items()}
 
 
 def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics: str = "rtl") -> LutParams:
@@ -468,49 +399,22 @@ def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics
     signed, bits 7:6 ignored); with ``semantics="cmod"`` a select byte with bit 5 clear is
     taken whole (doc 6.3 [DIFF]). Missing fields read 0."""
     u = _unit(unit)
-    g = lambda name: int(fields.get(name, 0))  # noqa: E731
-    prio = ("LE", "LO")
-
-    def sel(name: str) -> int:
-        b = g(name) & 0xFF
-        if u == "sdp":
-            return _sx(b, 8)
-        if semantics == "cmod" and not b & 0x20:
-            return b
-        return _sx(b & 0x3F, 6)
-
-    def start(t: str, e: str) -> int:
-        if u == "sdp":
-            return _sx(g(f"LUT_{t}_{e}"), 32)
-        return _sx(((g(f"LUT_{t}_{e}_HIGH") & 0x3F) << 32) | (g(f"LUT_{t}_{e}_LOW") & 0xFFFFFFFF), 38)
-
-    kw: dict[str, object] = dict(
-        le_function="linear" if g("LUT_LE_FUNCTION") & 1 else "exponent",
-        le_index_offset=_sx(g("LUT_LE_INDEX_OFFSET"), 8),
-        le_index_select=sel("LUT_LE_INDEX_SELECT"),
-        lo_index_select=sel("LUT_LO_INDEX_SELECT"),
-        uflow_priority=prio[g("LUT_UFLOW_PRIORITY") & 1],
-        oflow_priority=prio[g("LUT_OFLOW_PRIORITY") & 1],
-        hybrid_priority=prio[g("LUT_HYBRID_PRIORITY") & 1],
-    )
-    for t in ("LE", "LO"):
-        for e in ("START", "END"):
-            kw[f"{t.lower()}_{e.lower()}"] = start(t, e)
-        for fl in ("UFLOW", "OFLOW"):
-            kw[f"{t.lower()}_slope_{fl.lower()}_scale"] = _sx(g(f"LUT_{t}_SLOPE_{fl}_SCALE"), 16)
-            kw[f"{t.lower()}_slope_{fl.lower()}_shift"] = _sx(g(f"LUT_{t}_SLOPE_{fl}_SHIFT"), 5)
-    return LutParams(**kw)  # type: ignore[arg-type]
+    cfg = lut_config_from_fields(u.upper(), lambda reg, name: int(fields.get(name, 0)))
+    if u == "cdp" and semantics == "cmod":
+        sel = {k: int(fields.get(k, 0)) & 0xFF for k in ("LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT")}
+        cfg = replace(cfg, **{f"{k[4:6].lower()}_index_select": v for k, v in sel.items() if not v & 0x20})
+    return cfg
 
 
 def pack_registers(fields: dict[str, int], unit: str = "sdp") -> dict[str, int]:
-    """Field values -> 32-bit register values keyed by register name (S_LUT_CFG, ...)."""
-    u = _unit(unit)
+    """Field values -> 32-bit register values keyed by register name (S_LUT_CFG, ...), using
+    the bit positions of the register map."""
+    u = _unit(unit).upper()
+    regmap = load_regmap("v2")
     regs: dict[str, int] = {}
-    for name, (reg, lsb, width) in FIELD_LAYOUT[u].items():
-        v = int(fields.get(name, 0))
-        if not 0 <= v < (1 << width):
-            raise ValueError(f"{reg}.{name} = {v:#x} does not fit {width} bits")
-        regs[reg] = regs.get(reg, 0) | (v << lsb)
+    for reg in lut_register_fields(u, LutParams()):
+        r = regmap.register(u, reg)
+        regs[reg] = r.encode(0, **{f: int(fields.get(f, 0)) for f in r.fields})
     return regs
 
 

@@ -7,7 +7,7 @@ seeds 001 (precision preservation) and 003 (LUT programming).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -27,6 +27,8 @@ __all__ = [
     "TRUNCATIONS",
     "LUT_SIZES",
     "compare_statistics",
+    "lut_register_fields",
+    "lut_config_from_fields",
 ]
 
 LUT_SIZES = {"LE": 65, "LO": 257}
@@ -222,19 +224,106 @@ def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind:
 def _check_signed(what: str, value: int, bits: int) -> int:
     lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
     if not lo <= value <= hi:
-        raise FieldRangeError(f"{what}: {value} is outside the signed {bits}-bit range [{lo}, {hi}]")
+        raise FieldRangeError(f"{what} = {value} is outside the signed {bits}-bit range [{lo}, {hi}]")
     return value & ((1 << bits) - 1)
 
 
 def _check_unsigned(what: str, value: int, bits: int) -> int:
     if not 0 <= value < 1 << bits:
-        raise FieldRangeError(f"{what}: {value} is outside the unsigned {bits}-bit range [0, {(1 << bits) - 1}]")
+        raise FieldRangeError(f"{what} = {value} is outside the unsigned {bits}-bit range [0, {(1 << bits) - 1}]")
     return value
 
 
 def _sx(v: int, bits: int) -> int:
     v &= (1 << bits) - 1
     return v - (1 << bits) if v >> (bits - 1) else v
+
+
+#: CDP index selects: the RTL reads only bits 5:0 as signed (semantics doc 6.3), so a
+#: portable value lies in -32..31 and bits 7:6 repeat bit 5 (what the C model needs too).
+_SELECT_RANGE = {"SDP": (-128, 127), "CDP": (-32, 31)}
+
+
+def _check_select(what: str, value: int, unit: str) -> int:
+    lo, hi = _SELECT_RANGE[unit]
+    if not lo <= value <= hi:
+        raise FieldRangeError(f"{what} = {value} is outside [{lo}, {hi}] on {unit} (the bits the hardware reads)")
+    return value & 0xFF
+
+
+def lut_register_fields(unit: str, cfg: LutConfig) -> dict[str, dict[str, int]]:
+    """LUT registers of ``unit`` (``SDP``/``CDP``) -> {field: raw unsigned value} for ``cfg``.
+
+    Signed values become two's complement in the field: index offset 8 bits, selects 8 bits
+    (CDP: -32..31), starts/ends 32 bits (SDP) or 38 bits split into ``*_LOW``/``*_HIGH`` (CDP),
+    slope scales 16 bits, slope shifts 5 bits. Raises FieldRangeError naming the field."""
+    unit = unit.upper()
+    if unit not in LUT_UNITS:
+        raise RegisterMapError(f"no LUT in unit {unit!r}; LUT units: {', '.join(LUT_UNITS)}")
+    regs: dict[str, dict[str, int]] = {
+        "S_LUT_CFG": {
+            "LUT_LE_FUNCTION": 0 if cfg.le_function == "exponent" else 1,
+            "LUT_UFLOW_PRIORITY": 0 if cfg.uflow_priority == "LE" else 1,
+            "LUT_OFLOW_PRIORITY": 0 if cfg.oflow_priority == "LE" else 1,
+            "LUT_HYBRID_PRIORITY": 0 if cfg.hybrid_priority == "LE" else 1,
+        },
+        "S_LUT_INFO": {
+            "LUT_LE_INDEX_OFFSET": _check_signed("LUT_LE_INDEX_OFFSET", cfg.le_index_offset, 8),
+            "LUT_LE_INDEX_SELECT": _check_select("LUT_LE_INDEX_SELECT", cfg.le_index_select, unit),
+            "LUT_LO_INDEX_SELECT": _check_select("LUT_LO_INDEX_SELECT", cfg.lo_index_select, unit),
+        },
+    }
+    for tbl in ("le", "lo"):
+        T = tbl.upper()
+        regs[f"S_LUT_{T}_SLOPE_SCALE"] = {
+            f"LUT_{T}_SLOPE_{K}_SCALE": _check_signed(f"LUT_{T}_SLOPE_{K}_SCALE", getattr(cfg, f"{tbl}_slope_{k}_scale"), 16)
+            for k, K in (("uflow", "UFLOW"), ("oflow", "OFLOW"))
+        }
+        regs[f"S_LUT_{T}_SLOPE_SHIFT"] = {
+            f"LUT_{T}_SLOPE_{K}_SHIFT": _check_signed(f"LUT_{T}_SLOPE_{K}_SHIFT", getattr(cfg, f"{tbl}_slope_{k}_shift"), 5)
+            for k, K in (("uflow", "UFLOW"), ("oflow", "OFLOW"))
+        }
+        for edge in ("start", "end"):
+            v = getattr(cfg, f"{tbl}_{edge}")
+            E = edge.upper()
+            if unit == "SDP":
+                regs[f"S_LUT_{T}_{E}"] = {f"LUT_{T}_{E}": _check_signed(f"LUT_{T}_{E}", v, 32)}
+            else:
+                raw = _check_signed(f"LUT_{T}_{E}", v, 38)
+                regs[f"S_LUT_{T}_{E}_LOW"] = {f"LUT_{T}_{E}_LOW": raw & 0xFFFFFFFF}
+                regs[f"S_LUT_{T}_{E}_HIGH"] = {f"LUT_{T}_{E}_HIGH": raw >> 32}
+    return regs
+
+
+def lut_config_from_fields(unit: str, get) -> LutConfig:  # noqa: ANN001 - get(register, field) -> int
+    """Inverse of :func:`lut_register_fields`: decode a unit's LUT fields (read with
+    ``get(register, field)``) as the register-level signed values."""
+    unit = unit.upper()
+    kw: dict[str, object] = {
+        "le_function": "exponent" if get("S_LUT_CFG", "LUT_LE_FUNCTION") == 0 else "linear",
+        "uflow_priority": "LO" if get("S_LUT_CFG", "LUT_UFLOW_PRIORITY") else "LE",
+        "oflow_priority": "LO" if get("S_LUT_CFG", "LUT_OFLOW_PRIORITY") else "LE",
+        "hybrid_priority": "LO" if get("S_LUT_CFG", "LUT_HYBRID_PRIORITY") else "LE",
+        "le_index_offset": _sx(get("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
+    }
+    sel_bits = 8 if unit == "SDP" else 6
+    kw["le_index_select"] = _sx(get("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), sel_bits)
+    kw["lo_index_select"] = _sx(get("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), sel_bits)
+    for tbl in ("le", "lo"):
+        T = tbl.upper()
+        for kind in ("uflow", "oflow"):
+            K = kind.upper()
+            kw[f"{tbl}_slope_{kind}_scale"] = _sx(get(f"S_LUT_{T}_SLOPE_SCALE", f"LUT_{T}_SLOPE_{K}_SCALE"), 16)
+            kw[f"{tbl}_slope_{kind}_shift"] = _sx(get(f"S_LUT_{T}_SLOPE_SHIFT", f"LUT_{T}_SLOPE_{K}_SHIFT"), 5)
+        for edge in ("start", "end"):
+            E = edge.upper()
+            if unit == "SDP":
+                kw[f"{tbl}_{edge}"] = _sx(get(f"S_LUT_{T}_{E}", f"LUT_{T}_{E}"), 32)
+            else:
+                lo = get(f"S_LUT_{T}_{E}_LOW", f"LUT_{T}_{E}_LOW")
+                hi = get(f"S_LUT_{T}_{E}_HIGH", f"LUT_{T}_{E}_HIGH")
+                kw[f"{tbl}_{edge}"] = _sx((hi << 32) | lo, 38)
+    return LutConfig(**kw)  # type: ignore[arg-type]
 
 
 class PrecisionControl:
@@ -297,75 +386,18 @@ class PrecisionControl:
     # ---- LUT registers ---------------------------------------------------------------
     def lut_registers(self, unit: str, cfg: LutConfig) -> dict[str, dict[str, int]]:
         """Register -> {field: raw value} for ``cfg`` on ``unit`` (range-checked)."""
-        unit = unit.upper()
-        regs: dict[str, dict[str, int]] = {
-            "S_LUT_CFG": {
-                "LUT_LE_FUNCTION": 0 if cfg.le_function == "exponent" else 1,
-                "LUT_UFLOW_PRIORITY": 0 if cfg.uflow_priority == "LE" else 1,
-                "LUT_OFLOW_PRIORITY": 0 if cfg.oflow_priority == "LE" else 1,
-                "LUT_HYBRID_PRIORITY": 0 if cfg.hybrid_priority == "LE" else 1,
-            },
-            "S_LUT_INFO": {
-                "LUT_LE_INDEX_OFFSET": _check_signed("LUT_LE_INDEX_OFFSET", cfg.le_index_offset, 8),
-                "LUT_LE_INDEX_SELECT": _check_signed("LUT_LE_INDEX_SELECT", cfg.le_index_select, 8),
-                "LUT_LO_INDEX_SELECT": _check_signed("LUT_LO_INDEX_SELECT", cfg.lo_index_select, 8),
-            },
-        }
-        for tbl in ("le", "lo"):
-            T = tbl.upper()
-            regs[f"S_LUT_{T}_SLOPE_SCALE"] = {
-                f"LUT_{T}_SLOPE_UFLOW_SCALE": _check_signed(f"LUT_{T}_SLOPE_UFLOW_SCALE", getattr(cfg, f"{tbl}_slope_uflow_scale"), 16),
-                f"LUT_{T}_SLOPE_OFLOW_SCALE": _check_signed(f"LUT_{T}_SLOPE_OFLOW_SCALE", getattr(cfg, f"{tbl}_slope_oflow_scale"), 16),
-            }
-            regs[f"S_LUT_{T}_SLOPE_SHIFT"] = {
-                f"LUT_{T}_SLOPE_UFLOW_SHIFT": _check_signed(f"LUT_{T}_SLOPE_UFLOW_SHIFT", getattr(cfg, f"{tbl}_slope_uflow_shift"), 5),
-                f"LUT_{T}_SLOPE_OFLOW_SHIFT": _check_signed(f"LUT_{T}_SLOPE_OFLOW_SHIFT", getattr(cfg, f"{tbl}_slope_oflow_shift"), 5),
-            }
-            for edge in ("start", "end"):
-                v = getattr(cfg, f"{tbl}_{edge}")
-                E = edge.upper()
-                if unit == "SDP":
-                    regs[f"S_LUT_{T}_{E}"] = {f"LUT_{T}_{E}": _check_signed(f"LUT_{T}_{E}", v, 32)}
-                else:
-                    raw = _check_signed(f"LUT_{T}_{E}", v, 38)
-                    regs[f"S_LUT_{T}_{E}_LOW"] = {f"LUT_{T}_{E}_LOW": raw & 0xFFFFFFFF}
-                    regs[f"S_LUT_{T}_{E}_HIGH"] = {f"LUT_{T}_{E}_HIGH": raw >> 32}
-        return regs
+        return lut_register_fields(unit, cfg)
 
     def configure_lut(self, unit: str, cfg: LutConfig, *, force: bool = False) -> None:
         """Program every LUT configuration register of ``unit`` from ``cfg``."""
         unit = self._lut_unit(unit, force)
-        for reg, flds in self.lut_registers(unit, cfg).items():
+        for reg, flds in lut_register_fields(unit, cfg).items():
             self.drv.write((unit, reg), self.drv.encode((unit, reg), flds, base=0))
 
     def read_lut_config(self, unit: str, *, force: bool = False) -> LutConfig:
         """Decode the LUT configuration registers of ``unit`` into a :class:`LutConfig`."""
         unit = self._lut_unit(unit, force)
-        f = lambda reg, fld: self.drv.read_field((unit, reg), fld)  # noqa: E731
-        kw: dict[str, object] = {
-            "le_function": "exponent" if f("S_LUT_CFG", "LUT_LE_FUNCTION") == 0 else "linear",
-            "uflow_priority": "LO" if f("S_LUT_CFG", "LUT_UFLOW_PRIORITY") else "LE",
-            "oflow_priority": "LO" if f("S_LUT_CFG", "LUT_OFLOW_PRIORITY") else "LE",
-            "hybrid_priority": "LO" if f("S_LUT_CFG", "LUT_HYBRID_PRIORITY") else "LE",
-            "le_index_offset": _sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
-            "le_index_select": _sx(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), 8),
-            "lo_index_select": _sx(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), 8),
-        }
-        for tbl in ("le", "lo"):
-            T = tbl.upper()
-            for kind in ("uflow", "oflow"):
-                K = kind.upper()
-                kw[f"{tbl}_slope_{kind}_scale"] = _sx(f(f"S_LUT_{T}_SLOPE_SCALE", f"LUT_{T}_SLOPE_{K}_SCALE"), 16)
-                kw[f"{tbl}_slope_{kind}_shift"] = _sx(f(f"S_LUT_{T}_SLOPE_SHIFT", f"LUT_{T}_SLOPE_{K}_SHIFT"), 5)
-            for edge in ("start", "end"):
-                E = edge.upper()
-                if unit == "SDP":
-                    kw[f"{tbl}_{edge}"] = _sx(f(f"S_LUT_{T}_{E}", f"LUT_{T}_{E}"), 32)
-                else:
-                    lo = f(f"S_LUT_{T}_{E}_LOW", f"LUT_{T}_{E}_LOW")
-                    hi = f(f"S_LUT_{T}_{E}_HIGH", f"LUT_{T}_{E}_HIGH")
-                    kw[f"{tbl}_{edge}"] = _sx((hi << 32) | lo, 38)
-        return LutConfig(**kw)  # type: ignore[arg-type]
+        return lut_config_from_fields(unit, lambda reg, fld: self.drv.read_field((unit, reg), fld))
 
     # ---- convertors and truncation ------------------------------------------------------
     def set_convertor(self, name: str, setting: ConvertorSetting, *, enable: bool = True) -> None:
@@ -429,5 +461,3 @@ class PrecisionControl:
                     continue
         return Statistics(block=unit, group=group, **values)
 
-
-assert {f.name for f in fields(LutConfig)} >= {"le_start", "lo_end"}

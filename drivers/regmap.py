@@ -24,6 +24,9 @@ YAML schema (``format: nvdla-hil-regmap/1``)::
             fields:
               LUT_TABLE_ID: {bits: [16, 16], access: rw, reset: 0, spec: rw, enum: {LE: 0, LO: 1}}
 
+CFGROM (v2 only) reset values are those of the RDL on master, i.e. the nv_small build (e.g.
+CFGROM_CDMA_BASE_ATOMIC_C = 8); other builds hold their own values there.
+
 Rules used when importing (facts from the spec, decisions documented here):
 
 * Field ``access`` comes from the RDL ``sw`` property: ``r`` -> ro, ``w`` -> wo, ``rw`` -> rw

@@ -47,13 +47,13 @@ from .memory import SparseMemory
 
 _DEFAULT_MAP = BoardMap()
 __all__ = [
-    "RegisterFileTarget",
-    "FaultConfig",
-    "EmuStats",
-    "BridgeCore",
     "BoardEmulator",
-    "serve_in_thread",
+    "BridgeCore",
+    "EmuStats",
+    "FaultConfig",
+    "RegisterFileTarget",
     "add_subcommands",
+    "serve_in_thread",
 ]
 
 

@@ -42,7 +42,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -51,18 +51,18 @@ from ..drivers.transport import TransportError
 from ..drivers.uartbone import FSM_TIMEOUT, BoardMap, IntegrityPolicy
 
 __all__ = [
-    "LabError",
+    "ENV_BOARD",
+    "ENV_LAB",
     "BoardBusyError",
     "BoardConfig",
-    "Lab",
-    "load_lab",
-    "resolve_board",
-    "lock_path",
     "BoardLock",
-    "run_reset",
+    "Lab",
+    "LabError",
+    "load_lab",
+    "lock_path",
     "locked",
-    "ENV_LAB",
-    "ENV_BOARD",
+    "resolve_board",
+    "run_reset",
 ]
 
 _DEFAULT_MAP = BoardMap()
@@ -192,11 +192,11 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
         raise err("profile", f"{kw['profile']!r} is not one of {', '.join(PROFILES)}")
     cfg = BoardConfig(**kw)  # type: ignore[arg-type]
     try:
-        cfg.policy
+        _ = cfg.policy
     except ValueError as e:
         raise err("integrity" if "mode" in str(e) else "retries", str(e)) from None
     try:
-        cfg.board_map
+        _ = cfg.board_map
     except ValueError as e:
         raise err(None, f"address map: {e}") from None
     return cfg
@@ -285,7 +285,7 @@ class BoardLock:
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
-            "since": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "since": datetime.now(UTC).isoformat(timespec="seconds"),
             "url": self.url,
         }
         os.ftruncate(fd, 0)
@@ -321,7 +321,7 @@ def run_reset(cfg: BoardConfig) -> Callable[[], None] | None:
 
     def reset() -> None:
         try:
-            proc = subprocess.run(argv, shell=False, capture_output=True, text=True, timeout=cfg.reset_timeout)
+            proc = subprocess.run(argv, shell=False, check=False, capture_output=True, text=True, timeout=cfg.reset_timeout)
         except (OSError, subprocess.TimeoutExpired) as e:
             raise TransportError(f"board {cfg.name!r}: reset command {argv!r} failed: {e}") from e
         if proc.returncode:

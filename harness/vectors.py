@@ -55,6 +55,7 @@ __all__ = [
     "write_case",
     "bundled_root",
     "packed_size",
+    "Hex",
     "pack_surface",
     "unpack_surface",
 ]
@@ -629,8 +630,8 @@ def _load_layer_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
 def case_features(case: Case) -> set[str]:
     """Features a layer case needs from what it programs (SDP EW / LUT stage, secondary port)."""
     feats: set[str] = set()
-    if case.unit:
-        feats.add(case.unit.lower()) if case.unit in ("CDP", "PDP") else None
+    if case.unit in ("CDP", "PDP"):
+        feats.add(case.unit.lower())
     for r in case.registers:
         if r.name == "SDP.D_DP_EW_CFG":
             from ..drivers.regmap import load_regmap
@@ -665,12 +666,15 @@ def bundled_root() -> Path:
 # ---- writer --------------------------------------------------------------------------------------
 
 
+class Hex(int):
+    """An integer written in hexadecimal in a manifest (addresses)."""
+
+
 class _Dumper(yaml.SafeDumper):
     pass
 
 
-def _hex_int(dumper: yaml.SafeDumper, value: int) -> yaml.Node:
-    return dumper.represent_int(value)
+_Dumper.add_representer(Hex, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", f"{int(v):#x}"))
 
 
 def write_case(folder: str | Path, manifest: Mapping[str, Any], blobs: Mapping[str, bytes | np.ndarray]) -> Path:

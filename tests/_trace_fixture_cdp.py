@@ -15,12 +15,11 @@ from __future__ import annotations
 import os
 import re
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import LayerResult, ModelOptions
 

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
 from nvdla_hil.harness.memory import SparseMemory
 
 # block reg field[msb:lsb] ...   (registers whose fields the SDP model reads)

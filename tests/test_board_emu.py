@@ -11,7 +11,6 @@ import sys
 import numpy as np
 import pytest
 import serial
-
 from nvdla_hil.drivers.uartbone import BoardMap
 from nvdla_hil.harness.board_emu import (
     BridgeCore,
@@ -70,7 +69,7 @@ def test_unknown_command_consumes_length_and_address(core):
 
 
 def test_unmapped_reads_zero_writes_ignored(core):
-    c, tgt = core
+    c, _ = core
     assert c.feed(bytes.fromhex("01 01 00000000 FFFFFFFF 02 01 00000000"), 0.0) == bytes(4)
     assert c.stats.unmapped == 2
 

@@ -96,7 +96,7 @@ def test_convertor_setting_round_trip_and_width(drv):
     pc.set_convertor("cdp_out", ConvertorSetting(offset=-5, scale=-3, shift=7))
     assert pc.get_convertor("cdp_out") == ConvertorSetting(-5, -3, 7)
     assert drv.read("CDP.D_DATOUT_OFFSET") == 0xFFFFFFFB
-    with pytest.raises(FieldRangeError, match="cdp_in shift: 32 is outside the unsigned 5-bit range"):
+    with pytest.raises(FieldRangeError, match="cdp_in shift = 32 is outside the unsigned 5-bit range"):
         pc.set_convertor("cdp_in", ConvertorSetting(shift=32))
     with pytest.raises(FieldRangeError, match="scale"):
         pc.set_convertor("sdp_out", ConvertorSetting(scale=40000))

@@ -7,11 +7,17 @@ import sys
 import textwrap
 
 import pytest
-
 from nvdla_hil.drivers.transport import TransportError
 from nvdla_hil.drivers.uartbone import BoardMap
 from nvdla_hil.harness.board_emu import RegisterFileTarget, serve_in_thread
-from nvdla_hil.harness.lab import BoardBusyError, BoardLock, LabError, load_lab, lock_path, resolve_board
+from nvdla_hil.harness.lab import (
+    BoardBusyError,
+    BoardLock,
+    LabError,
+    load_lab,
+    lock_path,
+    resolve_board,
+)
 from nvdla_hil.harness.targets.serial import open_serial_target
 
 

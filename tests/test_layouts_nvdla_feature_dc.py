@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from nvdla_hil.harness.layouts import AlignmentError, LayoutError, get_layout
 
 FEATURE = get_layout("nvdla.feature")

@@ -8,9 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from nvdla_hil.harness.layouts import LAYOUTS, LayoutError, LayoutSpec, get_layout
-from nvdla_hil.harness.layouts import cli
+from nvdla_hil.harness.layouts import LAYOUTS, LayoutError, LayoutSpec, cli, get_layout
 from nvdla_hil.harness.layouts.nvdla import PIXEL_FORMATS
 
 
@@ -21,7 +19,7 @@ def _bits(rng, shape, dtype):
 
 def example(name: str, draw, rng) -> tuple[np.ndarray, dict]:
     """A random valid (array, params) pair for layout ``name``."""
-    i = lambda lo, hi: draw(st.integers(lo, hi))  # noqa: E731
+    i = lambda lo, hi: draw(st.integers(lo, hi))
     if name == "nvdla.feature":
         dt = draw(st.sampled_from([np.int8, np.int16, np.float16]))
         return _bits(rng, (i(1, 70), i(1, 4), i(1, 4)), dt), {"profile": draw(st.sampled_from(["nv_full", "nv_small"]))}

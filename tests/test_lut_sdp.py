@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _trace_mini import DictView
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from nvdla_hil.harness.refmodel.lut import (
     KIND_HIT,
     KIND_OF,
@@ -19,8 +19,6 @@ from nvdla_hil.harness.refmodel.lut import (
     lut_stats,
     sdp_lut,
 )
-
-from _trace_mini import DictView
 
 LE_RAMP = (np.arange(65) * 100).astype(np.uint16)  # LE[i] = 100 i
 LO_RAMP = (np.arange(257) * 10).astype(np.uint16)  # LO[i] = 10 i
@@ -33,8 +31,8 @@ def run1(x: int, p: LutParams, le=LE_RAMP, lo=LO_RAMP, semantics="rtl"):
 
 
 # LO far away (always UF) so that the LE table decides, and the reverse
-LO_OFF = dict(lo_start=I32_MAX, lo_index_select=0)
-LE_OFF = dict(le_function="linear", le_start=I32_MAX, le_index_select=0)
+LO_OFF = {"lo_start": I32_MAX, "lo_index_select": 0}
+LE_OFF = {"le_function": "linear", "le_start": I32_MAX, "le_index_select": 0}
 
 
 # ---------------------------------------------------------------- hand-worked hits
@@ -150,9 +148,9 @@ def test_selection_all_five_cases(prio):
     lo = np.full(257, 7, np.uint16)
     le = np.full(65, 5, np.uint16)
     # LE linear start 0 sel 0 (hit for 1..63), LO linear start 0 sel 0 (hit for 1..255)
-    base = dict(le_function="linear", le_start=0, le_index_select=0, lo_start=0, lo_index_select=0,
-                le_end=0, lo_end=0)
-    pr = dict(uflow_priority=prio, oflow_priority=prio, hybrid_priority=prio)
+    base = {"le_function": "linear", "le_start": 0, "le_index_select": 0, "lo_start": 0, "lo_index_select": 0,
+                "le_end": 0, "lo_end": 0}
+    pr = {"uflow_priority": prio, "oflow_priority": prio, "hybrid_priority": prio}
     p = LutParams(**base, **pr)
     want = 7 if prio == "LO" else 5
     # 1. both UF

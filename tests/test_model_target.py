@@ -131,8 +131,15 @@ def test_layer_completion_updates_pointer_opens_and_interrupt(trace_root):
         assert t.layers_run and t.layers_run[0][:2] == ("SDP", 0)
 
 
-def test_convolution_units_are_reported_not_modelled():
+def test_unmodelled_unit_is_reported_by_name():
+    with _target("nv_full") as t:  # nv_full has a BDMA; the model has no BDMA layer model
+        drv = NvdlaDriver(t)
+        with pytest.raises(UnitNotModelled, match="BDMA"):
+            drv.write_fields("BDMA.CFG_LAUNCH0", GRP0_LAUNCH=1)
+
+
+def test_layer_waits_for_every_engine():
     with _target() as t:
         drv = NvdlaDriver(t)
-        with pytest.raises(UnitNotModelled, match="CACC"):
-            drv.launch("CACC")
+        drv.launch("SDP")  # memory-to-memory SDP also needs SDP_RDMA
+        assert not t.layers_run and drv.read_field("SDP.D_OP_ENABLE", "OP_EN") == 1

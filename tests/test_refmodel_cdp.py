@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.cdp import (
@@ -29,11 +28,11 @@ from nvdla_hil.harness.refmodel.cdp import (
 from nvdla_hil.harness.refmodel.lut import LutParams
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _trace_fixture_cdp import TraceView, run_trace, trace_names  # noqa: E402
+from _trace_fixture_cdp import TraceView, run_trace, trace_names
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 LE_RAMP = np.arange(65, dtype=np.int64) * 100  # T[i] = 100 i
 LO_RAMP = np.arange(257, dtype=np.int64) * -10  # T[i] = -10 i
@@ -46,7 +45,7 @@ def _lut(s, le=LE_RAMP, lo=LO_RAMP, semantics="rtl", **kw):
 
 
 # LO table parked far away so it underflows (LE decides the category)
-LO_FAR = dict(lo_start=1 << 20, lo_end=(1 << 20) + 256)
+LO_FAR = {"lo_start": 1 << 20, "lo_end": (1 << 20) + 256}
 
 
 # ---------------------------------------------------------------------------------------
@@ -141,7 +140,7 @@ def test_lo_linear_select_above_16_truncates_fraction():
 
 
 @pytest.mark.parametrize(
-    "prio,expect", [(dict(uflow_priority="LE"), 11), (dict(uflow_priority="LO"), 22)]
+    "prio,expect", [({"uflow_priority": "LE"}, 11), ({"uflow_priority": "LO"}, 22)]
 )
 def test_both_underflow_priority(prio, expect):
     le, lo = LE_RAMP.copy(), LO_RAMP.copy()
@@ -323,13 +322,13 @@ def test_input_converter_and_square_sum_window():
 def test_run_cdp_layout_and_stats():
     # 2x3 cube, 10 channels (2 groups, 6 padding lanes); strides with gaps
     v = TraceView()
-    for reg, val in dict(D_DATA_CUBE_WIDTH=1, D_DATA_CUBE_HEIGHT=2, D_DATA_CUBE_CHANNEL=9,
-                         D_SRC_BASE_ADDR_LOW=0x1000, D_SRC_LINE_STRIDE=0x20,
-                         D_SRC_SURFACE_STRIDE=0x100).items():  # fmt: skip
+    for reg, val in {"D_DATA_CUBE_WIDTH": 1, "D_DATA_CUBE_HEIGHT": 2, "D_DATA_CUBE_CHANNEL": 9,
+                         "D_SRC_BASE_ADDR_LOW": 0x1000, "D_SRC_LINE_STRIDE": 0x20,
+                         "D_SRC_SURFACE_STRIDE": 0x100}.items():  # fmt: skip
         v.write("CDP_RDMA", reg, val)
-    for reg, val in dict(D_DST_BASE_ADDR_LOW=0x8000, D_DST_LINE_STRIDE=0x40, D_DST_SURFACE_STRIDE=0x200,
-                         D_FUNC_BYPASS=3, D_DATOUT_SCALE=1, D_DATIN_SCALE=1,
-                         S_LUT_CFG=1, S_LUT_LO_START_LOW=1 << 20).items():  # fmt: skip
+    for reg, val in {"D_DST_BASE_ADDR_LOW": 0x8000, "D_DST_LINE_STRIDE": 0x40, "D_DST_SURFACE_STRIDE": 0x200,
+                         "D_FUNC_BYPASS": 3, "D_DATOUT_SCALE": 1, "D_DATIN_SCALE": 1,
+                         "S_LUT_CFG": 1, "S_LUT_LO_START_LOW": 1 << 20}.items():  # fmt: skip
         v.write("CDP", reg, val)
     v.luts["LE"][:] = np.arange(65) * 2  # LE linear start 0 sel 0: s -> 2 s
     mem = SparseMemory()
@@ -439,7 +438,7 @@ def _ref_lut(s, le, lo, p: LutParams, sem):
     ov, os_ = _ref_table(s, lo, p.lo_start, p.lo_end, False, 0, p.lo_index_select,
                          p.lo_slope_uflow_scale, p.lo_slope_uflow_shift,
                          p.lo_slope_oflow_scale, p.lo_slope_oflow_shift, sem, True)  # fmt: skip
-    pick = lambda pr: ov if pr == "LO" else lv  # noqa: E731
+    pick = lambda pr: ov if pr == "LO" else lv
     if ls == os_ == "UF":
         return pick(p.uflow_priority), "uflow"
     if ls == os_ == "OF":
@@ -493,7 +492,7 @@ def lut_params(draw, sem):
     start = st.one_of(st.integers(-300, 3000), st.integers(-(1 << 24), 1 << 24), st.integers(-(1 << 37), (1 << 37) - 1))
     sel_byte = draw(st.integers(0, 255))
     lo_byte = draw(st.integers(0, 255))
-    sel = lambda b: (b if sem == "cmod" and not b & 0x20 else _sxi(b & 0x3F, 6))  # noqa: E731
+    sel = lambda b: (b if sem == "cmod" and not b & 0x20 else _sxi(b & 0x3F, 6))
     return LutParams(
         le_function=draw(st.sampled_from(["exponent", "linear"])),
         le_index_offset=draw(st.integers(-128, eo_hi)),

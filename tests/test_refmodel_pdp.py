@@ -7,17 +7,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pad_values, pool2d, run_pdp
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _trace_fixture_cdp import TraceView, run_trace, trace_names  # noqa: E402
+from _trace_fixture_cdp import TraceView, run_trace, trace_names
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 Q16 = 1 << 16
 
@@ -68,11 +67,12 @@ def test_average_result_wraps_to_int8():
     assert _pool([[100, 100]], cfg, 1, 1) == [[200 - 256]]
 
 
-@pytest.mark.parametrize("method,expect", [(MAX, [[-1, 4]]), (MIN, [[-7, -7]])])
-def test_max_min_ignore_padding(method, expect):
-    # pad value 50 would win a max if it were used
+@pytest.mark.parametrize("method,pad,expect", [(MAX, 50, [[-1, 4]]), (MIN, -100, [[-1, -1]])])
+def test_max_min_ignore_padding(method, pad, expect):
+    # first output row: window rows -1..0 -> only input row 0 = [-1, 4] is real;
+    # the pad value would win the max / min if it were used
     cfg = PdpConfig(method=method, kernel_w=2, kernel_h=2, stride_w=1, stride_h=1, pad_left=1, pad_top=1,
-                    pad_value=(0,) + (50,) * 7)  # fmt: skip
+                    pad_value=(0,) + (pad,) * 7)  # fmt: skip
     assert _pool([[-1, 4], [-7, -3]], cfg, 2, 1) == expect
 
 

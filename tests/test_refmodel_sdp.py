@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
+from _trace_mini import DictView, run_trace
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.dma import CubeGeometry, read_cube, write_cube
@@ -22,8 +22,6 @@ from nvdla_hil.harness.refmodel.sdp import (
     output_convert,
     run_sdp,
 )
-
-from _trace_mini import DictView, run_trace
 
 _DEFAULT_TRACES = Path("/work/shared/nvdla/trace_tests/nv_small")
 FULL = {"sdp_ew", "sdp_lut"}  # nv_small_256_full-like profile
@@ -84,8 +82,8 @@ def test_ew_trace_on_profile_without_ew(traces):
 
 
 def _bsbn(d, **kw):
-    base = dict(alu_bypass=True, alu_algo=0, alu_op=0, alu_shift=0, mul_bypass=True,
-                mul_prelu=False, mul_op=0, mul_shift=0, relu_bypass=True)
+    base = {"alu_bypass": True, "alu_algo": 0, "alu_op": 0, "alu_shift": 0, "mul_bypass": True,
+                "mul_prelu": False, "mul_op": 0, "mul_shift": 0, "relu_bypass": True}
     base.update(kw)
     return bs_bn_stage(np.array(d, dtype=np.int64), **base).tolist()
 
@@ -287,3 +285,52 @@ def test_per_element_operands_both_interleaved_alu_then_mul():
     run_sdp(v, mem)
     want = np.clip((data + alu) * mul, -128, 127)
     np.testing.assert_array_equal(read_cube(mem, dst)[0], want)
+
+
+def test_per_kernel_operand_one_value_per_channel():
+    """NRDMA per-kernel, one-byte, MUL: a packed 1x1xCpad vector at the base address
+    (seed 000 "per channel" formats; cmod SdpRdmaCore PER_KERNEL: one contiguous read)."""
+    w, h, c = 2, 2, 10
+    data = np.arange(16 * h * w, dtype=np.int64).reshape(16, h, w) % 23 - 11
+    v, mem, _, dst = _layer(w=w, h=h, c=c, data=data)
+    vec = (np.arange(16) % 7 - 3).astype(np.int8)
+    mem.write(0x30000, vec.view(np.uint8))
+    r = v.regs
+    r[("SDP_RDMA", "D_NRDMA_CFG")] = 0  # enabled, MUL, one byte, per-kernel
+    r[("SDP_RDMA", "D_BN_BASE_ADDR_LOW")] = 0x30000
+    r[("SDP", "D_DP_BN_CFG")] = 0x2 | (1 << 6)  # BN on, ALU bypass, MUL on, ReLU bypass
+    r[("SDP", "D_DP_BN_MUL_CFG")] = 1 | (1 << 8)  # MEM, shift 1
+    run_sdp(v, mem)
+    prod = data * vec[:, None, None].astype(np.int64)
+    want = np.where(prod >= 0, (prod + 1) >> 1, -((-prod + 1) >> 1))  # rnd half away from zero
+    np.testing.assert_array_equal(read_cube(mem, dst)[0], np.clip(want, -128, 127))
+
+
+@pytest.mark.parametrize("sem", ["rtl", "cmod"])
+def test_eql_mode_writes_nothing_and_sets_unequal(sem):
+    data = np.full((8, 1, 1), 5, dtype=np.int64)
+    v, mem, _, dst = _layer(w=1, h=1, c=8, data=data)
+    v.features |= {"sdp_ew"}
+    v.regs[("SDP", "D_DP_EW_CFG")] = (3 << 2) | (1 << 4) | (1 << 6)  # EW on, ALU EQL, MUL/LUT bypass
+    v.regs[("SDP", "D_DP_EW_ALU_SRC_VALUE")] = 5
+    res = run_sdp(v, mem, ModelOptions(semantics=sem))
+    assert res.stats[("SDP", "D_STATUS")] == 0
+    assert not read_cube(mem, dst)[0].any()
+    v.regs[("SDP", "D_DP_EW_ALU_SRC_VALUE")] = 4
+    assert run_sdp(v, mem, ModelOptions(semantics=sem)).stats[("SDP", "D_STATUS")] == 1
+    assert not read_cube(mem, dst)[0].any()
+
+
+def test_ew_and_lut_absent_from_profile():
+    """Section 0 [DIFF]: RTL without EW bypasses it; the cmod always executes it."""
+    data = np.full((8, 1, 1), 5, dtype=np.int64)
+    v, mem, _, dst = _layer(w=1, h=1, c=8, data=data)
+    v.regs[("SDP", "D_DP_EW_CFG")] = (2 << 2) | (1 << 4) | (1 << 6)  # EW on, ALU SUM, MUL/LUT bypass
+    v.regs[("SDP", "D_DP_EW_ALU_SRC_VALUE")] = 3
+    res = run_sdp(v, mem, ModelOptions(semantics="rtl"))
+    assert (read_cube(mem, dst)[0] == 5).all() and res.notes
+    run_sdp(v, mem, ModelOptions(semantics="cmod"))
+    assert (read_cube(mem, dst)[0] == 8).all()
+    v.features |= {"sdp_ew"}
+    run_sdp(v, mem, ModelOptions(semantics="rtl"))
+    assert (read_cube(mem, dst)[0] == 8).all()

@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 
 from ._base import (
-    REQUIRED,
-    AlignmentError,
     LayoutError,
     LayoutSpec,
     Param,
@@ -165,7 +163,7 @@ def cube_geometry(
         lanes = atom_bytes // (itemsize * comps)
     bytes_per_atom = lanes * comps * itemsize
     line_min = width * bytes_per_atom
-    ls = line_min if line_stride is None else int(line_stride)
+    ls = align_up(line_min, atom_bytes) if line_stride is None else int(line_stride)
     check_aligned(f"{what} line_stride", ls, atom_bytes, f"line stride aligns to the {atom_bytes}-byte atom ({SEED})")
     if ls < line_min:
         raise LayoutError(
@@ -993,7 +991,6 @@ def _sdp_geo(shape: tuple[int, ...], p: dict[str, Any], use: str, mode: str) -> 
     if mode == "per_channel":
         C, H, W = shape[0], 1, 1
         ss = lanes * comps * ds
-        geo = cube_geometry(C, H, W, ds, atom, comps=comps, lanes=lanes, surface_stride=align_up(ss, atom), what=use)
         geo = CubeGeometry(C, 1, 1, comps, lanes, ss, ss, ss, ds)   # continuous 1x1xC space
     else:
         C, H, W = shape[:3]

@@ -27,18 +27,18 @@ import numpy as np
 
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
-from .ops import rsat, rsat_flag, rnd, sat, sshift, sx
+from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
 
 __all__ = [
+    "HIT",
+    "OF",
+    "UF",
     "CdpConfig",
+    "cdp_lrn",
+    "cdp_lut",
     "decode_cdp_config",
     "decode_cdp_lut",
-    "cdp_lut",
-    "cdp_lrn",
     "run_cdp",
-    "UF",
-    "OF",
-    "HIT",
 ]
 
 I64 = np.int64
@@ -88,8 +88,8 @@ def _reg38(view: RegisterView, block: str, low: str, high: str) -> int:
 
 def decode_cdp_lut(view: RegisterView, semantics: str = "rtl") -> LutParams:
     """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed)."""
-    f = lambda reg, fld: view.field("CDP", reg, fld)  # noqa: E731
-    prio = lambda bit: "LO" if bit else "LE"  # noqa: E731
+    f = lambda reg, fld: view.field("CDP", reg, fld)
+    prio = lambda bit: "LO" if bit else "LE"
     return LutParams(
         le_function="linear" if f("S_LUT_CFG", "LUT_LE_FUNCTION") else "exponent",
         le_index_offset=sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
@@ -114,7 +114,7 @@ def decode_cdp_lut(view: RegisterView, semantics: str = "rtl") -> LutParams:
 
 
 def decode_cdp_config(view: RegisterView) -> CdpConfig:
-    f = lambda reg, fld: view.field("CDP", reg, fld)  # noqa: E731
+    f = lambda reg, fld: view.field("CDP", reg, fld)
     return CdpConfig(
         normalz_len=f("D_LRN_CFG", "NORMALZ_LEN"),
         sqsum_bypass=bool(f("D_FUNC_BYPASS", "SQSUM_BYPASS")),
@@ -392,7 +392,7 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
         view.reg("CDP", "D_DST_SURFACE_STRIDE"),
         dst,
     )
-    cap = lambda n: min(n, _U32_MAX)  # noqa: E731  (RTL counters saturate)
+    cap = lambda n: min(n, _U32_MAX)
     stats = {
         ("CDP", "D_PERF_LUT_UFLOW"): cap(st.uflow),
         ("CDP", "D_PERF_LUT_OFLOW"): cap(st.oflow),

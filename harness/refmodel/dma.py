@@ -25,7 +25,7 @@ import numpy as np
 
 from .base import MemoryPort
 
-__all__ = ["CubeGeometry", "read_cube", "write_cube", "read_vector", "surfaces"]
+__all__ = ["CubeGeometry", "read_cube", "read_vector", "surfaces", "write_cube"]
 
 # access the whole span in one request when it is at most this many times the bytes needed
 # (plus slack): far fewer MemoryPort calls for cubes with padded line/surface strides

@@ -13,20 +13,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...drivers.precision import LutConfig
 from .ops import lsat, rnd, sx
 
 __all__ = [
-    "LutParams",
-    "LutStats",
+    "KIND_HIT",
+    "KIND_OF",
+    "KIND_UF",
     "LE_ENTRIES",
     "LO_ENTRIES",
-    "KIND_HIT",
-    "KIND_UF",
-    "KIND_OF",
-    "sdp_lut",
-    "sdp_lut_stats",
+    "LutParams",
+    "LutStats",
     "decode_sdp_lut_params",
     "lut_stats",
+    "sdp_lut",
+    "sdp_lut_stats",
 ]
 
 LE_ENTRIES = 65
@@ -42,34 +43,9 @@ _CHUNK = 1 << 16
 I64 = np.int64
 
 
-@dataclass(frozen=True)
-class LutParams:
-    """Decoded (signed, mathematical) LUT register values.
-
-    Priorities are ``"LE"`` or ``"LO"``; ``le_function`` is ``"exponent"`` or ``"linear"``.
-    Starts/ends are the full signed register values (32-bit on SDP, 38-bit on CDP).
-    Slope scales are signed 16-bit, slope shifts signed 5-bit (negative = left shift).
-    """
-
-    le_function: str = "exponent"
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_slope_uflow_scale: int = 0
-    le_slope_uflow_shift: int = 0
-    le_slope_oflow_scale: int = 0
-    le_slope_oflow_shift: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_uflow_shift: int = 0
-    lo_slope_oflow_scale: int = 0
-    lo_slope_oflow_shift: int = 0
-    uflow_priority: str = "LE"
-    oflow_priority: str = "LE"
-    hybrid_priority: str = "LE"
+#: The decoded LUT configuration is the driver's :class:`~nvdla_hil.drivers.precision.LutConfig`;
+#: the model calls it ``LutParams``.
+LutParams = LutConfig
 
 
 @dataclass

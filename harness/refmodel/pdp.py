@@ -27,7 +27,7 @@ from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotMo
 from .cdp import read_cube, write_cube
 from .ops import rnd, sx
 
-__all__ = ["PdpConfig", "decode_pdp_config", "pool2d", "pad_values", "run_pdp", "AVE", "MAX", "MIN"]
+__all__ = ["AVE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "run_pdp"]
 
 I64 = np.int64
 AVE, MAX, MIN = 0, 1, 2
@@ -65,7 +65,7 @@ def pad_values(raw: list[int]) -> tuple[int, ...]:
 
 
 def decode_pdp_config(view: RegisterView) -> PdpConfig:
-    f = lambda reg, fld: view.field("PDP", reg, fld)  # noqa: E731
+    f = lambda reg, fld: view.field("PDP", reg, fld)
     return PdpConfig(
         method=f("D_OPERATION_MODE_CFG", "POOLING_METHOD"),
         kernel_w=f("D_POOLING_KERNEL_CFG", "KERNEL_WIDTH") + 1,
@@ -127,8 +127,8 @@ def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tupl
     n = view.field("PDP", "D_OPERATION_MODE_CFG", "SPLIT_NUM") + 1
     if n == 1:
         return [(0, w, 0, out_w, cfg.pad_left, cfg.pad_right)]
-    f = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_IN", fld) + 1  # noqa: E731
-    g = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_OUT", fld) + 1  # noqa: E731
+    f = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_IN", fld) + 1
+    g = lambda fld: view.field("PDP", "D_PARTIAL_WIDTH_OUT", fld) + 1
     in_first, in_mid, in_last = f("PARTIAL_WIDTH_IN_FIRST"), f("PARTIAL_WIDTH_IN_MID"), f("PARTIAL_WIDTH_IN_LAST")
     out_first, out_mid, out_last = g("PARTIAL_WIDTH_OUT_FIRST"), g("PARTIAL_WIDTH_OUT_MID"), g("PARTIAL_WIDTH_OUT_LAST")
     overlap = cfg.kernel_w - cfg.stride_w

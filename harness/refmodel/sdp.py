@@ -21,7 +21,7 @@ from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
 
-__all__ = ["run_sdp", "SdpLiveCounters", "output_convert", "bs_bn_stage", "ew_stage", "Operand"]
+__all__ = ["SdpLiveCounters", "bs_bn_stage", "ew_operand_cvt", "ew_stage", "output_convert", "run_sdp"]
 
 I64 = np.int64
 U32_MAX = 0xFFFFFFFF
@@ -54,14 +54,6 @@ class SdpLiveCounters:
     """
 
     values: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Operand:
-    """A BS/BN/EW operand source: a register constant or a memory array broadcastable to
-    the (Cpad, H, W) cube."""
-
-    value: np.ndarray | int
 
 
 # ---------------------------------------------------------------------------------------
@@ -169,7 +161,7 @@ def output_convert(
     """SDP output convertor (section 2, stage C); see :func:`_output_convert`. Large arrays
     are processed in cache-sized blocks (same result)."""
     x = np.asarray(x)
-    kw = dict(offset=offset, scale=scale, shift=shift, out_bits=out_bits, semantics=semantics)
+    kw = {"offset": offset, "scale": scale, "shift": shift, "out_bits": out_bits, "semantics": semantics}
     if x.size <= 4 * _CHUNK:
         return _output_convert(x, **kw)
     flat = x.reshape(-1)
@@ -282,7 +274,7 @@ def _operand(view: RegisterView, stage: str, kind: str, fetched: dict[str, np.nd
 
 def _run_bs_bn(view, stage, dma, d, fetched, semantics) -> np.ndarray:
     cfg = f"D_DP_{stage}_CFG"
-    f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))  # noqa: E731
+    f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))
     alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
     alu_op = 0 if alu_bypass else _operand(view, stage, "ALU", fetched, dma)
     mul_op = 0 if mul_bypass else _operand(view, stage, "MUL", fetched, dma)
@@ -364,7 +356,7 @@ def _dims(view: RegisterView, block: str) -> tuple[int, int, int]:
 def run_sdp(
     view: RegisterView,
     mem: MemoryPort,
-    options: ModelOptions = ModelOptions(),
+    options: ModelOptions | None = None,
     *,
     live: SdpLiveCounters | None = None,
 ) -> LayerResult:
@@ -375,6 +367,7 @@ def run_sdp(
     as in nv_small (doc section 0). ``live`` carries the RTL live counters across layers
     (see :class:`SdpLiveCounters`).
     """
+    options = options if options is not None else ModelOptions()
     sem = options.semantics
     _, proc, out_prec = _check_modelled(view)
     w, h, c = _dims(view, "SDP_RDMA")
@@ -417,7 +410,7 @@ def run_sdp(
     lstats = LutStats()
     eql = False
     if ew_on:
-        ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))  # noqa: E731
+        ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
         fetched = _fetch_operands(view, mem, cube, "ERDMA", "EW", options)
         alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
         x = ew_stage(

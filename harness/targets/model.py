@@ -8,9 +8,10 @@ It behaves like the hardware at the register level (semantics doc sections 7 and
 * the LUT access ports of SDP and CDP with their auto-increment rules (RTL or C model);
 * GLB interrupt status (write-1-to-clear), mask and set registers; an interrupt line;
 * a sparse external memory per port (``pri_mem``; ``sec_mem`` where the profile has one);
-* on ``D_OP_ENABLE`` of a unit's consumer group the layer runs on the reference model, the
-  group's statistics registers are loaded, OP_EN clears, the consumer pointer toggles and
-  the done interrupt is raised.
+* on ``D_OP_ENABLE`` of a unit's consumer group the layer runs on the reference model once
+  every engine of the layer is enabled (e.g. SDP + SDP_RDMA; CDMA/CSC/CMAC/CACC + SDP for a
+  convolution), the group's statistics registers are loaded, OP_EN clears, the consumer
+  pointers toggle and the done interrupts are raised.
 
 Units the reference model does not cover raise :class:`UnitNotModelled` from the
 ``D_OP_ENABLE`` write, naming the unit: the harness reports the test as skipped.
@@ -33,32 +34,28 @@ __all__ = ["ModelTarget", "UnitNotModelled"]
 
 LUT_DEPTH = {"LE": 65, "LO": 257}
 
-#: unit that raises the interrupt -> (blocks whose OP_EN it needs, GLB done-bit name)
-_UNITS: dict[str, tuple[str, ...]] = {
-    "SDP": ("SDP",),
-    "CDP": ("CDP", "CDP_RDMA"),
-    "PDP": ("PDP",),
-}
+CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 
 
-def _layer_runner(unit: str) -> Callable[..., LayerResult] | None:
-    """The reference-model entry point of ``unit`` (imported lazily: models load on demand)."""
+@dataclass(frozen=True)
+class _Layer:
+    """One hardware layer: the engines that must all be enabled in the group, the units
+    whose done interrupt it raises, and the reference-model entry point that runs it."""
+
+    blocks: tuple[str, ...]
+    done: tuple[str, ...]
+    runner: str  # "module:function" in nvdla_hil.harness.refmodel
+
+
+def _load_runner(spec: str) -> Callable[..., LayerResult]:
+    """Import a layer model lazily; a model that is not there is a clear UnitNotModelled."""
+    import importlib
+
+    module, func = spec.split(":")
     try:
-        if unit == "SDP":
-            from ..refmodel.sdp import run_sdp
-
-            return run_sdp
-        if unit == "CDP":
-            from ..refmodel.cdp import run_cdp
-
-            return run_cdp
-        if unit == "PDP":
-            from ..refmodel.pdp import run_pdp
-
-            return run_pdp
-    except ImportError:
-        return None
-    return None
+        return getattr(importlib.import_module(f"nvdla_hil.harness.refmodel.{module}"), func)
+    except (ImportError, AttributeError):
+        raise UnitNotModelled(f"{func}: this layer's reference model is not available yet") from None
 
 
 @dataclass
@@ -130,6 +127,8 @@ class ModelTarget(Transport):
         if self.profile.has("sec_mem"):
             self.memories["sec_mem"] = SparseMemory()
         self.layers_run: list[tuple[str, int, LayerResult]] = []
+        # live counters that persist across layers (RTL [DIFF] 8.2: a disabled counter is frozen)
+        self._live: dict[str, object] = {}
         self._regs: dict[tuple[int, int], int] = {}
         self._by_addr: dict[int, Register] = {r.address: r for r in self.regmap.registers()}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
@@ -152,6 +151,7 @@ class ModelTarget(Transport):
         except RegisterMapError:
             pass
         self._luts = {u: {t: np.zeros(n, dtype=np.uint16) for t, n in LUT_DEPTH.items()} for u in ("SDP", "CDP")}
+        self._live = {}
         self._lut_ports = {u: _LutPort() for u in ("SDP", "CDP")}
 
     def _reset(self) -> None:
@@ -216,6 +216,8 @@ class ModelTarget(Transport):
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if name == "D_OP_ENABLE" and value & 1:
             self._op_enable(block, group)
+        elif block == "BDMA" and name.startswith("CFG_LAUNCH") and value & 1:
+            raise UnitNotModelled("BDMA: not modelled yet")
 
     # ---- LUT access port (semantics doc 7) --------------------------------------------------
     def _lut_present(self, unit: str) -> bool:
@@ -280,30 +282,38 @@ class ModelTarget(Transport):
 
     # ---- layer execution --------------------------------------------------------------------
     def _op_enable(self, block: str, group: int) -> None:
-        """OP_EN set in ``group`` of ``block``: run the unit when all its engines are enabled."""
+        """OP_EN set in ``group`` of ``block``: run the layer once all its engines are enabled
+        and the group is the one the unit consumes next."""
         self._clear_stats(block, group)
-        unit = {"SDP_RDMA": "SDP", "CDP_RDMA": "CDP", "PDP_RDMA": "PDP"}.get(block, block)
-        if unit not in _UNITS:
-            if block in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
-                raise UnitNotModelled(f"{block}: the convolution pipeline (CDMA/CSC/CMAC/CACC) is not modelled yet")
-            if block in ("BDMA", "RBK", "RUBIK"):
-                raise UnitNotModelled(f"{block}: not modelled yet")
+        if block in ("BDMA", "RBK"):
+            raise UnitNotModelled(f"{block}: not modelled yet")
+        layer = self._layer_of(block, group)
+        if layer is None:
             return
-        consumer = self._field(unit, "S_POINTER", "CONSUMER")
-        if group != consumer:
+        if any(self._field(b, "S_POINTER", "CONSUMER") != group for b in layer.blocks):
             return  # waits until the consumer pointer reaches this group
-        needed = self._needed_blocks(unit, group)
-        if all(self._field(b, "D_OP_ENABLE", "OP_EN", group) for b in needed):
-            self._run(unit, group, needed)
+        if all(self._field(b, "D_OP_ENABLE", "OP_EN", group) for b in layer.blocks):
+            self._run(layer, group)
 
-    def _needed_blocks(self, unit: str, group: int) -> tuple[str, ...]:
-        if unit == "SDP":
-            flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", group)
-            return ("SDP",) if flying else ("SDP", "SDP_RDMA")
-        if unit == "PDP":
-            flying = self._field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE", group)
-            return ("PDP", "PDP_RDMA") if flying == 1 else ("PDP",)  # 1 = OFF_FLYING: reads memory
-        return _UNITS[unit]
+    def _layer_of(self, block: str, group: int) -> _Layer | None:
+        """The layer that ``block``'s OP_EN belongs to, decoded from the group's registers."""
+        f = lambda b, r, fld: self._field(b, r, fld, group)  # noqa: E731
+        sdp_flying = f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 1
+        sdp_to_pdp = f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 1
+        pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
+        if block in CONV_BLOCKS or (block == "SDP" and sdp_flying):
+            blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if sdp_to_pdp else ())
+            done = ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if sdp_to_pdp else ())
+            return _Layer(blocks, done, "conv:run_conv")
+        if block in ("SDP", "SDP_RDMA") or (block == "PDP" and pdp_from_sdp):
+            if sdp_to_pdp:
+                return _Layer(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
+            return _Layer(("SDP", "SDP_RDMA"), ("SDP",), "sdp:run_sdp")
+        if block in ("PDP", "PDP_RDMA"):
+            return _Layer(("PDP", "PDP_RDMA"), ("PDP",), "pdp:run_pdp")
+        if block in ("CDP", "CDP_RDMA"):
+            return _Layer(("CDP", "CDP_RDMA"), ("CDP",), "cdp:run_cdp")
+        return None
 
     def _clear_stats(self, block: str, group: int) -> None:
         """RTL: a group's hardware-written statistics read 0 from OP_EN set until completion (doc 8.2)."""
@@ -316,31 +326,36 @@ class ModelTarget(Transport):
             if r.dual and not r.writable and r.name != "D_OP_ENABLE":
                 self._regs[(r.address, group)] = 0
 
-    def _run(self, unit: str, group: int, blocks: tuple[str, ...]) -> None:
-        runner = _layer_runner(unit)
-        if runner is None:
-            raise UnitNotModelled(f"{unit}: layer model not available yet")
+    def _run(self, layer: _Layer, group: int) -> None:
+        runner = _load_runner(layer.runner)
         view = _GroupView(self, {b: group for b in self.regmap.blocks})
         mem = _RoutedMemory(self.memories["pri_mem"], self.memories.get("sec_mem"))
-        result = runner(view, mem, self.options)
+        if "SDP" in layer.blocks:
+            from ..refmodel.sdp import SdpLiveCounters
+
+            live = self._live.setdefault("SDP", SdpLiveCounters())
+            result = runner(view, mem, self.options, live=live)
+        else:
+            result = runner(view, mem, self.options)
         for (b, reg), v in result.stats.items():
             try:
                 self._set(b, reg, int(v) & 0xFFFFFFFF, group)
             except RegisterMapError:
                 pass
-        self.layers_run.append((unit, group, result))
-        for b in blocks:
+        self.layers_run.append((layer.done[0], group, result))
+        for b in layer.blocks:
             self._set(b, "D_OP_ENABLE", 0, group)
             ptr = self.regmap.register(b, "S_POINTER")
-            cons = ptr.field("CONSUMER")
             key = (ptr.address, 0)
-            self._regs[key] = cons.insert(self._regs[key], group ^ 1)
+            self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], group ^ 1)
         status = self.regmap.register("GLB", "S_INTR_STATUS")
-        self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
+        for unit in layer.done:
+            self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
         # a layer already enabled in the other group starts now
         other = group ^ 1
-        if all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in self._needed_blocks(unit, other)):
-            self._run(unit, other, self._needed_blocks(unit, other))
+        nxt = self._layer_of(layer.blocks[0], other)
+        if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
+            self._run(nxt, other)
 
     # ---- interrupt line -------------------------------------------------------------------
     def irq_pending(self) -> bool:

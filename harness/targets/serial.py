@@ -10,7 +10,7 @@ from ...drivers.transport import TransportError
 from ...drivers.uartbone import SerialTransport
 from ..lab import BoardConfig, BoardLock, resolve_board, run_reset
 
-__all__ = ["open_serial_target", "make_serial_transport"]
+__all__ = ["make_serial_transport", "open_serial_target"]
 
 
 def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] | None = None) -> SerialTransport:

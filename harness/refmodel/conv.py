@@ -1,0 +1,314 @@
+"""Bit-exact numpy model of NVDLA's direct-convolution pipeline, INT8 (nv_small).
+
+CDMA -> CSC -> CMAC -> CACC -> SDP (flying mode) -> memory or PDP.
+
+* CDMA fetches the feature cube (``D_DAIN_ADDR_*_0``, ``D_LINE_STRIDE``, ``D_SURF_STRIDE``,
+  ``D_DATAIN_SIZE_0/1``; feature data format of seed 000) and converts it when
+  ``D_CVT_CFG.CVT_EN``: ``SAT8(RSAT((x - CVT_OFFSET) * CVT_SCALE, CVT_TRUNCATE, 17))``
+  (semantics doc section 2, CDMA CVT row). Weights come from ``D_WEIGHT_ADDR_*`` in the
+  uncompressed direct-convolution format (seed 000): kernel groups of ``atomic_k`` kernels,
+  1x1x``atomic_c`` cubes (the last one of a kernel holding the ``C mod atomic_c`` remaining
+  channels, no zero fill) scanned C' -> K -> W -> H -> C, groups packed back to back.
+* CSC reads the convolution geometry from its own copies (as the RTL datapath does):
+  ``D_WEIGHT_SIZE_EXT_0/1`` (kernel W/H/C/K), ``D_DATAOUT_SIZE_0`` (output W/H),
+  ``D_CONV_STRIDE_EXT``, ``D_DILATION_EXT`` (value + 1), ``D_ZERO_PADDING`` (left/top only:
+  right/bottom padding is implied by the output size) and ``D_ZERO_PADDING_VALUE``. Input
+  position ``(ox*SX + kx*DX - PAD_LEFT, oy*SY + ky*DY - PAD_TOP)``; outside the input cube the
+  low 8 bits of the pad value (raw, not converted) are used (cmod ``NV_NVDLA_csc.cpp``,
+  ``SendDataToMacSequencerDirectConvCommon``).
+* CMAC/CACC: ``A = sum_{c,ky,kx} w * d``. The RTL (``NV_NVDLA_CACC_CALC_int8.v``) keeps
+  34-bit partial sums saturated after every accumulation step (one step per ``atomic_c``
+  channel slice and kernel position, slice outer, position inner); the cmod accumulates
+  exactly in 48 bits ([DIFF] 4a). Then ``out = clamp(rnd(A, CLIP_TRUNCATE), 32)``; elements
+  flagged by the RSAT rule of section 1.2 (RTL) or whose rounded value leaves int32 (cmod)
+  are counted in ``CACC.D_OUT_SATURATION``.
+* Output channel lanes ``K .. 8*ceil(K/8)-1`` of the last kernel group carry 0 into SDP.
+
+Entry points :func:`run_conv` (whole flying layer) and :func:`run_sdp_pdp` (SDP from memory
+streaming into PDP).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .dma import CubeGeometry, read_cube
+from .ops import rnd, rsat_flag, sx
+
+__all__ = [
+    "ConvConfig",
+    "cacc_truncate",
+    "cdma_convert",
+    "conv_accumulate",
+    "decode_conv_config",
+    "direct_conv",
+    "pad_input",
+    "read_dc_weights",
+    "run_conv",
+    "run_sdp_pdp",
+    "weight_offsets",
+]
+
+I64 = np.int64
+PSUM_BITS = 34  # RTL nv_small CACC partial-sum width
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class ConvConfig:
+    """Decoded geometry of one direct-convolution layer (all sizes real, not minus one)."""
+
+    in_w: int
+    in_h: int
+    in_c: int
+    k_w: int
+    k_h: int
+    out_w: int
+    out_h: int
+    out_k: int
+    stride_x: int = 1
+    stride_y: int = 1
+    dil_x: int = 1
+    dil_y: int = 1
+    pad_left: int = 0
+    pad_top: int = 0
+    pad_value: int = 0  # int8, already sign-extended
+
+
+def _addr(view: RegisterView, block: str, high: str, low: str) -> int:
+    return (int(view.reg(block, high)) << 32) | int(view.reg(block, low))
+
+
+# ---------------------------------------------------------------------------------------
+# arithmetic stages (pure functions)
+
+
+def cdma_convert(x: np.ndarray, *, offset: int, scale: int, truncate: int, out_bits: int = 8) -> np.ndarray:
+    """CDMA input convertor (doc section 2): ``SAT_out(RSAT((x - offset) * scale, truncate, 17))``."""
+    v = (np.asarray(x, dtype=I64) - I64(offset)) * I64(scale)
+    v = np.clip(rnd(v, truncate), -(1 << 16), (1 << 16) - 1)
+    return np.clip(v, -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1)
+
+
+def weight_offsets(k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int) -> np.ndarray:
+    """Byte offset of weight ``[k, c, y, x]`` in the uncompressed direct-convolution format
+    (seed 000): group ``k // atomic_k`` of ``kg`` kernels, channel slice ``c // atomic_c`` of
+    ``cs`` channels, then ``((y*KW + x)*kg + k%atomic_k)*cs + c%atomic_c``. Shape (K, C, KH, KW)."""
+    kk = np.arange(k, dtype=I64)[:, None, None, None]
+    cc = np.arange(c, dtype=I64)[None, :, None, None]
+    yy = np.arange(kh, dtype=I64)[None, None, :, None]
+    xx = np.arange(kw, dtype=I64)[None, None, None, :]
+    g, ki = kk // atomic_k, kk % atomic_k
+    kg = np.minimum(atomic_k, k - g * atomic_k)  # kernels in this group
+    s, ci = cc // atomic_c, cc % atomic_c
+    cs = np.minimum(atomic_c, c - s * atomic_c)  # channels in this slice
+    per_kernel = kh * kw * c
+    group_base = g * atomic_k * per_kernel
+    slice_base = s * atomic_c * kh * kw * kg
+    return group_base + slice_base + ((yy * kw + xx) * kg + ki) * cs + ci
+
+
+def read_dc_weights(mem: MemoryPort, base: int, k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int) -> np.ndarray:
+    """Weights as int64 array (K, C, KH, KW) from the direct-convolution format at ``base``."""
+    off = weight_offsets(k, c, kh, kw, atomic_k, atomic_c)
+    raw = np.asarray(mem.read(base, k * c * kh * kw), dtype=np.uint8)
+    return raw.view(np.int8).astype(I64)[off]
+
+
+def pad_input(d: np.ndarray, cfg: ConvConfig) -> tuple[np.ndarray, int, int]:
+    """Embed the (C, H, W) cube in a pad-value frame covering every input position the
+    output touches. Returns (padded, y0, x0): padded[:, y - y0, x - x0] = input (y, x)."""
+    need_w = (cfg.out_w - 1) * cfg.stride_x + (cfg.k_w - 1) * cfg.dil_x + 1
+    need_h = (cfg.out_h - 1) * cfg.stride_y + (cfg.k_h - 1) * cfg.dil_y + 1
+    x0, y0 = -cfg.pad_left, -cfg.pad_top
+    pw = max(need_w, cfg.pad_left + cfg.in_w)
+    ph = max(need_h, cfg.pad_top + cfg.in_h)
+    out = np.full((d.shape[0], ph, pw), cfg.pad_value, dtype=I64)
+    h = min(cfg.in_h, ph - cfg.pad_top)
+    w = min(cfg.in_w, pw - cfg.pad_left)
+    out[:, cfg.pad_top : cfg.pad_top + h, cfg.pad_left : cfg.pad_left + w] = d[:, :h, :w]
+    return out, y0, x0
+
+
+def _tap(padded: np.ndarray, cfg: ConvConfig, ky: int, kx: int) -> np.ndarray:
+    """Input values seen by kernel position (ky, kx) for every output: (C, OH, OW)."""
+    y = ky * cfg.dil_y
+    x = kx * cfg.dil_x
+    return padded[
+        :,
+        y : y + (cfg.out_h - 1) * cfg.stride_y + 1 : cfg.stride_y,
+        x : x + (cfg.out_w - 1) * cfg.stride_x + 1 : cfg.stride_x,
+    ]
+
+
+def conv_accumulate(
+    d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 8, semantics: str = "rtl"
+) -> np.ndarray:
+    """CMAC + CACC accumulation: (K, OH, OW) int64 sums of ``w[k,c,ky,kx] * d[c, y, x]``.
+
+    ``d`` is the converted (C, H, W) input, ``w`` (K, C, KH, KW). RTL: 34-bit saturating
+    partial sums, one step per (channel slice, kernel position) with the slice outer
+    ([DIFF] 4a); cmod: exact."""
+    padded, _, _ = pad_input(d, cfg)
+    k, c = w.shape[0], w.shape[1]
+    bound = int(np.abs(w).sum(axis=(1, 2, 3)).max(initial=0)) * int(np.abs(padded).max(initial=0))
+    lim = (1 << (PSUM_BITS - 1)) - 1
+    exact = semantics == "cmod" or bound <= lim
+    acc = np.zeros((k, cfg.out_h, cfg.out_w), dtype=I64)
+    use_float = bound < (1 << 52)  # float64 BLAS is exact below 2^53
+    if exact:
+        for ky in range(cfg.k_h):
+            for kx in range(cfg.k_w):
+                t = _tap(padded, cfg, ky, kx).reshape(c, -1)
+                wk = w[:, :, ky, kx]
+                if use_float:
+                    acc += (wk.astype(np.float64) @ t.astype(np.float64)).astype(I64).reshape(acc.shape)
+                else:
+                    acc += (wk @ t).reshape(acc.shape)
+        return acc
+    lo = -(1 << (PSUM_BITS - 1))
+    for s in range(0, c, atomic_c):
+        for ky in range(cfg.k_h):
+            for kx in range(cfg.k_w):
+                t = _tap(padded, cfg, ky, kx)[s : s + atomic_c].reshape(-1, cfg.out_h * cfg.out_w)
+                acc += (w[:, s : s + atomic_c, ky, kx] @ t).reshape(acc.shape)
+                np.clip(acc, lo, lim, out=acc)
+    return acc
+
+
+def cacc_truncate(a: np.ndarray, truncate: int, *, semantics: str = "rtl") -> tuple[np.ndarray, int]:
+    """CACC clip (doc section 4): ``clamp(rnd(A, t), 32)`` and the saturation count."""
+    a = np.asarray(a, dtype=I64)
+    r = rnd(a, truncate)
+    out = np.clip(r, INT32_MIN, INT32_MAX)
+    if semantics == "rtl":
+        flag = rsat_flag(a, truncate, 32, semantics="rtl")
+    else:
+        flag = (r < INT32_MIN) | (r > INT32_MAX)
+    return out, int(np.count_nonzero(flag))
+
+
+def direct_conv(d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, truncate: int, atomic_c: int = 8,
+                semantics: str = "rtl") -> tuple[np.ndarray, int]:  # fmt: skip
+    """Convolution + CACC clip: (K, OH, OW) int32 values as int64, saturation count."""
+    return cacc_truncate(conv_accumulate(d, w, cfg, atomic_c=atomic_c, semantics=semantics), truncate,
+                         semantics=semantics)  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------
+# register decoding
+
+
+def _check_modelled(view: RegisterView) -> None:
+    for b in ("CDMA", "CSC", "CACC"):
+        if view.field(b, "D_MISC_CFG", "CONV_MODE"):
+            raise UnitNotModelled(f"{b}: Winograd convolution not modelled")
+        if view.field(b, "D_MISC_CFG", "PROC_PRECISION") != 0:
+            raise UnitNotModelled(f"{b}: INT16/FP16 convolution not modelled; INT8 only")
+    if view.field("CDMA", "D_MISC_CFG", "IN_PRECISION") != 0:
+        raise UnitNotModelled("CDMA: INT16/FP16 input not modelled; INT8 only")
+    if view.field("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") or view.field("CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"):
+        raise UnitNotModelled("CDMA: image (pixel) input not modelled; feature input only")
+    if view.field("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT") or view.field("CSC", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT"):
+        raise UnitNotModelled("CDMA: compressed weights (WMB/WGS) not modelled")
+    for b in ("CDMA", "CSC", "CACC"):
+        if view.field(b, "D_BATCH_NUMBER", "BATCHES"):
+            raise UnitNotModelled(f"{b}: batch > 1 not modelled")
+    if view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION"):
+        raise UnitNotModelled("CSC: channel post-extension not modelled")
+
+
+def decode_conv_config(view: RegisterView) -> ConvConfig:
+    f = lambda b, r, n: int(view.field(b, r, n))
+    return ConvConfig(
+        in_w=f("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_WIDTH_EXT") + 1,
+        in_h=f("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT") + 1,
+        in_c=f("CSC", "D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT") + 1,
+        k_w=f("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_WIDTH_EXT") + 1,
+        k_h=f("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT") + 1,
+        out_w=f("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH") + 1,
+        out_h=f("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_HEIGHT") + 1,
+        out_k=f("CSC", "D_DATAOUT_SIZE_1", "DATAOUT_CHANNEL") + 1,
+        stride_x=f("CSC", "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT") + 1,
+        stride_y=f("CSC", "D_CONV_STRIDE_EXT", "CONV_Y_STRIDE_EXT") + 1,
+        dil_x=f("CSC", "D_DILATION_EXT", "X_DILATION_EXT") + 1,
+        dil_y=f("CSC", "D_DILATION_EXT", "Y_DILATION_EXT") + 1,
+        pad_left=f("CSC", "D_ZERO_PADDING", "PAD_LEFT"),
+        pad_top=f("CSC", "D_ZERO_PADDING", "PAD_TOP"),
+        pad_value=int(sx(f("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE"), 8)),
+    )
+
+
+def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray:
+    """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only)."""
+    w = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH")) + 1
+    h = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT")) + 1
+    c = int(view.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")) + 1
+    geo = CubeGeometry(
+        base=_addr(view, "CDMA", "D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0"),
+        line_stride=int(view.reg("CDMA", "D_LINE_STRIDE")),
+        surface_stride=int(view.reg("CDMA", "D_SURF_STRIDE")),
+        width=w,
+        height=h,
+        channels=c,
+        group=atom,
+        bpe=1,
+    )
+    d = read_cube(mem, geo)[0][:c]
+    if view.field("CDMA", "D_CVT_CFG", "CVT_EN"):
+        d = cdma_convert(
+            d,
+            offset=int(sx(view.field("CDMA", "D_CVT_OFFSET", "CVT_OFFSET"), 16)),
+            scale=int(sx(view.field("CDMA", "D_CVT_SCALE", "CVT_SCALE"), 16)),
+            truncate=int(view.field("CDMA", "D_CVT_CFG", "CVT_TRUNCATE")),
+        )
+    return d
+
+
+def run_conv(view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None) -> LayerResult:
+    """One flying direct-convolution layer: CDMA/CSC/CMAC/CACC, then SDP (flying input) to
+    memory, or on to PDP when ``SDP.D_FEATURE_MODE_CFG.OUTPUT_DST`` = PDP."""
+    from .sdp import run_sdp
+
+    options = options if options is not None else ModelOptions()
+    sem = options.semantics
+    atom = options.atom_bytes  # nv_small: atomic_c = atomic_k = memory atom = 8 (int8)
+    _check_modelled(view)
+    cfg = decode_conv_config(view)
+    d = _fetch_feature(view, mem, atom)
+    if d.shape[1:] != (cfg.in_h, cfg.in_w) or d.shape[0] != cfg.in_c:
+        raise UnitNotModelled(f"CDMA input cube {d.shape[::-1]} differs from CSC DATAIN_SIZE_EXT "
+                              f"{(cfg.in_w, cfg.in_h, cfg.in_c)} (channel extension not modelled)")  # fmt: skip
+    wc = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")) + 1
+    wk = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_KERNEL")) + 1
+    if wc != cfg.in_c or wk != cfg.out_k:
+        raise UnitNotModelled(f"CSC: weight C/K {wc}/{wk} differ from data C {cfg.in_c} / output K {cfg.out_k}")
+    bpk = int(view.field("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL")) + 1
+    if bpk != cfg.k_w * cfg.k_h * cfg.in_c:
+        raise UnitNotModelled(f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c} (not modelled)")
+    w = read_dc_weights(
+        mem, _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
+        cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atom, atom,
+    )  # fmt: skip
+    y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")), atomic_c=atom,
+                         semantics=sem)  # fmt: skip
+    kpad = -(-cfg.out_k // atom) * atom
+    x = np.zeros((kpad, cfg.out_h, cfg.out_w), dtype=I64)
+    x[: cfg.out_k] = y
+    notes: list[str] = []
+    stats: dict[tuple[str, str], int] = {("CACC", "D_OUT_SATURATION"): min(sat, 0xFFFFFFFF)}
+    sdp_res = run_sdp(view, mem, options, live=live, source=x)
+    stats.update(sdp_res.stats)
+    notes.extend(sdp_res.notes)
+    return LayerResult(stats=stats, elements=sdp_res.elements, notes=notes)
+
+
+def run_sdp_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None) -> LayerResult:
+    """SDP reading memory, its output streamed on the fly into PDP, PDP writing memory."""
+    from .sdp import run_sdp
+
+    options = options if options is not None else ModelOptions()
+    return run_sdp(view, mem, options, live=live)

@@ -1,0 +1,83 @@
+"""Packed test vectors, one pytest test per case under ``--nvdla-vectors`` (default: the
+suites bundled in ``nvdla_hil.testvectors``; format in ``testvectors/README.md``).
+
+A layer case runs on a fresh target opened on a configured profile that has the features
+the case needs and the case's memory atom (its surfaces and strides are laid out for it):
+the case's own profile when configured, else the first compatible one; otherwise the test is
+skipped with the reason. Layout cases (pack / unpack round trips) need no target.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
+from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
+from nvdla_hil.harness.plugin import PROFILES_KEY, SPEC_KEY
+from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.vectors import Case, VectorError, bundled_root, find_cases, load_case, run_case
+
+
+def _root(config: pytest.Config) -> Path:
+    opt = config.getoption("--nvdla-vectors", default=None) or os.environ.get("NVDLA_HIL_VECTORS")
+    return Path(opt) if opt else bundled_root()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "vector_case" not in metafunc.fixturenames:
+        return
+    root = _root(metafunc.config)
+    paths = find_cases(root) if root.is_dir() else []
+    if paths:
+        ids = [p.relative_to(root).as_posix() if p != root else p.name for p in paths]
+        metafunc.parametrize("vector_case", paths, ids=ids)
+    else:
+        metafunc.parametrize("vector_case", [None], ids=["no-vectors"])
+
+
+def _profile_for(config: pytest.Config, case: Case) -> tuple[HardwareProfile | None, str]:
+    names = list(config.stash[PROFILES_KEY])
+    own = load_profile(case.profile or "nv_small")
+    order = ([own.name] if own.name in names else []) + [n for n in names if n != own.name]
+    for n in order:
+        p = load_profile(n)
+        if p.atom_bytes == own.atom_bytes and all(p.has(f) for f in case.features) and p.has_unit(case.unit or "SDP"):
+            return p, ""
+    need = ", ".join(sorted(case.features)) or "-"
+    return None, (f"{case.name} needs features [{need}] and a {own.atom_bytes}-byte memory atom "
+                  f"(generated on {own.name}); no configured profile ({', '.join(names)}) has them")
+
+
+def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
+    if vector_case is None:
+        pytest.skip(f"no packed test vectors found under {_root(pytestconfig)}")
+    try:
+        case = load_case(vector_case)
+    except VectorError as e:
+        pytest.fail(f"bad test vector: {e}", pytrace=False)
+    if case.kind == "layout":
+        result = run_case(case)
+        if not result.passed:
+            pytest.fail(result.summary(), pytrace=False)
+        return
+    prof, why = _profile_for(pytestconfig, case)
+    if prof is None:
+        pytest.skip(why)
+    spec = pytestconfig.stash[SPEC_KEY].with_profile(prof.name)
+    if spec.kind == "verilator" and not spec.nvdla_hw:
+        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
+    if spec.kind == "serial" and not (spec.lab and spec.board):
+        pytest.skip("serial target needs --lab FILE --board NAME")
+    with open_target(spec) as target:
+        drv = NvdlaDriver(target, prof)
+        log = drv.record(AccessLog(prof.regmap))
+        result = run_case(case, target, drv, target_kind=spec.kind)
+    if result.status == "skipped":
+        pytest.skip(f"{case.name}: {result.message}")
+    if not result.passed:
+        tail = "\n".join(log.tail(12))
+        pytest.fail(f"{result.summary()}\nprofile {prof.name}, target {spec.kind}; last register accesses:\n{tail}",
+                    pytrace=False)

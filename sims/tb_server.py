@@ -1,0 +1,168 @@
+"""cocotb test module run inside the simulator process: serves transport requests.
+
+The host (``nvdla_hil.harness.targets.verilator.VerilatorTarget``) starts the simulator with
+``COCOTB_TEST_MODULES=nvdla_hil.sims.tb_server`` and an inherited socket (fd number in
+``NVDLA_HIL_SOCK_FD``). Requests and replies are one JSON object per line:
+
+  {"op": "reset", "low_cycles": 20, "wait_cycles": 8192}
+  {"op": "write", "addr": BYTE, "value": V, "posted": true}
+  {"op": "read", "addr": BYTE}                                  -> {"value": V}
+  {"op": "read_burst", "addr": BYTE, "count": N, "incr": true}  -> {"values": [...]}
+  {"op": "write_burst", "addr": BYTE, "values": [...], "incr": true}
+  {"op": "wait_irq", "max_cycles": N, "wall": SECONDS, "settle": N} -> {"irq": bool, "waited": n}
+      (with the line already high, ``settle`` cycles run before answering)
+  {"op": "run", "cycles": N}
+  {"op": "status"}                                              -> {"cycles": n, "irq": 0|1}
+  {"op": "quit"}
+
+Every reply carries ``"cycles"`` (core clock cycles since start). Errors reply
+``{"error": "...", "kind": "timeout"|"error"}``. Simulated time only advances while a request
+is being served: the simulator blocks on the socket in between, so the host may access the
+shared memory file (the backdoor) without racing the bus.
+
+Memory is not in this protocol: the AXI memory model (``hdl/nvdla_hil_axi_mem.sv``) keeps its
+bytes in a shared-memory file that the host maps directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from typing import Any
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.utils import get_sim_time
+
+from nvdla_hil.sims.csb import CsbDriver, CsbSignals, CsbTimeout, _u
+
+CLOCK_PERIOD_NS = 10
+#: cycles simulated between wall-clock deadline checks while waiting for the interrupt
+WAIT_CHUNK = 20_000
+
+
+class _Server:
+    def __init__(self, dut: Any, sock: socket.socket) -> None:
+        self.dut = dut
+        self.sock = sock
+        self.rfile = sock.makefile("rb")
+        self.csb = CsbDriver(CsbSignals.from_top(dut))
+
+    def cycles(self) -> int:
+        return int(get_sim_time("ns")) // CLOCK_PERIOD_NS
+
+    def reply(self, obj: dict[str, Any]) -> None:
+        obj["cycles"] = self.cycles()
+        self.sock.sendall(json.dumps(obj).encode() + b"\n")
+
+    async def sync(self) -> None:
+        """Align to just after a rising edge (Timer waits may end mid-cycle)."""
+        await RisingEdge(self.dut.clk)
+
+    async def run_cycles(self, n: int) -> None:
+        if n > 0:
+            await Timer(n * CLOCK_PERIOD_NS, unit="ns")
+        await self.sync()
+
+    async def op_reset(self, req: dict[str, Any]) -> dict[str, Any]:
+        await self.sync()
+        self.csb.idle()
+        self.dut.rstn.value = 0
+        await self.run_cycles(int(req.get("low_cycles", 20)))
+        self.dut.rstn.value = 1
+        await self.run_cycles(int(req.get("wait_cycles", 8192)))
+        return {}
+
+    async def op_wait_irq(self, req: dict[str, Any]) -> dict[str, Any]:
+        max_cycles = int(req.get("max_cycles", 0)) or None
+        wall = req.get("wall")
+        deadline = None if wall is None else time.monotonic() + float(wall)
+        start = self.cycles()
+        intr = self.dut.intr
+        settle = int(req.get("settle", 0))
+        if settle and _u(intr) == 1:
+            # Line already high (another unit's interrupt still pending): let the design run
+            # a quantum so a host polling for a different status bit makes progress.
+            await self.run_cycles(settle)
+            return {"irq": True, "waited": self.cycles() - start}
+        while True:
+            if _u(intr) == 1:
+                return {"irq": True, "waited": self.cycles() - start}
+            chunk = WAIT_CHUNK
+            if max_cycles is not None:
+                left = max_cycles - (self.cycles() - start)
+                if left <= 0:
+                    return {"irq": False, "waited": self.cycles() - start, "why": "cycles"}
+                chunk = min(chunk, left)
+            if deadline is not None and time.monotonic() >= deadline:
+                return {"irq": False, "waited": self.cycles() - start, "why": "wall"}
+            await First(RisingEdge(intr), Timer(chunk * CLOCK_PERIOD_NS, unit="ns"))
+            await self.sync()
+
+    async def handle(self, req: dict[str, Any]) -> dict[str, Any] | None:
+        op = req.get("op")
+        if op == "write":
+            await self.csb.write(int(req["addr"]), int(req["value"]), posted=bool(req.get("posted", True)))
+            return {}
+        if op == "read":
+            return {"value": await self.csb.read(int(req["addr"]))}
+        if op == "write_burst":
+            addr = int(req["addr"])
+            incr = bool(req.get("incr", True))
+            for i, v in enumerate(req["values"]):
+                await self.csb.write(addr + 4 * i if incr else addr, int(v))
+            return {}
+        if op == "read_burst":
+            addr = int(req["addr"])
+            incr = bool(req.get("incr", True))
+            vals = [await self.csb.read(addr + 4 * i if incr else addr) for i in range(int(req["count"]))]
+            return {"values": vals}
+        if op == "wait_irq":
+            return await self.op_wait_irq(req)
+        if op == "reset":
+            return await self.op_reset(req)
+        if op == "run":
+            await self.run_cycles(int(req["cycles"]))
+            return {}
+        if op == "status":
+            return {"irq": _u(self.dut.intr)}
+        if op == "quit":
+            return None
+        raise ValueError(f"unknown op {op!r}")
+
+    async def serve(self) -> None:
+        self.reply({"hello": self.dut._name, "reads": 0})
+        while True:
+            line = self.rfile.readline()  # blocks the simulator: time stands still
+            if not line:
+                return  # host went away
+            try:
+                req = json.loads(line)
+                out = await self.handle(req)
+                if out is None:
+                    self.reply({})
+                    return
+            except CsbTimeout as e:
+                out = {"error": str(e), "kind": "timeout"}
+            except Exception as e:  # report, keep serving
+                out = {"error": f"{type(e).__name__}: {e}", "kind": "error"}
+            self.reply(out)
+
+
+@cocotb.test()
+async def serve(dut: Any) -> None:
+    """Serve host requests until the host sends ``quit`` or closes the socket."""
+    fd = int(os.environ["NVDLA_HIL_SOCK_FD"])
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(True)
+    dut.rstn.value = 0
+    Clock(dut.clk, CLOCK_PERIOD_NS, unit="ns").start(start_high=False)
+    await RisingEdge(dut.clk)
+    server = _Server(dut, sock)
+    try:
+        await server.serve()
+    finally:
+        sock.close()

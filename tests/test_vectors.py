@@ -1,0 +1,367 @@
+"""Packed test vectors: loader validation, runner verdicts, generator reproducibility, CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from nvdla_hil.harness.layouts import get_layout
+from nvdla_hil.harness.targets.model import ModelTarget
+from nvdla_hil.harness.vectors import FORMAT, VectorError, bundled_root, find_cases, load_case, run_case, write_case
+from nvdla_hil.harness.vectors_gen import generate_case
+
+ROOT = bundled_root()
+SDP_LUT = ROOT / "sdp_lut" / "sdp_lut-s1-003"
+CDP_LUT = ROOT / "cdp_lut" / "cdp_lut-s1-009"
+BSBN = ROOT / "sdp_bsbn" / "sdp_bsbn-s1-004"
+
+
+def _copy(case: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / case.name
+    shutil.copytree(case, dst)
+    return dst
+
+
+def _edit(folder: Path, fn) -> Path:  # noqa: ANN001
+    path = folder / "case.yaml"
+    doc = yaml.safe_load(path.read_text())
+    fn(doc)
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def _rejects(folder: Path, field: str, *words: str) -> str:
+    with pytest.raises(VectorError) as ei:
+        load_case(folder)
+    msg = str(ei.value)
+    assert str(folder / "case.yaml") in msg, msg
+    assert field in msg, msg
+    for w in words:
+        assert w in msg, msg
+    return msg
+
+
+# ---- bundled suites ------------------------------------------------------------------------------
+
+
+def test_bundled_suites_are_present_and_load():
+    counts: dict[str, int] = {}
+    for p in find_cases(ROOT):
+        case = load_case(p)
+        counts[p.parent.name] = counts.get(p.parent.name, 0) + 1
+        assert case.provenance["seed"] == 1 and case.provenance["suite"] == p.parent.name
+    assert counts["sdp_lut"] >= 16 and counts["cdp_lut"] >= 16
+    assert {"sdp_cvt", "sdp_bsbn", "layout_nvdla", "layout_dmp", "layout_sophgo"} <= set(counts)
+    size = sum(f.stat().st_size for f in ROOT.rglob("*") if f.is_file())
+    assert size < 2 << 20
+
+
+def test_lut_suites_cover_every_priority_combination_and_both_le_functions():
+    for suite in ("sdp_lut", "cdp_lut"):
+        combos, fns = set(), set()
+        for p in find_cases(ROOT / suite):
+            c = load_case(p)
+            cfg = c.lut.config
+            combos.add((cfg.uflow_priority, cfg.oflow_priority, cfg.hybrid_priority))
+            fns.add(cfg.le_function)
+        assert len(combos) == 8 and fns == {"exponent", "linear"}, suite
+    hits = {k: 0 for k in ("lut_le_hit", "lut_lo_hit", "lut_uflow", "lut_oflow", "lut_hybrid")}
+    for p in find_cases(ROOT / "sdp_lut"):
+        for k in hits:
+            hits[k] += load_case(p).statistics[k]
+    assert all(v > 0 for v in hits.values()), hits
+
+
+@pytest.mark.parametrize("case", [SDP_LUT, CDP_LUT, BSBN, ROOT / "layout_sophgo" / "layout_sophgo-s1-001",
+                                  ROOT / "layout_nvdla" / "layout_nvdla-s1-000"], ids=lambda p: p.name)
+def test_regenerate_bundled_case_byte_for_byte(case, tmp_path):
+    from nvdla_hil.harness.vectors_gen import regenerate
+
+    out = regenerate(case / "case.yaml", tmp_path)
+    assert out.name == case.name
+    want = sorted(f.name for f in case.iterdir())
+    assert sorted(f.name for f in out.iterdir()) == want
+    for name in want:
+        assert (out / name).read_bytes() == (case / name).read_bytes(), name
+
+
+# ---- runner -------------------------------------------------------------------------------------
+
+
+def _identity_case(tmp_path: Path, *, scale: int = 1, expected: np.ndarray | None = None,
+                   stats: dict | None = None) -> Path:
+    """A hand-written SDP case on nv_small: everything bypassed, output convertor (0, scale, 0).
+    Golden by hand: y = clamp(x * scale, -128, 127); saturations = elements beyond 17 bits."""
+    x = np.arange(-60, 60, dtype=np.int64).reshape(10, 3, 4)[:, :, :].astype(np.int8)  # C=10, H=3, W=4
+    c, h, w = x.shape
+    if expected is None:
+        expected = np.clip(x.astype(np.int64) * scale, -128, 127).astype(np.int8)
+    lay = get_layout("nvdla.feature")
+    packed = lay.pack(expected, atom_bytes=8)
+    regs = []
+    for blk in ("SDP_RDMA", "SDP"):
+        regs += [{"reg": f"{blk}.D_DATA_CUBE_WIDTH", "value": w - 1}, {"reg": f"{blk}.D_DATA_CUBE_HEIGHT", "value": h - 1},
+                 {"reg": f"{blk}.D_DATA_CUBE_CHANNEL", "value": c - 1}]
+    regs += [
+        {"reg": "SDP_RDMA.D_SRC_BASE_ADDR_LOW", "value": 0x80000000},
+        {"reg": "SDP_RDMA.D_SRC_LINE_STRIDE", "value": w * 8},
+        {"reg": "SDP_RDMA.D_SRC_SURFACE_STRIDE", "value": w * h * 8},
+        {"reg": "SDP_RDMA.D_FEATURE_MODE_CFG", "fields": {"IN_PRECISION": "INT8", "PROC_PRECISION": "INT8"}},
+        {"reg": "SDP_RDMA.D_BRDMA_CFG", "fields": {"BRDMA_DISABLE": 1}},
+        {"reg": "SDP_RDMA.D_NRDMA_CFG", "fields": {"NRDMA_DISABLE": 1}},
+        {"reg": "SDP_RDMA.D_ERDMA_CFG", "fields": {"ERDMA_DISABLE": 1}},
+        {"reg": "SDP.D_DST_BASE_ADDR_LOW", "value": 0x80010000},
+        {"reg": "SDP.D_DST_LINE_STRIDE", "value": w * 8},
+        {"reg": "SDP.D_DST_SURFACE_STRIDE", "value": w * h * 8},
+        {"reg": "SDP.D_DATA_FORMAT", "value": 0},
+        {"reg": "SDP.D_DP_BS_CFG", "fields": {"BS_BYPASS": 1}},
+        {"reg": "SDP.D_DP_BN_CFG", "fields": {"BN_BYPASS": 1}},
+        {"reg": "SDP.D_DP_EW_CFG", "fields": {"EW_BYPASS": 1}},
+    ]
+    man = {
+        "format": FORMAT, "name": "identity", "kind": "layer", "unit": "SDP", "profile": "nv_small",
+        "registers": regs, "convertors": {"sdp_out": {"offset": 0, "scale": scale, "shift": 0}},
+        "inputs": [{"name": "src", "layout": "nvdla.feature", "params": {"atom_bytes": 8}, "dtype": "int8",
+                    "shape": [c, h, w], "address": 0x80000000, "data": "src.bin"}],
+        "outputs": [{"name": "dst", "layout": "nvdla.feature", "params": {"atom_bytes": 8}, "dtype": "int8",
+                     "shape": [c, h, w], "address": 0x80010000, "expected": "dst.bin", "rule": "bitexact"}],
+    }
+    if stats is not None:
+        man["statistics"] = stats
+    write_case(tmp_path / "identity", man, {"src.bin": x.tobytes(), "dst.bin": packed.tobytes()})
+    return tmp_path / "identity"
+
+
+def test_hand_written_case_passes_on_model(tmp_path):
+    folder = _identity_case(tmp_path, scale=3, stats={"out_saturation": 0})
+    with ModelTarget("nv_small") as t:
+        res = run_case(load_case(folder), t)
+    assert res.passed, res.summary()
+    assert res.statistics is not None and res.statistics.matched == {"out_saturation": 0}
+
+
+def test_wrong_golden_reports_count_first_and_worst_with_nchw(tmp_path):
+    good = np.clip(np.arange(-60, 60).reshape(10, 3, 4), -128, 127).astype(np.int8)
+    bad = good.copy()
+    bad[9, 2, 1] += 5  # c=9 h=2 w=1: worst
+    bad[2, 0, 3] -= 1
+    folder = _identity_case(tmp_path, expected=bad)
+    with ModelTarget("nv_small") as t:
+        res = run_case(load_case(folder), t)
+    assert res.status == "failed"
+    msg = res.summary()
+    assert "2 of 120 elements differ" in msg
+    assert f"first (0,2,0,3) expected {good[2, 0, 3] - 1} got {good[2, 0, 3]}" in msg
+    assert f"worst (0,9,2,1) expected {good[9, 2, 1] + 5} got {good[9, 2, 1]}" in msg
+
+
+def test_statistics_mismatch_fails_and_names_the_counter(tmp_path):
+    # scale 1000 with x in [-60, 59]: |x * 1000| >= 65536 for |x| >= 66 only -> none saturate 17 bits
+    folder = _identity_case(tmp_path, scale=1, stats={"out_saturation": 7})
+    with ModelTarget("nv_small") as t:
+        res = run_case(load_case(folder), t)
+    assert res.status == "failed" and "statistics" in res.message
+    assert "out_saturation: expected 7, got 0" in res.summary()
+
+
+def test_gen_load_run_round_trip(tmp_path):
+    for suite, idx in (("sdp_cvt", 0), ("sdp_lut", 9), ("cdp_lut", 2), ("sdp_bsbn", 1), ("layout_dmp", 0)):
+        folder = generate_case(suite, 7, idx, tmp_path)
+        case = load_case(folder)
+        if case.kind == "layout":
+            res = run_case(case)
+        else:
+            with ModelTarget(case.profile) as t:
+                res = run_case(case, t)
+        assert res.passed, res.summary()
+
+
+def test_generation_is_reproducible_and_index_independent(tmp_path):
+    a = generate_case("sdp_cvt", 5, 3, tmp_path / "a")
+    b = generate_case("sdp_cvt", 5, 3, tmp_path / "b")
+    c = generate_case("sdp_cvt", 5, 4, tmp_path / "c")
+    assert (a / "src.bin").read_bytes() == (b / "src.bin").read_bytes()
+    assert (a / "case.yaml").read_bytes() == (b / "case.yaml").read_bytes()
+    assert (a / "src.bin").read_bytes() != (c / "src.bin").read_bytes()
+
+
+def test_layout_case_detects_wrong_packing(tmp_path):
+    folder = _copy(ROOT / "layout_nvdla" / "layout_nvdla-s1-000", tmp_path)
+    blob = bytearray((folder / "packed.bin").read_bytes())
+    blob[0] ^= 0xFF
+    (folder / "packed.bin").write_bytes(bytes(blob))
+    res = run_case(load_case(folder))
+    assert res.status == "failed"
+    assert "pack: FAIL" in res.summary() and "unpack: FAIL" in res.summary()
+
+
+# ---- loader rejections -----------------------------------------------------------------------------
+
+
+def test_rejects_unknown_top_level_key(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d.update(colour="blue"))
+    _rejects(f, "colour", "unknown key")
+
+
+def test_rejects_unknown_register(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["registers"].append({"reg": "SDP.D_CVT_SCALEE", "value": 1}))
+    _rejects(f, "registers[", ".reg", "SDP.D_CVT_SCALEE")
+
+
+def test_rejects_unknown_field_and_out_of_range_value(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["registers"].append({"reg": "SDP.D_DP_BS_CFG", "fields": {"BS_BYPAS": 1}}))
+    _rejects(f, "fields.BS_BYPAS", "BS_BYPASS")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    _edit(f2, lambda d: d["registers"].append({"reg": "SDP.D_CVT_SHIFT", "fields": {"CVT_SHIFT": 64}}))
+    _rejects(f2, "fields.CVT_SHIFT", "does not fit")
+
+
+def test_rejects_runner_owned_and_read_only_registers(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["registers"].append({"reg": "SDP.D_OP_ENABLE", "value": 1}))
+    _rejects(f, "SDP.D_OP_ENABLE", "runner")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    _edit(f2, lambda d: d["registers"].append({"reg": "SDP.D_PERF_LUT_UFLOW", "value": 1}))
+    _rejects(f2, "SDP.D_PERF_LUT_UFLOW", "read-only")
+
+
+def test_rejects_blob_size_mismatch(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    (f / "src.bin").write_bytes((f / "src.bin").read_bytes()[:-1])
+    _rejects(f, "inputs[0] (src).data", "bytes")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    (f2 / "dst.expected.bin").write_bytes((f2 / "dst.expected.bin").read_bytes() + b"\0" * 8)
+    _rejects(f2, "outputs[0] (dst).expected", "needs")
+    f3 = _copy(SDP_LUT, tmp_path / "c")
+    (f3 / "lut_lo.bin").write_bytes(b"\0" * 10)
+    _rejects(f3, "lut.lo", "257")
+
+
+@pytest.mark.parametrize("rel", ["../outside.bin", "/etc/passwd", "sub/../../x.bin", "C:\\x.bin"])
+def test_rejects_path_escape(tmp_path, rel):
+    f = _copy(SDP_LUT, tmp_path)
+    (tmp_path / "outside.bin").write_bytes(b"\0" * 114)
+    _edit(f, lambda d: d["inputs"][0].update(data=rel))
+    _rejects(f, "inputs[0] (src).data", "inside the case folder")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="symlinks")
+def test_rejects_symlink_escape(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    outside = tmp_path / "secret.bin"
+    outside.write_bytes((f / "src.bin").read_bytes())
+    (f / "src.bin").unlink()
+    (f / "src.bin").symlink_to(outside)
+    _rejects(f, "inputs[0] (src).data", "escapes the case folder")
+
+
+def test_rejects_wrong_dtype_and_npy_mismatch(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["inputs"][0].update(dtype="int9"))
+    _rejects(f, "inputs[0] (src).dtype", "int9")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    np.save(f2 / "src.npy", np.zeros((19, 2, 3), dtype=np.int16))
+    _edit(f2, lambda d: d["inputs"][0].update(data="src.npy"))
+    case = load_case(_copy(SDP_LUT, tmp_path / "c"))
+    _rejects(f2, "inputs[0] (src).data", "dtype int16")
+    assert case.inputs[0].shape == (19, 2, 3)
+
+
+def test_rejects_pickled_npy(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    np.save(f / "src.npy", np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    _edit(f, lambda d: d["inputs"][0].update(data="src.npy"))
+    _rejects(f, "inputs[0] (src).data", "pickle")
+
+
+def test_accepts_npy_without_pickle(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    x = np.fromfile(f / "src.bin", dtype=np.int8).reshape(19, 2, 3)
+    np.save(f / "src.npy", x)
+    _edit(f, lambda d: d["inputs"][0].update(data="src.npy"))
+    np.testing.assert_array_equal(load_case(f).inputs[0].data, x)
+
+
+def test_rejects_bad_addresses_and_overlap(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["inputs"][0].update(address=0x80000004))
+    _rejects(f, "inputs[0] (src).address", "aligned")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    _edit(f2, lambda d: d["outputs"][0].update(address=0x80000040))
+    _rejects(f2, "inputs/outputs", "overlap")
+    f3 = _copy(SDP_LUT, tmp_path / "c")
+    _edit(f3, lambda d: d["inputs"][0].update(address=1 << 40))
+    _rejects(f3, "inputs[0] (src).address", "outside")
+
+
+def test_rejects_bad_lut_config_layout_and_rule(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["lut"]["config"].update(le_function="cubic"))
+    _rejects(f, "lut.config.le_function", "cubic")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    _edit(f2, lambda d: d["lut"]["config"].update(le_index_select=300))
+    _rejects(f2, "lut.config", "LUT_LE_INDEX_SELECT")
+    f3 = _copy(SDP_LUT, tmp_path / "c")
+    _edit(f3, lambda d: d["inputs"][0].update(layout="nvdla.featur"))
+    _rejects(f3, "inputs[0] (src).layout", "nvdla.feature")
+    f4 = _copy(SDP_LUT, tmp_path / "d")
+    _edit(f4, lambda d: d["outputs"][0].update(rule="roughly"))
+    _rejects(f4, "outputs[0] (dst).rule", "roughly")
+    f5 = _copy(SDP_LUT, tmp_path / "e")
+    _edit(f5, lambda d: d["inputs"][0]["params"].update(line_stride=3))
+    _rejects(f5, "inputs[0] (src).params", "line_stride")
+
+
+def test_rejects_profile_without_the_needed_feature(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d.update(profile="nv_small"))
+    _rejects(f, "profile", "sdp_lut")
+
+
+def test_rejects_bad_yaml_and_wrong_format(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    (f / "case.yaml").write_text("format: [unclosed\n")
+    _rejects(f, "line", "YAML")
+    f2 = _copy(SDP_LUT, tmp_path / "b")
+    _edit(f2, lambda d: d.update(format="nvdla-hil-vector/99"))
+    _rejects(f2, "format", "nvdla-hil-vector/1")
+    f3 = _copy(SDP_LUT, tmp_path / "c")
+    (f3 / "case.yaml").write_text("!!python/object/apply:os.system ['true']\n")
+    _rejects(f3, "", "YAML")
+
+
+def test_rejects_bad_statistics_counter(tmp_path):
+    f = _copy(SDP_LUT, tmp_path)
+    _edit(f, lambda d: d["statistics"].update(lut_hits=3))
+    _rejects(f, "statistics.lut_hits", "unknown key")
+
+
+# ---- CLI -------------------------------------------------------------------------------------------
+
+
+def test_cli_show_diff_run(capsys, tmp_path):
+    from nvdla_hil.harness.cli import main
+
+    assert main(["vectors", "show", str(CDP_LUT)]) == 0
+    out = capsys.readouterr().out
+    assert "CDP.D_LRN_CFG" in out and "NORMALZ_LEN=" in out and "expected statistics" in out
+    assert main(["vectors", "diff", str(SDP_LUT), str(SDP_LUT)]) == 0
+    assert "identical" in capsys.readouterr().out
+    copy = _copy(SDP_LUT, tmp_path)
+    blob = bytearray((copy / "lut_le.bin").read_bytes())
+    blob[4] ^= 1
+    (copy / "lut_le.bin").write_bytes(bytes(blob))
+    assert main(["vectors", "diff", str(SDP_LUT), str(copy)]) == 1
+    assert "blob lut_le.bin: 1 of 130 bytes differ; first 0x4" in capsys.readouterr().out
+    assert main(["vectors", "run", str(ROOT / "sdp_cvt")]) == 0
+    assert "summary: 12 passed" in capsys.readouterr().out
+    assert main(["vectors", "gen", "--from-manifest", str(BSBN / "case.yaml"), "--out", str(tmp_path / "g")]) == 0
+    assert main(["vectors", "diff", str(BSBN), str(tmp_path / "g" / BSBN.name)]) == 0
