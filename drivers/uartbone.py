@@ -345,6 +345,8 @@ class SerialTransport(Transport):
             self._port = serial.serial_for_url(
                 self.url, baudrate=self.baudrate, timeout=0.0, **self.serial_kwargs
             )
+            # a stalled link must not block a write forever
+            self._port.write_timeout = self.response_timeout + 2.0
         except (serial.SerialException, ValueError) as e:
             raise TransportError(f"cannot open serial port {self.url!r}: {e}") from e
         try:
@@ -365,7 +367,12 @@ class SerialTransport(Transport):
 
     # ---- byte level -----------------------------------------------------------------------------
     def _send(self, data: bytes | bytearray) -> None:
-        self._port.write(data)
+        import serial
+
+        try:
+            self._port.write(data)
+        except serial.SerialTimeoutException:
+            raise TransportTimeoutError(f"{self.url}: write of {len(data)} bytes timed out") from None
         self.stats.tx_bytes += len(data)
 
     def _flush_tx(self) -> None:

@@ -368,8 +368,13 @@ class BoardEmulator:
         return True
 
     def _send_pty(self, data: bytes) -> None:
+        """A UART transmitter never waits for the host: output nobody reads within 0.2 s is lost."""
         view = memoryview(data)
+        give_up = time.monotonic() + 0.2
         while view and not self._stop.is_set():
+            if time.monotonic() > give_up:
+                self.stats.dropped += len(view)
+                return
             _, w, _ = select.select([], [self._master], [], 0.05)
             if w:
                 try:

@@ -265,6 +265,24 @@ def _overlaps(a: int, n: int, b: int, m: int) -> bool:
     return a < b + m and b < a + n
 
 
+def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[int, np.ndarray] | None:
+    """Which bytes of each checked region the layer itself writes, found black-box on the
+    reference model: run the trace twice with the regions pre-filled with two different
+    patterns; bytes that come out equal were written by the layer, bytes that differ were
+    left alone (gaps between lines, padding). None when the model cannot run the trace."""
+    from .targets.model import ModelTarget
+
+    finals = []
+    for fill in (POISON_BYTE, POISON_BYTE ^ 0xFF):
+        with ModelTarget(profile, semantics=semantics) as model:
+            res = run_trace(trace, model, poison=False, _fill=fill)
+            if res.status not in ("passed", "failed"):
+                return None
+            finals.append({ck.line: model.mem_read(ck.address, ck.size, port=ck.port)
+                           for ck in res.checks if ck.kind == "crc"})
+    return {line: finals[0][line] == finals[1][line] for line in finals[0]}
+
+
 def run_trace(
     trace: Trace | str | Path,
     transport: Transport,
@@ -272,12 +290,15 @@ def run_trace(
     driver: NvdlaDriver | None = None,
     poison: bool = False,
     timeout: float = 30.0,
+    _fill: int | None = None,
 ) -> TraceResult:
     """Run one trace on an open transport and report every check.
 
-    ``poison=True`` overwrites each checked output region with ``0xA5`` after the memory
-    set-up (except where the region overlaps a loaded *input* image: a ``mem_load`` whose
-    file name does not contain "output"), so only data the target really wrote can pass.
+    ``poison=True`` overwrites, after the memory set-up, every byte of each checked region
+    that the layer writes with ``0xA5``, so only data the target really wrote can pass. The
+    bytes the layer writes are found on the reference model (see :func:`_written_masks`);
+    when the model cannot run the trace the whole region is poisoned, except where it
+    overlaps a loaded *input* image (a ``mem_load`` whose file name lacks "output").
     Checks whose CRC already matches before the run are reported as ``vacuous``.
     A unit the target cannot run gives status ``skipped`` naming the unit.
     """
@@ -308,11 +329,22 @@ def run_trace(
                 transport.mem_write(addr, image, port=port)
                 if "output" not in rel.lower():
                     inputs.append((port, addr, image.size))
+        masks = _written_masks(trace, transport.profile_name) if poison else None
         for ck in result.checks:
             if ck.kind != "crc":
                 continue
             ck.vacuous = _crc(transport, ck.port, ck.address, ck.size) == ck.expected
-            if poison and not any(p == ck.port and _overlaps(ck.address, ck.size, a, n) for p, a, n in inputs):
+            is_input = any(p == ck.port and _overlaps(ck.address, ck.size, a, n) for p, a, n in inputs)
+            if is_input or not (poison or _fill is not None):
+                continue  # never poison data the layer reads
+            if _fill is not None:
+                transport.mem_write(ck.address, np.full(ck.size, _fill, dtype=np.uint8), port=ck.port)
+            elif masks is not None:
+                region = transport.mem_read(ck.address, ck.size, port=ck.port)
+                region[masks[ck.line]] = POISON_BYTE
+                transport.mem_write(ck.address, region, port=ck.port)
+                ck.poisoned = bool(masks[ck.line].any())
+            else:
                 transport.mem_write(ck.address, np.full(ck.size, POISON_BYTE, dtype=np.uint8), port=ck.port)
                 ck.poisoned = True
         # 2. register sequence

@@ -73,6 +73,7 @@ DEFAULT_LAUNCH = {"SDP": ("SDP_RDMA", "SDP"), "CDP": ("CDP_RDMA", "CDP"), "PDP":
 #: registers the runner owns: the manifest may not write them
 _RESERVED = ("S_POINTER", "D_OP_ENABLE", "S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA")
 RAW_LAYOUT = "raw"
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TOP_LAYER = {"format", "name", "kind", "description", "unit", "profile", "features", "launch", "registers",
               "lut", "convertors", "inputs", "outputs", "statistics", "provenance"}
@@ -355,7 +356,8 @@ def load_case(path: str | Path) -> Case:
     except (OSError, UnicodeDecodeError) as e:
         raise ctx.err(None, f"cannot read manifest: {e}") from None
     try:
-        doc = yaml.safe_load(text)
+        # the safe loader (libyaml's C build when present: same schema, ~10x faster)
+        doc = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else None

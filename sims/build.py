@@ -206,38 +206,91 @@ def wrapper_params(vmod: Path) -> tuple[dict[str, int], list[str]]:
     return params, defines
 
 
-_DECL_RE = re.compile(r"^\s*(input|output|inout)\s+(?:wire\s+|reg\s+)?\[\s*(\d+)\s*:\s*0\s*\]\s*(\w+)\s*;", re.M)
-_WIRE1_RE = r"^\s*wire\s+{name}\s*;"
+_DECL_RE = re.compile(r"^[ \t]*(input|output|inout)\s+(?:wire\s+|reg\s+)?\[\s*([0-9+\-*/() ]+?)\s*:\s*0\s*\]\s*(\w+)\s*;", re.M)
+_WIRE1_RE = r"^[ \t]*wire\s+{name}\s*(?:=[^;]*)?;"
+_PP_RE = re.compile(r"^\s*`(define|undef|ifdef|ifndef|elsif|else|endif)\b\s*(\w*)")
 
 
-def check_known_rtl_issues(vmod: Path) -> list[str]:
+def _active_text(text: str, defines: Sequence[str] = ()) -> str:
+    """Blank the lines a Verilog preprocessor would skip (`ifdef/`ifndef/`elsif/`else on
+    macros `define'd earlier in the file or in ``defines``); line numbers are kept."""
+    defined = set(defines)
+    stack: list[tuple[bool, bool]] = []  # (this branch active, some branch taken)
+    out = []
+    for line in text.split("\n"):
+        m = _PP_RE.match(line)
+        active = all(a for a, _ in stack)
+        if m:
+            kw, name = m.groups()
+            if kw == "define" and active:
+                defined.add(name)
+            elif kw == "undef" and active:
+                defined.discard(name)
+            elif kw in ("ifdef", "ifndef"):
+                cond = (name in defined) == (kw == "ifdef")
+                stack.append((cond, cond))
+            elif kw == "elsif" and stack:
+                _, taken = stack[-1]
+                cond = not taken and name in defined
+                stack[-1] = (cond, taken or cond)
+            elif kw == "else" and stack:
+                _, taken = stack[-1]
+                stack[-1] = (not taken, True)
+            elif kw == "endif" and stack:
+                stack.pop()
+            out.append("")
+            continue
+        out.append(line if active else "")
+    return "\n".join(out)
+
+
+def _width(expr: str) -> int | None:
+    expr = expr.replace(" ", "")
+    if not re.fullmatch(r"[0-9+\-*/()]+", expr):
+        return None
+    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1  # noqa: S307 - digits/operators only
+
+
+def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[str]:
     """Find constructs in the generated RTL that Verilator rejects and the user must change.
 
     Known case (nv_small_256_full, NV_NVDLA_CSC_dl.v): a multi-bit output port redeclared as
-    a 1-bit ``wire`` of the same name. Returns one message per finding, naming file and line.
+    a 1-bit ``wire`` of the same name (``wire sc2buf_dat_rd_shift = {9{1'b0}};`` in the
+    active `ifdef branch). Returns one message per finding, naming file, line and the fix.
     """
     problems: list[str] = []
     for f in sorted((vmod / "nvdla").rglob("*.v")):
-        text = f.read_text(errors="replace")
-        if "wire" not in text:
+        raw = f.read_text(errors="replace")
+        if "wire" not in raw:
             continue
+        text = _active_text(_strip_comments_keep_lines(raw), defines)
+        raw_lines = raw.split("\n")
         for m in _DECL_RE.finditer(text):
-            direction, msb, name = m.group(1), int(m.group(2)), m.group(3)
-            if msb == 0:
+            direction, name = m.group(1), m.group(3)
+            width = _width(m.group(2))
+            if width is None or width <= 1:
                 continue
             w = re.search(_WIRE1_RE.format(name=re.escape(name)), text, re.M)
             if not w:
                 continue
             line = text.count("\n", 0, w.start()) + 1
             decl_line = text.count("\n", 0, m.start()) + 1
+            src = raw_lines[line - 1].strip()
+            init = re.search(r"=\s*([^;]*);", src)
+            fix = (f"`assign {name} = {init.group(1).strip()};`" if init
+                   else f"nothing (delete the line)")
             problems.append(
-                f"{f}:{line}: `wire {name};` redeclares the {msb + 1}-bit {direction} port "
-                f"declared at line {decl_line} as 1 bit, which Verilator rejects.\n"
-                f"  Fix in your own nvdla/hw tree: delete the line `wire {name};` "
-                f"(line {line}); if a later statement drives it as a net, keep that as an "
-                f"`assign {name} = ...;`. Then rerun `nvdla-hil sim build`."
+                f"{f}:{line}: `{src}` redeclares the {width}-bit {direction} port `{name}` "
+                f"(declared at line {decl_line}) as a 1-bit wire, which Verilator rejects.\n"
+                f"  Change that line in your own nvdla/hw tree to {fix} and rerun "
+                f"`nvdla-hil sim build` (nvdla-hil does not modify NVDLA sources)."
             )
     return problems
+
+
+def _strip_comments_keep_lines(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    return re.sub(r"//[^\n]*", "", text)
 
 
 # ---------------------------------------------------------------------------------------------

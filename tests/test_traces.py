@@ -93,10 +93,11 @@ def test_crc_is_zlib_crc32_of_loaded_image(trace_root):
 class _DeadTarget(ModelTarget):
     """A target that raises the done interrupt but never writes memory."""
 
-    def _run(self, unit, group, blocks):
+    def _run(self, layer, group):
         status = self.regmap.register("GLB", "S_INTR_STATUS")
-        self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
-        for b in blocks:
+        for unit in layer.done:
+            self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
+        for b in layer.blocks:
             self._set(b, "D_OP_ENABLE", 0, group)
 
 

@@ -142,13 +142,19 @@ def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tupl
     return out
 
 
-def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
-    """Execute one PDP layer (INT8, input from memory) from the executing register group."""
+def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, source: np.ndarray | None = None) -> LayerResult:
+    """Execute one PDP layer (INT8) from the executing register group.
+
+    Input from memory (PDP_RDMA, ``FLYING_MODE = OFF_FLYING``) or, on-flying, ``source``:
+    SDP's int8 output as a (Cpad, H, W) integer array (``sdp.run_sdp`` with OUTPUT_DST = PDP)."""
     fmt = view.field("PDP", "D_DATA_FORMAT", "INPUT_DATA")
     if fmt != 0:
         raise UnitNotModelled(f"PDP: input data type {({1: 'INT16', 2: 'FP16'}).get(fmt, fmt)} not modelled; INT8 only")
-    if view.field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0:
+    on_flying = view.field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0
+    if on_flying and source is None:
         raise UnitNotModelled("PDP: on-flying mode (input streamed from SDP) not modelled; run SDP+PDP fused")
+    if not on_flying and source is not None:
+        raise ValueError("PDP: an on-flying source was given but D_OPERATION_MODE_CFG.FLYING_MODE is OFF_FLYING")
     w = view.field("PDP", "D_DATA_CUBE_IN_WIDTH", "CUBE_IN_WIDTH") + 1
     h = view.field("PDP", "D_DATA_CUBE_IN_HEIGHT", "CUBE_IN_HEIGHT") + 1
     c = view.field("PDP", "D_DATA_CUBE_IN_CHANNEL", "CUBE_IN_CHANNEL") + 1
@@ -158,7 +164,18 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
     groups = -(-c // atom)
     cfg = decode_pdp_config(view)
 
-    src = read_cube(
+    if on_flying:
+        x = np.asarray(source)
+        if x.shape != (groups * atom, h, w):
+            raise ValueError(f"PDP: on-flying input shape {x.shape} != {(groups * atom, h, w)} (PDP D_DATA_CUBE_IN_*)")
+        src = x.astype(np.int8).reshape(groups, atom, h, w).transpose(0, 2, 3, 1)  # [g, h, w, lane]
+    else:
+        src = _read_src(view, mem, w, h, groups, atom)
+    return _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, atom)
+
+
+def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, atom: int) -> np.ndarray:
+    return read_cube(
         mem,
         (view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_LOW"),
         view.reg("PDP_RDMA", "D_SRC_LINE_STRIDE"),
@@ -166,6 +183,8 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
         w, h, groups, atom,
     ).view(np.int8)  # fmt: skip  [g, h, w, lane]
 
+
+def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, atom) -> LayerResult:
     out = np.zeros((groups, out_h, out_w, atom), dtype=np.int8)
     for in_start, in_w, o_start, o_w, pl, pr in _splits(view, w, out_w, cfg):
         part = src[:, :, in_start : in_start + in_w, :]

@@ -5,7 +5,9 @@ BS/BN = ALU (max/min/sum with a left-shifted 16-bit operand), MUL (16-bit operan
 TRT (rounding right shift to 32 bits, applied even with MUL bypassed), ReLU;
 EW = operand CVT, MUL + truncate, ALU (saturating), LUT (section 5);
 C = output convertor ``RSAT((x - offset) * scale, shift, 17)`` then int8/int16 clamp.
-Input comes from SDP_RDMA (memory); flying mode (CACC input) is not modelled.
+Input comes from SDP_RDMA (memory) or, in flying mode, from the caller (CACC's 32-bit
+results, :func:`nvdla_hil.harness.refmodel.conv.run_conv`). The output goes to memory (WDMA)
+or, with ``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``, on the fly into PDP (``pdp.run_pdp``).
 
 Entry point: :func:`run_sdp`, called by the virtual NVDLA when SDP's ``D_OP_ENABLE`` fires.
 """
@@ -316,24 +318,24 @@ def _ew_operand(view, kind: str, fetched) -> np.ndarray | int:
 # the layer
 
 
-def _check_modelled(view: RegisterView) -> tuple[int, int, int]:
-    """Refuse modes the model does not cover; returns (in, proc, out) precision codes."""
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") or view.field(
-        "SDP_RDMA", "D_FEATURE_MODE_CFG", "FLYING_MODE"
+def _check_modelled(view: RegisterView, flying: bool) -> tuple[int, int, int]:
+    """Refuse modes the model does not cover; returns (in, proc, out) precision codes.
+    In flying mode the SDP_RDMA feature registers are not used (input from CACC)."""
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD") or (
+        not flying and view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "WINOGRAD")
     ):
-        raise UnitNotModelled("SDP: flying mode (input from CACC) not modelled")
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD") or view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "WINOGRAD"):
         raise UnitNotModelled("SDP: Winograd output mode not modelled")
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST"):
-        raise UnitNotModelled("SDP: output to PDP (on-the-fly) not modelled")
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") or view.field(
-        "SDP_RDMA", "D_FEATURE_MODE_CFG", "BATCH_NUMBER"
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") or (
+        not flying and view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "BATCH_NUMBER")
     ):
         raise UnitNotModelled("SDP: batch > 1 not modelled")
-    in_p = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION"))
     proc = int(view.field("SDP", "D_DATA_FORMAT", "PROC_PRECISION"))
     out = int(view.field("SDP", "D_DATA_FORMAT", "OUT_PRECISION"))
-    rproc = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION"))
+    if flying:
+        in_p = rproc = proc
+    else:
+        in_p = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION"))
+        rproc = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION"))
     if PREC_FP16 in (in_p, proc, out, rproc) or in_p > 2 or proc > 2 or out > 2:
         raise UnitNotModelled("SDP: FP16 input/processing/output not modelled")
     if in_p != proc or rproc != proc:
@@ -359,8 +361,13 @@ def run_sdp(
     options: ModelOptions | None = None,
     *,
     live: SdpLiveCounters | None = None,
+    source: np.ndarray | None = None,
 ) -> LayerResult:
-    """Execute one SDP layer from memory to memory and return its statistics.
+    """Execute one SDP layer and return its statistics.
+
+    Input: memory (SDP_RDMA), or ``source`` in flying mode: the CACC output as a
+    (Cpad, H, W) int64 array of 32-bit values (``conv.run_conv``). Output: memory, or
+    PDP on the fly when ``OUTPUT_DST`` = PDP (the PDP statistics are merged in).
 
     ``options.semantics`` picks the RTL or cmod side of every [DIFF]; on the RTL side EW
     and LUT are bypassed when the profile lacks them (``view.has('sdp_ew'/'sdp_lut')``),
@@ -369,17 +376,36 @@ def run_sdp(
     """
     options = options if options is not None else ModelOptions()
     sem = options.semantics
-    _, proc, out_prec = _check_modelled(view)
-    w, h, c = _dims(view, "SDP_RDMA")
-    if (w, h, c) != _dims(view, "SDP"):
-        raise UnitNotModelled(f"SDP: SDP_RDMA cube {(w, h, c)} differs from SDP cube {_dims(view, 'SDP')}")
+    flying = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE"))
+    if flying and source is None:
+        raise UnitNotModelled("SDP: flying mode (input from CACC) needs the convolution pipeline (conv.run_conv)")
+    if not flying and source is not None:
+        raise ValueError("SDP: a flying-mode source was given but D_FEATURE_MODE_CFG.FLYING_MODE is OFF")
+    _, proc, out_prec = _check_modelled(view, flying)
+    to_pdp = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST"))
+    w, h, c = _dims(view, "SDP")
+    if not flying and (w, h, c) != _dims(view, "SDP_RDMA"):
+        raise UnitNotModelled(f"SDP: SDP_RDMA cube {_dims(view, 'SDP_RDMA')} differs from SDP cube {(w, h, c)}")
     atom = options.atom_bytes
     in_bpe = 1 if proc == PREC_INT8 else 2
     group = atom // in_bpe
     cube = _Cube(w, h, c, group)
     notes: list[str] = []
 
-    # main input (MRDMA)
+    # main input (MRDMA), or CACC in flying mode
+    if flying:
+        x = np.asarray(source, dtype=I64)
+        if x.shape != (cube.cpad, h, w):
+            raise ValueError(f"SDP: flying input shape {x.shape} != {(cube.cpad, h, w)} (SDP D_DATA_CUBE_*)")
+    else:
+        x = _read_main(view, mem, w, h, c, group, in_bpe)
+
+    x, notes_extra, eql, lstats, lut_on, ew_on = _datapath(view, mem, x, cube, options)
+    notes.extend(notes_extra)
+    return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp)
+
+
+def _read_main(view: RegisterView, mem: MemoryPort, w: int, h: int, c: int, group: int, in_bpe: int) -> np.ndarray:
     src = CubeGeometry(
         base=_addr(view, "SDP_RDMA", "D_SRC_BASE_ADDR"),
         line_stride=int(view.reg("SDP_RDMA", "D_SRC_LINE_STRIDE")),
@@ -390,8 +416,14 @@ def run_sdp(
         group=group,
         bpe=in_bpe,
     )
-    x = read_cube(mem, src)[0]  # (Cpad, H, W) int64, sign-extended
+    return read_cube(mem, src)[0]  # (Cpad, H, W) int64, sign-extended
 
+
+def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, options: ModelOptions):
+    """BS, BN, EW (+LUT) on the (Cpad, H, W) input; returns
+    (x, notes, eql, lut stats, lut_on, ew_on)."""
+    sem = options.semantics
+    notes: list[str] = []
     # BS (X1), BN (X2)
     if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
         fetched = _fetch_operands(view, mem, cube, "BRDMA", "BS", options)
@@ -434,6 +466,14 @@ def run_sdp(
             else:
                 notes.append("SDP: LUT configured but absent from the profile: bypassed (RTL)")
 
+    return x, notes, eql, lstats, lut_on, ew_on
+
+
+def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp) -> LayerResult:
+    """Output convertor (C), WDMA or PDP, statistics."""
+    sem = options.semantics
+    atom = options.atom_bytes
+    pdp_res: LayerResult | None = None
     # output convertor (C) and WDMA
     out_bits = 16 if out_prec == PREC_INT16 else 8
     out_bpe = out_bits // 8
@@ -459,19 +499,39 @@ def run_sdp(
         y = y[: ocube.cpad]
         flag = flag[: ocube.cpad]
         sat_count = int(np.count_nonzero(flag))
-        dst = CubeGeometry(
-            base=_addr(view, "SDP", "D_DST_BASE_ADDR"),
-            line_stride=int(view.reg("SDP", "D_DST_LINE_STRIDE")),
-            surface_stride=int(view.reg("SDP", "D_DST_SURFACE_STRIDE")),
-            width=w,
-            height=h,
-            channels=c,
-            group=out_group,
-            bpe=out_bpe,
-        )
-        write_cube(mem, dst, y)
+        if to_pdp:
+            from .pdp import run_pdp
 
-    # statistics (section 8.2/8.3)
+            if out_bits != 8:
+                raise UnitNotModelled("SDP->PDP on the fly: INT16 output not modelled; INT8 only")
+            pdp_res = run_pdp(view, mem, options, source=y)
+        else:
+            _write_dst(view, mem, y, w, h, c, out_group, out_bpe)
+
+    stats.update(_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
+    if pdp_res is not None:
+        stats.update(pdp_res.stats)
+        notes.extend(pdp_res.notes)
+    return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)
+
+
+def _write_dst(view, mem, y, w, h, c, out_group, out_bpe) -> None:
+    dst = CubeGeometry(
+        base=_addr(view, "SDP", "D_DST_BASE_ADDR"),
+        line_stride=int(view.reg("SDP", "D_DST_LINE_STRIDE")),
+        surface_stride=int(view.reg("SDP", "D_DST_SURFACE_STRIDE")),
+        width=w,
+        height=h,
+        channels=c,
+        group=out_group,
+        bpe=out_bpe,
+    )
+    write_cube(mem, dst, y)
+
+
+def _statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live) -> dict[tuple[str, str], int]:
+    """SDP statistics registers (section 8.2/8.3)."""
+    stats: dict[tuple[str, str], int] = {}
     counters: dict[str, tuple[bool, int]] = {
         "D_PERF_OUT_SATURATION": (bool(view.field("SDP", "D_PERF_ENABLE", "PERF_SAT_EN")), sat_count),
     }
@@ -499,4 +559,4 @@ def run_sdp(
         # cmod: register left untouched
     if stale:
         notes.append(f"SDP: enable off, RTL loads stale live counters (not tracked): {', '.join(stale)}")
-    return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)
+    return stats

@@ -67,6 +67,9 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
     if prof is None:
         pytest.skip(why)
     spec = pytestconfig.stash[SPEC_KEY].with_profile(prof.name)
+    sem = case.provenance.get("semantics")
+    if spec.kind == "model" and sem and sem != spec.semantics:
+        pytest.skip(f"{case.name}: golden follows {sem} semantics, the model target runs {spec.semantics}")
     if spec.kind == "verilator" and not spec.nvdla_hw:
         pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
     if spec.kind == "serial" and not (spec.lab and spec.board):
