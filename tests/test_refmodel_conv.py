@@ -251,3 +251,199 @@ def test_trace_crc(traces_dir, conv_target, name):
         res = run_trace(path, t)
     assert res.passed, res.summary()
     assert res.checks and not any(ck.vacuous for ck in res.checks)
+
+
+# ---------------------------------------------------------------------------------------
+# run_conv end to end on a register file built here (independent of the traces)
+
+
+class _Regs:
+    """Dict-backed RegisterView over the nv_small register map (reset values elsewhere)."""
+
+    def __init__(self, values: dict[tuple[str, str], int]):
+        from nvdla_hil.drivers.profiles import load_profile
+
+        self.profile = load_profile("nv_small")
+        self.rm = self.profile.regmap
+        self.values = values
+
+    def reg(self, block, register):
+        return self.values.get((block, register), self.rm.register(block, register).reset)
+
+    def field(self, block, register, field):
+        return self.rm.register(block, register).field(field).extract(self.reg(block, register))
+
+    def set_field(self, block, register, field, value):
+        r = self.rm.register(block, register)
+        self.values[(block, register)] = r.field(field).insert(self.reg(block, register), value)
+
+    def lut(self, block, table):
+        return np.zeros(65 if table == "LE" else 257, dtype=np.uint16)
+
+    def has(self, feature):
+        return self.profile.has(feature)
+
+
+def _pack_feature(d, base, line_stride, surf_stride, mem):
+    C, H, W = d.shape
+    for c in range(C):
+        for y in range(H):
+            for x in range(W):
+                mem.write(base + (c // 8) * surf_stride + y * line_stride + (x * 8 + c % 8), np.array([d[c, y, x] & 0xFF], np.uint8))
+
+
+def _pack_weights(w, base, mem):
+    """Seed 000 direct-conv format written with plain loops (groups of 8 kernels,
+    1x1x8 channel cubes, C'->K->W->H->C)."""
+    K, C, KH, KW = w.shape
+    out = []
+    for g in range(0, K, 8):
+        for s in range(0, C, 8):
+            for y in range(KH):
+                for x in range(KW):
+                    for k in range(g, min(g + 8, K)):
+                        for c in range(s, min(s + 8, C)):
+                            out.append(int(w[k, c, y, x]) & 0xFF)
+    mem.write(base, np.array(out, dtype=np.uint8))
+
+
+def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cvt=None, truncate=0):
+    from nvdla_hil.harness.memory import SparseMemory
+
+    C, H, W = d.shape
+    K, _, KH, KW = w.shape
+    cfg = _cfg(d, w, stride=stride, dil=dil, pad=pad, pad_value=pad_value)
+    mem = SparseMemory()
+    v = _Regs({})
+    S = v.set_field
+    line, surf = W * 8 + 32, (W * 8 + 32) * H + 64  # padded strides
+    _pack_feature(d, 0x1000, line, surf, mem)
+    _pack_weights(w, 0x80000, mem)
+    for b in ("CDMA", "CSC", "CACC"):
+        S(b, "D_MISC_CFG", "PROC_PRECISION", 0)
+    S("CDMA", "D_MISC_CFG", "IN_PRECISION", 0)
+    S("CSC", "D_MISC_CFG", "IN_PRECISION", 0)
+    v.values[("CDMA", "D_DAIN_ADDR_LOW_0")] = 0x1000
+    v.values[("CDMA", "D_LINE_STRIDE")] = line
+    v.values[("CDMA", "D_SURF_STRIDE")] = surf
+    S("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH", W - 1)
+    S("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT", H - 1)
+    S("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL", C - 1)
+    S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_WIDTH_EXT", W - 1)
+    S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT", H - 1)
+    S("CSC", "D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT", C - 1)
+    v.values[("CDMA", "D_WEIGHT_ADDR_LOW")] = 0x80000
+    S("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL", KW * KH * C - 1)
+    S("CDMA", "D_WEIGHT_SIZE_1", "WEIGHT_KERNEL", K - 1)
+    S("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_WIDTH_EXT", KW - 1)
+    S("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT", KH - 1)
+    S("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT", C - 1)
+    S("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_KERNEL", K - 1)
+    S("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_WIDTH", cfg.out_w - 1)
+    S("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_HEIGHT", cfg.out_h - 1)
+    S("CSC", "D_DATAOUT_SIZE_1", "DATAOUT_CHANNEL", K - 1)
+    S("CSC", "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT", stride[0] - 1)
+    S("CSC", "D_CONV_STRIDE_EXT", "CONV_Y_STRIDE_EXT", stride[1] - 1)
+    S("CSC", "D_DILATION_EXT", "X_DILATION_EXT", dil[0] - 1)
+    S("CSC", "D_DILATION_EXT", "Y_DILATION_EXT", dil[1] - 1)
+    S("CSC", "D_ZERO_PADDING", "PAD_LEFT", pad[0])
+    S("CSC", "D_ZERO_PADDING", "PAD_TOP", pad[2])
+    S("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE", 0xAB00 | (pad_value & 0xFF))  # high byte unused for int8
+    if cvt is not None:
+        off, scale, trunc = cvt
+        S("CDMA", "D_CVT_CFG", "CVT_EN", 1)
+        S("CDMA", "D_CVT_CFG", "CVT_TRUNCATE", trunc)
+        S("CDMA", "D_CVT_OFFSET", "CVT_OFFSET", off & 0xFFFF)
+        S("CDMA", "D_CVT_SCALE", "CVT_SCALE", scale & 0xFFFF)
+    S("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE", truncate)
+    # SDP: flying, everything bypassed, output CVT identity (scale 1, shift 0) -> int8 clamp
+    S("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", 1)
+    S("SDP", "D_DATA_CUBE_WIDTH", "WIDTH", cfg.out_w - 1)
+    S("SDP", "D_DATA_CUBE_HEIGHT", "HEIGHT", cfg.out_h - 1)
+    S("SDP", "D_DATA_CUBE_CHANNEL", "CHANNEL", K - 1)
+    for stage in ("BS", "BN", "EW"):
+        S("SDP", f"D_DP_{stage}_CFG", f"{stage}_BYPASS", 1)
+    S("SDP", "D_CVT_SCALE", "CVT_SCALE", 1)
+    S("SDP", "D_PERF_ENABLE", "PERF_SAT_EN", 1)
+    oline, osurf = cfg.out_w * 8, cfg.out_w * 8 * cfg.out_h
+    v.values[("SDP", "D_DST_BASE_ADDR_LOW")] = 0x200000
+    v.values[("SDP", "D_DST_LINE_STRIDE")] = oline
+    v.values[("SDP", "D_DST_SURFACE_STRIDE")] = osurf
+    return v, mem, cfg, (oline, osurf)
+
+
+def _read_out(mem, cfg, K, oline, osurf):
+    kp = -(-K // 8) * 8
+    out = np.zeros((kp, cfg.out_h, cfg.out_w), dtype=np.int64)
+    raw = mem.read(0x200000, osurf * (kp // 8)).view(np.int8)
+    for k in range(kp):
+        for y in range(cfg.out_h):
+            for x in range(cfg.out_w):
+                out[k, y, x] = raw[(k // 8) * osurf + y * oline + x * 8 + k % 8]
+    return out
+
+
+@pytest.mark.parametrize(
+    "dshape,kshape,stride,dil,pad,pv,truncate",
+    [
+        ((10, 5, 6), (9, 10, 3, 2), (2, 1), (1, 2), (1, 2, 2, 1), -7, 9),
+        ((3, 4, 4), (2, 3, 3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 5, 6),
+    ],
+)
+def test_run_conv_end_to_end(dshape, kshape, stride, dil, pad, pv, truncate):
+    rng = np.random.default_rng(7)
+    d = rng.integers(-128, 128, size=dshape)
+    w = rng.integers(-128, 128, size=kshape)
+    v, mem, cfg, (oline, osurf) = _layer(d, w, stride=stride, dil=dil, pad=pad, pad_value=pv, truncate=truncate)
+    res = run_conv(v, mem, ModelOptions())
+    # expected: naive conv, rounding shift (ties away from zero), int8 clamp by the SDP
+    a = naive_conv(d, w, cfg)
+    q = a >> truncate
+    r = a - (q << truncate)
+    half = 1 << (truncate - 1)
+    q = q + ((r > half) | ((r == half) & (a >= 0)))
+    exp = np.clip(q, -128, 127)
+    got = _read_out(mem, cfg, w.shape[0], oline, osurf)
+    np.testing.assert_array_equal(got[: w.shape[0]], exp)
+    assert not got[w.shape[0]:].any()  # kernel padding lanes carry 0 through an identity SDP
+    assert res.stats[("CACC", "D_OUT_SATURATION")] == 0
+    assert res.stats[("SDP", "D_PERF_OUT_SATURATION")] == 0  # int8 clamp is silent (doc 2)
+
+
+def test_run_conv_cdma_cvt_and_cacc_saturation():
+    d = np.array([[[100, -100]]], dtype=np.int64).repeat(8, axis=0)  # 8 channels, 1x2
+    w = np.full((1, 8, 1, 1), 127, dtype=np.int64)
+    # CVT: (x - 4) * 3 >> 2 -> 72, -78 (-312/4 = -78 exactly)
+    v, mem, cfg, (oline, osurf) = _layer(d, w, cvt=(4, 3, 2), truncate=0)
+    res = run_conv(v, mem, ModelOptions())
+    got = _read_out(mem, cfg, 1, oline, osurf)
+    assert got[0, 0].tolist() == [127, -128]  # 8*127*72 and 8*127*-78 clamp in the int8 store
+    assert res.stats[("CACC", "D_OUT_SATURATION")] == 0
+    assert res.stats[("SDP", "D_PERF_OUT_SATURATION")] == 2  # 17-bit RSAT of SDP C saturates
+    # the partial sums: check the CVT'd values through an unclamped readout (CACC truncate 12)
+    v, mem, cfg, (oline, osurf) = _layer(d, w, cvt=(4, 3, 2), truncate=12)
+    run_conv(v, mem, ModelOptions())
+    got = _read_out(mem, cfg, 1, oline, osurf)
+    # 73152 / 4096 = 17.86 -> 18; -79248 / 4096 = -19.35 -> -19
+    assert got[0, 0].tolist() == [18, -19]
+
+
+@pytest.mark.parametrize(
+    "block,reg,field,value,needle",
+    [
+        ("CDMA", "D_MISC_CFG", "CONV_MODE", 1, "Winograd"),
+        ("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT", 1, "pixel"),
+        ("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT", 1, "compressed"),
+        ("CACC", "D_MISC_CFG", "PROC_PRECISION", 1, "INT16"),
+        ("CDMA", "D_BATCH_NUMBER", "BATCHES", 1, "batch"),
+    ],
+)
+def test_unmodelled_modes_name_unit_and_feature(block, reg, field, value, needle):
+    from nvdla_hil.harness.refmodel.base import UnitNotModelled
+
+    d = np.ones((8, 1, 1), dtype=np.int64)
+    w = np.ones((1, 8, 1, 1), dtype=np.int64)
+    v, mem, _, _ = _layer(d, w)
+    v.set_field(block, reg, field, value)
+    with pytest.raises(UnitNotModelled, match=needle):
+        run_conv(v, mem, ModelOptions())

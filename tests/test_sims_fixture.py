@@ -51,9 +51,10 @@ def _vmod_tree(tmp_path: Path, *, cvif: bool = False, bad_csc: bool = False) -> 
     (top / "NV_multi.v").write_text("module helper_a; endmodule\nmodule helper_b; endmodule\n")
     csc = vmod / "nvdla" / "csc"
     csc.mkdir()
-    body = "module NV_NVDLA_CSC_dl (x);\noutput [8:0] sc2buf_dat_rd_shift;\n"
-    if bad_csc:
-        body += "wire sc2buf_dat_rd_shift;\n"
+    body = "module NV_NVDLA_CSC_dl (x);\noutput [9 -1:0] sc2buf_dat_rd_shift;\n    `define NO_JUMP\n"
+    if bad_csc:  # the nv_small_256_full construct, in the active branch only
+        body += "`ifdef NO_JUMP\nwire sc2buf_dat_rd_shift = {9{1'b0}};\n`endif\n"
+    body += "`ifdef JUMP\nwire sc2buf_dat_rd_shift;\n`else\n// wire sc2buf_dat_rd_shift;\n`endif\n"
     (csc / "NV_NVDLA_CSC_dl.v").write_text(body + "endmodule\n")
     for sub in ("rams/fpga/model", "rams/model", "rams/synth", "fifos", "vlibs", "include"):
         (vmod / sub).mkdir(parents=True)
@@ -102,9 +103,10 @@ def test_known_rtl_issue_names_file_line_and_fix(tmp_path: Path) -> None:
     vmod = simbuild.find_vmod(_vmod_tree(tmp_path, bad_csc=True), "nv_small")
     problems = simbuild.check_known_rtl_issues(vmod)
     assert len(problems) == 1
-    assert "NV_NVDLA_CSC_dl.v:3:" in problems[0]
-    assert "wire sc2buf_dat_rd_shift;" in problems[0] and "9-bit output" in problems[0]
-    with pytest.raises(simbuild.BuildError, match="NV_NVDLA_CSC_dl.v:3"):
+    assert "NV_NVDLA_CSC_dl.v:5:" in problems[0]
+    assert "9-bit output port `sc2buf_dat_rd_shift`" in problems[0]
+    assert "`assign sc2buf_dat_rd_shift = {9{1'b0}};`" in problems[0]
+    with pytest.raises(simbuild.BuildError, match="NV_NVDLA_CSC_dl.v:5"):
         simbuild.build_nvdla(tmp_path, "nv_small")
     clean = simbuild.find_vmod(_vmod_tree(tmp_path / "c"), "nv_small")
     assert simbuild.check_known_rtl_issues(clean) == []
