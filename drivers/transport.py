@@ -209,8 +209,8 @@ class Transport(ABC):
     def wait_irq(self, timeout: float | None) -> bool:
         """Block until the interrupt line is high or ``timeout`` seconds pass.
 
-        Returns True when the line is asserted. Transports without a line (a UART board)
-        return True at once and the driver polls GLB S_INTR_STATUS instead.
+        Returns True when the line is asserted (or, for a UART board without a line, when GLB
+        S_INTR_STATUS has a bit set); the driver always reads S_INTR_STATUS afterwards.
         """
         if not self._is_open:
             raise NotOpenError()

@@ -282,6 +282,8 @@ class SerialTransport(Transport):
         readback_ok: ``readback_ok(csb_address) -> bool``; True for plain RW registers (reading
             returns what was written, rewriting is harmless). Everything else is treated as
             non-idempotent. Default: nothing reads back (safe, unverified).
+        readback_mask: ``readback_mask(csb_address) -> int``, the bits of a readback-able register
+            that read back as written (its RW fields; undefined bits read 0). Default: all 32.
         response_timeout: seconds to wait for a response beyond its wire time.
         sync_address: register used to resynchronise (GLB S_NVDLA_HW_VERSION).
         board_timeout: the bridge's FSM timeout; a resync keeps the line silent this long.
@@ -295,6 +297,7 @@ class SerialTransport(Transport):
         board_map: BoardMap | None = None,
         policy: IntegrityPolicy | None = None,
         readback_ok: Callable[[int], bool] | None = None,
+        readback_mask: Callable[[int], int] | None = None,
         response_timeout: float = 0.5,
         sync_address: int = GLB_HW_VERSION,
         intr_status_address: int = GLB_INTR_STATUS,
@@ -312,6 +315,7 @@ class SerialTransport(Transport):
         self.board_map = board_map or BoardMap()
         self.policy = policy or IntegrityPolicy()
         self.readback_ok = readback_ok or _all_readback
+        self.readback_mask = readback_mask or (lambda address: 0xFFFFFFFF)
         self.response_timeout = float(response_timeout)
         self.sync_address = sync_address
         self.intr_status_address = intr_status_address
@@ -516,6 +520,14 @@ class SerialTransport(Transport):
             if len(self._tx) >= 4096:
                 self._flush_tx()
 
+    def _mask_of_word(self, word: int) -> int:
+        """Read-back mask of the register at board word address ``word``."""
+        a = word * 4
+        bm = self.board_map
+        if bm.csr_base <= a < bm.csr_base + bm.csr_size:
+            return self.readback_mask(a - bm.csr_base) & 0xFFFFFFFF
+        return 0xFFFFFFFF
+
     def _verify_pending(self) -> None:
         """Read back every pending readback-able write; on mismatch rewrite all of them (idempotent)."""
         if not self._pending:
@@ -532,7 +544,8 @@ class SerialTransport(Transport):
                     j += 1
                 got = self._read_words_once(items[i][0], j - i, True)
                 want = np.array([v for _, v in items[i:j]], dtype=np.uint32)
-                if not np.array_equal(got, want):
+                mask = np.array([self._mask_of_word(w) for w, _ in items[i:j]], dtype=np.uint32)
+                if not np.array_equal(got & mask, want & mask):
                     self.stats.verify_mismatches += 1
                     raise _LinkFault(f"write read-back mismatch at word {items[i][0]:#x}")
                 i = j

@@ -11,8 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from nvdla_hil.harness.refmodel import conv
 from nvdla_hil.harness.refmodel.base import ModelOptions
 from nvdla_hil.harness.refmodel.conv import (
     ConvConfig,
@@ -20,7 +18,6 @@ from nvdla_hil.harness.refmodel.conv import (
     cdma_convert,
     conv_accumulate,
     run_conv,
-    run_sdp_pdp,
     weight_offsets,
 )
 
@@ -52,7 +49,9 @@ def naive_conv(d, w, cfg: ConvConfig, *, sat_bits: int | None = None, atomic_c: 
                                 step += int(w[k, c, ky, kx]) * v
                             acc += step
                             if sat_bits:
-                                acc = max(-(1 << (sat_bits - 1)), min((1 << (sat_bits - 1)) - 1, acc))
+                                acc = max(
+                                    -(1 << (sat_bits - 1)), min((1 << (sat_bits - 1)) - 1, acc)
+                                )
                 out[k, oy, ox] = acc
     return out.astype(np.int64)
 
@@ -155,7 +154,15 @@ def test_cdma_convert_by_hand():
 def test_cacc_truncate_rounding_and_saturation():
     a = np.array([5, -5, 6, -6, 7, 1 << 40, -(1 << 40)])
     out, n = cacc_truncate(a, 1)
-    assert out.tolist() == [3, -3, 3, -3, 4, (1 << 31) - 1, -(1 << 31)]  # ties away from zero (doc 1.1)
+    assert out.tolist() == [
+        3,
+        -3,
+        3,
+        -3,
+        4,
+        (1 << 31) - 1,
+        -(1 << 31),
+    ]  # ties away from zero (doc 1.1)
     assert n == 2
     out, n = cacc_truncate(np.array([(1 << 31) - 1, 1 << 31, -(1 << 31), -(1 << 31) - 1]), 0)
     assert out.tolist() == [(1 << 31) - 1, (1 << 31) - 1, -(1 << 31), -(1 << 31)] and n == 2
@@ -289,7 +296,10 @@ def _pack_feature(d, base, line_stride, surf_stride, mem):
     for c in range(C):
         for y in range(H):
             for x in range(W):
-                mem.write(base + (c // 8) * surf_stride + y * line_stride + (x * 8 + c % 8), np.array([d[c, y, x] & 0xFF], np.uint8))
+                mem.write(
+                    base + (c // 8) * surf_stride + y * line_stride + (x * 8 + c % 8),
+                    np.array([d[c, y, x] & 0xFF], np.uint8),
+                )
 
 
 def _pack_weights(w, base, mem):
@@ -348,7 +358,9 @@ def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cv
     S("CSC", "D_DILATION_EXT", "Y_DILATION_EXT", dil[1] - 1)
     S("CSC", "D_ZERO_PADDING", "PAD_LEFT", pad[0])
     S("CSC", "D_ZERO_PADDING", "PAD_TOP", pad[2])
-    S("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE", 0xAB00 | (pad_value & 0xFF))  # high byte unused for int8
+    S(
+        "CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE", 0xAB00 | (pad_value & 0xFF)
+    )  # high byte unused for int8
     if cvt is not None:
         off, scale, trunc = cvt
         S("CDMA", "D_CVT_CFG", "CVT_EN", 1)
@@ -394,7 +406,9 @@ def test_run_conv_end_to_end(dshape, kshape, stride, dil, pad, pv, truncate):
     rng = np.random.default_rng(7)
     d = rng.integers(-128, 128, size=dshape)
     w = rng.integers(-128, 128, size=kshape)
-    v, mem, cfg, (oline, osurf) = _layer(d, w, stride=stride, dil=dil, pad=pad, pad_value=pv, truncate=truncate)
+    v, mem, cfg, (oline, osurf) = _layer(
+        d, w, stride=stride, dil=dil, pad=pad, pad_value=pv, truncate=truncate
+    )
     res = run_conv(v, mem, ModelOptions())
     # expected: naive conv, rounding shift (ties away from zero), int8 clamp by the SDP
     a = naive_conv(d, w, cfg)
@@ -405,7 +419,7 @@ def test_run_conv_end_to_end(dshape, kshape, stride, dil, pad, pv, truncate):
     exp = np.clip(q, -128, 127)
     got = _read_out(mem, cfg, w.shape[0], oline, osurf)
     np.testing.assert_array_equal(got[: w.shape[0]], exp)
-    assert not got[w.shape[0]:].any()  # kernel padding lanes carry 0 through an identity SDP
+    assert not got[w.shape[0] :].any()  # kernel padding lanes carry 0 through an identity SDP
     assert res.stats[("CACC", "D_OUT_SATURATION")] == 0
     assert res.stats[("SDP", "D_PERF_OUT_SATURATION")] == 0  # int8 clamp is silent (doc 2)
 

@@ -86,7 +86,9 @@ def _addr(view: RegisterView, block: str, high: str, low: str) -> int:
 # arithmetic stages (pure functions)
 
 
-def cdma_convert(x: np.ndarray, *, offset: int, scale: int, truncate: int, out_bits: int = 8) -> np.ndarray:
+def cdma_convert(
+    x: np.ndarray, *, offset: int, scale: int, truncate: int, out_bits: int = 8
+) -> np.ndarray:
     """CDMA input convertor (doc section 2): ``SAT_out(RSAT((x - offset) * scale, truncate, 17))``."""
     v = (np.asarray(x, dtype=I64) - I64(offset)) * I64(scale)
     v = np.clip(rnd(v, truncate), -(1 << 16), (1 << 16) - 1)
@@ -111,7 +113,9 @@ def weight_offsets(k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: in
     return group_base + slice_base + ((yy * kw + xx) * kg + ki) * cs + ci
 
 
-def read_dc_weights(mem: MemoryPort, base: int, k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int) -> np.ndarray:
+def read_dc_weights(
+    mem: MemoryPort, base: int, k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int
+) -> np.ndarray:
     """Weights as int64 array (K, C, KH, KW) from the direct-convolution format at ``base``."""
     off = weight_offsets(k, c, kh, kw, atomic_k, atomic_c)
     raw = np.asarray(mem.read(base, k * c * kh * kw), dtype=np.uint8)
@@ -165,7 +169,11 @@ def conv_accumulate(
                 t = _tap(padded, cfg, ky, kx).reshape(c, -1)
                 wk = w[:, :, ky, kx]
                 if use_float:
-                    acc += (wk.astype(np.float64) @ t.astype(np.float64)).astype(I64).reshape(acc.shape)
+                    acc += (
+                        (wk.astype(np.float64) @ t.astype(np.float64))
+                        .astype(I64)
+                        .reshape(acc.shape)
+                    )
                 else:
                     acc += (wk @ t).reshape(acc.shape)
         return acc
@@ -179,7 +187,9 @@ def conv_accumulate(
     return acc
 
 
-def cacc_truncate(a: np.ndarray, truncate: int, *, semantics: str = "rtl") -> tuple[np.ndarray, int]:
+def cacc_truncate(
+    a: np.ndarray, truncate: int, *, semantics: str = "rtl"
+) -> tuple[np.ndarray, int]:
     """CACC clip (doc section 4): ``clamp(rnd(A, t), 32)`` and the saturation count."""
     a = np.asarray(a, dtype=I64)
     r = rnd(a, truncate)
@@ -210,9 +220,13 @@ def _check_modelled(view: RegisterView) -> None:
             raise UnitNotModelled(f"{b}: INT16/FP16 convolution not modelled; INT8 only")
     if view.field("CDMA", "D_MISC_CFG", "IN_PRECISION") != 0:
         raise UnitNotModelled("CDMA: INT16/FP16 input not modelled; INT8 only")
-    if view.field("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") or view.field("CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"):
+    if view.field("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") or view.field(
+        "CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"
+    ):
         raise UnitNotModelled("CDMA: image (pixel) input not modelled; feature input only")
-    if view.field("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT") or view.field("CSC", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT"):
+    if view.field("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT") or view.field(
+        "CSC", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT"
+    ):
         raise UnitNotModelled("CDMA: compressed weights (WMB/WGS) not modelled")
     for b in ("CDMA", "CSC", "CACC"):
         if view.field(b, "D_BATCH_NUMBER", "BATCHES"):
@@ -268,7 +282,9 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray
     return d
 
 
-def run_conv(view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None) -> LayerResult:
+def run_conv(
+    view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None
+) -> LayerResult:
     """One flying direct-convolution layer: CDMA/CSC/CMAC/CACC, then SDP (flying input) to
     memory, or on to PDP when ``SDP.D_FEATURE_MODE_CFG.OUTPUT_DST`` = PDP."""
     from .sdp import run_sdp
@@ -285,10 +301,14 @@ def run_conv(view: RegisterView, mem: MemoryPort, options: ModelOptions | None =
     wc = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")) + 1
     wk = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_KERNEL")) + 1
     if wc != cfg.in_c or wk != cfg.out_k:
-        raise UnitNotModelled(f"CSC: weight C/K {wc}/{wk} differ from data C {cfg.in_c} / output K {cfg.out_k}")
+        raise UnitNotModelled(
+            f"CSC: weight C/K {wc}/{wk} differ from data C {cfg.in_c} / output K {cfg.out_k}"
+        )
     bpk = int(view.field("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL")) + 1
     if bpk != cfg.k_w * cfg.k_h * cfg.in_c:
-        raise UnitNotModelled(f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c} (not modelled)")
+        raise UnitNotModelled(
+            f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c} (not modelled)"
+        )
     w = read_dc_weights(
         mem, _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
         cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atom, atom,
@@ -306,7 +326,9 @@ def run_conv(view: RegisterView, mem: MemoryPort, options: ModelOptions | None =
     return LayerResult(stats=stats, elements=sdp_res.elements, notes=notes)
 
 
-def run_sdp_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None) -> LayerResult:
+def run_sdp_pdp(
+    view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None
+) -> LayerResult:
     """SDP reading memory, its output streamed on the fly into PDP, PDP writing memory."""
     from .sdp import run_sdp
 

@@ -375,7 +375,6 @@ def run_sdp(
     (see :class:`SdpLiveCounters`).
     """
     options = options if options is not None else ModelOptions()
-    sem = options.semantics
     flying = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE"))
     if flying and source is None:
         raise UnitNotModelled("SDP: flying mode (input from CACC) needs the convolution pipeline (conv.run_conv)")

@@ -13,14 +13,43 @@ from ..lab import BoardConfig, BoardLock, resolve_board, run_reset
 __all__ = ["make_serial_transport", "open_serial_target"]
 
 
+def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int], int]]:
+    """``readback_ok``/``readback_mask`` for the verify policy, from the profile's register map:
+    a register reads back when it has no side effect on write and every field is read-write;
+    the bits compared are its fields (undefined bits read 0)."""
+    from ...drivers.profiles import load_profile
+    from ...drivers.regmap import RegisterMapError
+
+    regmap = load_profile(profile).regmap
+
+    def reg(address: int):  # noqa: ANN202
+        try:
+            return regmap.by_address(address)
+        except RegisterMapError:
+            return None
+
+    def ok(address: int) -> bool:
+        r = reg(address)
+        return bool(r and not r.trigger and r.fields and all(f.access == "rw" for f in r.fields.values()))
+
+    def mask(address: int) -> int:
+        r = reg(address)
+        return r.writable_mask if r else 0xFFFFFFFF
+
+    return ok, mask
+
+
 def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] | None = None) -> SerialTransport:
-    """An unopened :class:`SerialTransport` configured from one lab board entry."""
+    """An unopened :class:`SerialTransport` configured from one lab board entry; unless given,
+    the read-back rules come from the board profile's register map."""
+    ok, mask = readback_rules(cfg.profile)
     return SerialTransport(
         cfg.url,
         cfg.baud,
         board_map=cfg.board_map,
         policy=cfg.policy,
-        readback_ok=readback_ok,
+        readback_ok=readback_ok or ok,
+        readback_mask=mask,
         response_timeout=cfg.response_timeout,
         board_timeout=cfg.board_timeout,
         profile_name=cfg.profile,
