@@ -307,6 +307,7 @@ class SerialTransport(Transport):
         verify_batch: int = 64,
         profile_name: str = "nv_small",
         reset_hook: Callable[[], None] | None = None,
+        reset_address: int | None = None,
         serial_kwargs: dict | None = None,
     ) -> None:
         super().__init__()
@@ -328,6 +329,7 @@ class SerialTransport(Transport):
         self.verify_batch = int(verify_batch)
         self.profile_name = profile_name
         self.reset_hook = reset_hook
+        self.reset_address = reset_address
         self.serial_kwargs = dict(serial_kwargs or {})
         self.stats = LinkStats()
         self.sync_value: int | None = None
@@ -703,11 +705,17 @@ class SerialTransport(Transport):
             time.sleep(0.0005)
 
     def _reset(self) -> None:
-        if self.reset_hook is None:
-            raise TransportError(f"{self.url}: no reset command configured for this board")
+        """Reset NVDLA: write 1 to the SoC's reset register (``reset_address``, a board bus
+        address such as LiteX's ``ctrl_reset`` CSR) or run the lab's reset command."""
+        if self.reset_hook is None and self.reset_address is None:
+            raise TransportError(f"{self.url}: no reset_address or reset_command configured for this board")
         self._tx.clear()
         self._pending.clear()
-        self.reset_hook()
+        if self.reset_address is not None:
+            self._queue_write(self.reset_address >> 2, np.array([1], dtype=np.uint32), True)
+            self._flush_tx()
+        else:
+            self.reset_hook()
         self._resync()
 
     def sync(self) -> None:

@@ -46,6 +46,9 @@ from ..drivers.uartbone import (
 from .memory import SparseMemory
 
 _DEFAULT_MAP = BoardMap()
+#: LiteX SoCs put the SoC controller at the CSR base 0xf0000000; its first CSR, ctrl_reset,
+#: resets the SoC when written with 1. The emulator resets its NVDLA on a write there.
+DEFAULT_RESET_ADDRESS = 0xF000_0000
 __all__ = [
     "BoardEmulator",
     "BridgeCore",
@@ -127,6 +130,8 @@ class EmuStats:
     unmapped: int = 0
     fsm_timeouts: int = 0
     lost_while_sending: int = 0
+    resets: int = 0
+    target_errors: int = 0
     write_log: list[tuple[str, int, int]] = field(default_factory=list)
 
 
@@ -166,8 +171,10 @@ class BridgeCore:
         *,
         fsm_timeout: float = FSM_TIMEOUT,
         log_writes: bool = False,
+        reset_address: int | None = DEFAULT_RESET_ADDRESS,
     ) -> None:
         self.target = target
+        self.reset_address = reset_address
         self.map = board_map
         self.stats = stats or EmuStats()
         self.fsm_timeout = fsm_timeout
@@ -193,6 +200,11 @@ class BridgeCore:
         for i, v in enumerate(values):
             addr = 4 * (word + (i if incr else 0))
             dec = self.map.decode(addr & 0xFFFF_FFFF)
+            if dec is None and addr == self.reset_address:
+                if int(v) & 1:
+                    self.target.reset()
+                    self.stats.resets += 1
+                continue
             try:
                 if dec is None:
                     raise ValueError
@@ -204,6 +216,9 @@ class BridgeCore:
                     self.stats.write_log.append((dec[0], dec[1], int(v)))
             except (ValueError, TransportError):
                 self.stats.unmapped += 1
+            except Exception as e:  # noqa: BLE001 - e.g. UnitNotModelled: the board must keep serving
+                self.stats.target_errors += 1
+                print(f"board-emu: {type(e).__name__}: {e}", file=sys.stderr)
 
     def _bus_read(self, word: int, count: int, incr: bool) -> bytes:
         self.stats.bus_reads += count
@@ -301,6 +316,7 @@ class BoardEmulator:
         tcp_port: int = 0,
         fsm_timeout: float = FSM_TIMEOUT,
         log_writes: bool = False,
+        reset_address: int | None = None,
     ) -> None:
         if mode not in ("pty", "tcp"):
             raise ValueError(f"board-emu mode {mode!r} is not 'pty' or 'tcp'")
@@ -308,7 +324,8 @@ class BoardEmulator:
         self.board_map = board_map or BoardMap()
         self.faults = faults or FaultConfig()
         self.stats = EmuStats()
-        self.core = BridgeCore(target, self.board_map, self.stats, fsm_timeout=fsm_timeout, log_writes=log_writes)
+        self.core = BridgeCore(target, self.board_map, self.stats, fsm_timeout=fsm_timeout, log_writes=log_writes,
+                               reset_address=DEFAULT_RESET_ADDRESS if reset_address is None else reset_address)
         self._faults = _Faults(self.faults, self.stats)
         self._delay_rng = np.random.default_rng(self.faults.seed + 1)
         self.mode = mode
@@ -476,6 +493,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--delay", type=float, default=0.0, help="max random delay before each response (s)")
     p.add_argument("--silent-after", type=int, default=None, help="stop answering after N received bytes")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--reset-address", type=_int, default=DEFAULT_RESET_ADDRESS,
+                   help="board address whose write resets NVDLA (LiteX ctrl_reset CSR; default 0xf0000000)")
     p.set_defaults(func=_run)
 
 
@@ -491,7 +510,7 @@ def _run(args: argparse.Namespace) -> int:
     target = _make_target(args.backend, args.profile)
     mode = "tcp" if args.tcp is not None else "pty"
     with target:
-        emu = BoardEmulator(target, bmap, faults, mode=mode, tcp_port=args.tcp or 0)
+        emu = BoardEmulator(target, bmap, faults, mode=mode, tcp_port=args.tcp or 0, reset_address=args.reset_address)
         print(emu.url, flush=True)
         try:
             emu.serve_forever()

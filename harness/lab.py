@@ -19,6 +19,8 @@ A lab file is YAML::
         board_timeout: 0.1          # the UARTBone FSM timer
         reset_command: [openFPGALoader, -b, arty, nvdla.bit]   # argv, run without a shell
         reset_timeout: 120
+        reset_address: 0xf0000000   # optional: writing 1 here resets NVDLA (LiteX ctrl_reset CSR);
+                                    # the serial target then resets the board before every test
 
 Selection: ``--lab FILE --board NAME`` or the environment variables ``NVDLA_HIL_LAB`` and
 ``NVDLA_HIL_BOARD``. The file is read with ``yaml.safe_load``; unknown fields are errors.
@@ -96,6 +98,7 @@ class BoardConfig:
     board_timeout: float = FSM_TIMEOUT
     reset_command: tuple[str, ...] | None = None
     reset_timeout: float = 120.0
+    reset_address: int | None = None
 
     @property
     def board_map(self) -> BoardMap:
@@ -127,7 +130,7 @@ class Lab:
 
 
 # ---- parsing ------------------------------------------------------------------------------------------
-_INT_FIELDS = {"baud", "csr_base", "csr_size", "dram_base", "dram_nvdla_base", "dram_size", "retries"}
+_INT_FIELDS = {"baud", "csr_base", "csr_size", "dram_base", "dram_nvdla_base", "dram_size", "retries", "reset_address"}
 _FLOAT_FIELDS = {"response_timeout", "board_timeout", "reset_timeout"}
 
 

@@ -67,6 +67,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if kind not in TARGETS:
         raise pytest.UsageError(f"NVDLA_HIL_TARGET={kind!r}: expected one of {', '.join(TARGETS)}")
     profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", DEFAULT_PROFILES) or "").split(",") if p.strip()]
+    lab, board = _opt(config, "--lab", "NVDLA_HIL_LAB"), _opt(config, "--board", "NVDLA_HIL_BOARD")
+    if kind == "serial" and lab and board:
+        from .lab import LabError, resolve_board
+
+        try:
+            _, cfg = resolve_board(lab, board)
+        except LabError as e:
+            raise pytest.UsageError(str(e)) from None
+        profiles = [cfg.profile]  # a board is one hardware build
     for p in profiles:
         try:
             load_profile(p)
@@ -79,8 +88,8 @@ def pytest_configure(config: pytest.Config) -> None:
         semantics=config.getoption("--model-semantics"),
         nvdla_hw=_opt(config, "--nvdla-hw", "NVDLA_HW"),
         waves=config.getoption("--waves"),
-        lab=_opt(config, "--lab", "NVDLA_HIL_LAB"),
-        board=_opt(config, "--board", "NVDLA_HIL_BOARD"),
+        lab=lab,
+        board=board,
     )
     if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")

@@ -461,3 +461,20 @@ def test_unmodelled_modes_name_unit_and_feature(block, reg, field, value, needle
     v.set_field(block, reg, field, value)
     with pytest.raises(UnitNotModelled, match=needle):
         run_conv(v, mem, ModelOptions())
+
+
+def test_cacc_sticky_field_rtl_vs_cmod_beyond_16():
+    # [DIFF] 4b: t = 20. A = -2^20 + 2^19 + 4: floor -1, remainder 2^19 + 4 > half -> exact 0.
+    # The RTL sticky field holds bits 18..4 only (all zero here): a negative "tie" stays at -1.
+    a = np.array([-(1 << 20) + (1 << 19) + 4, -(1 << 20) + (1 << 19) + 16, (1 << 19)])
+    rtl, _ = cacc_truncate(a, 20, semantics="rtl")
+    cmod, _ = cacc_truncate(a, 20, semantics="cmod")
+    assert cmod.tolist() == [0, 0, 1]
+    assert rtl.tolist() == [-1, 0, 1]  # bit 4 is inside the sticky field
+    # t <= 16: identical
+    a = np.arange(-70000, 70000, 7)
+    for t in (1, 5, 16):
+        assert (
+            cacc_truncate(a, t, semantics="rtl")[0].tolist()
+            == cacc_truncate(a, t, semantics="cmod")[0].tolist()
+        )

@@ -36,7 +36,7 @@ import numpy as np
 
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .dma import CubeGeometry, read_cube
-from .ops import rnd, rsat_flag, sx
+from .ops import rnd, sx
 
 __all__ = [
     "ConvConfig",
@@ -190,12 +190,28 @@ def conv_accumulate(
 def cacc_truncate(
     a: np.ndarray, truncate: int, *, semantics: str = "rtl"
 ) -> tuple[np.ndarray, int]:
-    """CACC clip (doc section 4): ``clamp(rnd(A, t), 32)`` and the saturation count."""
+    """CACC clip (doc section 4): ``clamp(rnd(A, t), 32)`` and the saturation count.
+
+    RTL (``NV_NVDLA_CACC_CALC_int8.v``): ``{A, 16'b0} >>> t`` gives the floor, a guard bit and
+    a 15-bit sticky field; round up when ``guard & (A >= 0 | sticky)``. For ``t > 16`` the
+    sticky field misses bits ``t-17 .. 0``, so a negative value just above a tie rounds down
+    ([DIFF] 4b). Saturation when the floor leaves int32 or a positive INT32_MAX rounds up
+    (rule 1.2). cmod: exact rounding, count when the rounded value leaves int32."""
     a = np.asarray(a, dtype=I64)
-    r = rnd(a, truncate)
+    t = int(truncate)
+    if semantics == "rtl" and t > 0:
+        q = a >> t
+        guard = (a >> (t - 1)) & 1
+        lo = max(t - 16, 0)
+        sticky = ((a >> lo) & ((I64(1) << (t - 1 - lo)) - 1)) != 0
+        inc = (guard == 1) & ((a >= 0) | sticky)
+        flag = (q < INT32_MIN) | (q > INT32_MAX) | (inc & (q == INT32_MAX))
+        out = np.where(flag, np.where(a < 0, INT32_MIN, INT32_MAX), q + inc)
+        return out.astype(I64), int(np.count_nonzero(flag))
+    r = rnd(a, t)
     out = np.clip(r, INT32_MIN, INT32_MAX)
-    if semantics == "rtl":
-        flag = rsat_flag(a, truncate, 32, semantics="rtl")
+    if semantics == "rtl":  # t == 0: clamp only
+        flag = (a < INT32_MIN) | (a > INT32_MAX)
     else:
         flag = (r < INT32_MIN) | (r > INT32_MAX)
     return out, int(np.count_nonzero(flag))

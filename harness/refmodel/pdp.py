@@ -1,4 +1,4 @@
-"""Bit-exact reference model of NVDLA's PDP (planar data processor: pooling), INT8, off-flying.
+"""Bit-exact reference model of NVDLA's PDP (pooling), INT8; input from memory or from SDP.
 
 Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp.cpp``
 ``LineOperation`` / ``PoolingStage0Calc`` / ``PoolingStage1Calc``; RTL ``vmod/nvdla/pdp``):

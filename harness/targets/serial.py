@@ -54,6 +54,7 @@ def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] |
         board_timeout=cfg.board_timeout,
         profile_name=cfg.profile,
         reset_hook=run_reset(cfg),
+        reset_address=cfg.reset_address,
     )
 
 
@@ -79,7 +80,10 @@ def open_serial_target(
         transport = make_serial_transport(cfg, readback_ok)
         try:
             transport.open()
+            if cfg.reset_address is not None:
+                transport.reset()  # every session starts from a reset NVDLA, as NVDLA's own flow does
         except TransportError as e:
+            transport.close()
             raise TransportError(f"board {cfg.name!r} ({lab.path}): {e}") from e
         try:
             yield transport
