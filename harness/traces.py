@@ -257,6 +257,26 @@ class TraceResult:
         return "\n".join(lines)
 
 
+def _merge_pieces(pieces: list[tuple[str, int, np.ndarray]]) -> list[tuple[str, int, np.ndarray]]:
+    """Merge memory writes (applied in order) into one buffer per contiguous range and port."""
+    out: list[tuple[str, int, np.ndarray]] = []
+    for port in dict.fromkeys(p for p, _, _ in pieces):
+        mine = [(a, d) for p, a, d in pieces if p == port]
+        spans: list[list[int]] = []
+        for a, d in sorted(mine, key=lambda x: x[0]):
+            if spans and a <= spans[-1][1]:
+                spans[-1][1] = max(spans[-1][1], a + d.size)
+            else:
+                spans.append([a, a + d.size])
+        for lo, hi in spans:
+            buf = np.zeros(hi - lo, dtype=np.uint8)
+            for a, d in mine:  # file order: later commands overwrite earlier ones
+                if lo <= a < hi:
+                    buf[a - lo : a - lo + d.size] = d
+            out.append((port, lo, buf))
+    return out
+
+
 def _crc(transport: Transport, port: str, address: int, size: int) -> int:
     return zlib.crc32(transport.mem_read(address, size, port=port).tobytes()) & 0xFFFFFFFF
 
@@ -316,19 +336,23 @@ def run_trace(
             checks.setdefault(c.args[0], []).append(CheckResult(c.args[0], "nothing", line=c.line))
     result.checks = [ck for lst in checks.values() for ck in lst]
     try:
-        # 1. memory set-up
+        # 1. memory set-up, merged so that every byte crosses the link once (traces often
+        #    mem_init a region and then mem_load an image over it)
         inputs: list[tuple[str, int, int]] = []
+        pieces: list[tuple[str, int, np.ndarray]] = []
         for c in trace.of_kind("mem_init", "mem_load"):
             if c.kind == "mem_init":
                 port, addr, size, pattern = c.args
                 fill = 0 if pattern == "ALL_ZERO" else 0xFF
-                transport.mem_write(addr, np.full(size, fill, dtype=np.uint8), port=port)
+                pieces.append((port, addr, np.full(size, fill, dtype=np.uint8)))
             else:
                 port, addr, rel = c.args
                 image = load_dat(trace.folder / rel, trace_path=f"{trace.path}:{c.line}")
-                transport.mem_write(addr, image, port=port)
+                pieces.append((port, addr, image))
                 if "output" not in rel.lower():
                     inputs.append((port, addr, image.size))
+        for port, addr, data in _merge_pieces(pieces):
+            transport.mem_write(addr, data, port=port)
         masks = _written_masks(trace, transport.profile_name) if poison else None
         for ck in result.checks:
             if ck.kind != "crc":

@@ -126,3 +126,18 @@ def test_every_shared_trace_parses(trace_root):
     assert len(paths) >= 60
     for p in paths:
         assert parse_trace(p).of_kind("intr_notify")
+
+
+def test_memory_setup_is_merged_in_file_order():
+    from nvdla_hil.harness.traces import _merge_pieces
+
+    a = np.arange(8, dtype=np.uint8)
+    merged = _merge_pieces([
+        ("pri_mem", 100, np.zeros(16, dtype=np.uint8)),  # mem_init
+        ("pri_mem", 104, a),  # mem_load over it
+        ("pri_mem", 200, np.full(4, 9, dtype=np.uint8)),  # separate range
+        ("sec_mem", 100, np.ones(2, dtype=np.uint8)),
+        ("pri_mem", 110, np.full(10, 7, dtype=np.uint8)),  # later, overlapping and extending
+    ])
+    assert [(p, addr, d.size) for p, addr, d in merged] == [("pri_mem", 100, 20), ("pri_mem", 200, 4), ("sec_mem", 100, 2)]
+    assert merged[0][2].tolist() == [0] * 4 + list(range(6)) + [7] * 10
