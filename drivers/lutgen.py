@@ -43,7 +43,6 @@ __all__ = [
     "program_lut", "program_activation", "program_lrn", "program_case", "CASES",
     "expected_error", "encode_slope",
     "lut_params_to_registers", "registers_to_lut_params", "pack_registers", "lut_write_sequence",
-    "FIELD_LAYOUT",
 ]
 
 Fn = Callable[[np.ndarray], np.ndarray]

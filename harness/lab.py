@@ -49,6 +49,7 @@ from pathlib import Path
 
 import yaml
 
+from ..drivers.profiles import list_profiles
 from ..drivers.transport import TransportError
 from ..drivers.uartbone import FSM_TIMEOUT, BoardMap, IntegrityPolicy
 
@@ -70,7 +71,7 @@ __all__ = [
 _DEFAULT_MAP = BoardMap()
 ENV_LAB = "NVDLA_HIL_LAB"
 ENV_BOARD = "NVDLA_HIL_BOARD"
-PROFILES = ("nv_small", "nv_small_256_full", "nv_full")
+PROFILES = tuple(list_profiles())
 
 
 class LabError(ValueError):

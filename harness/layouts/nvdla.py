@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ...drivers.profiles import HardwareProfile, ProfileError, list_profiles, load_profile
+
 from ._base import (
     LayoutError,
     LayoutSpec,
@@ -41,25 +43,15 @@ SEED = "seed 000 (NVDLA in-memory data formats)"
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class NvdlaProfile:
-    """Hardware sizes that parametrise the layouts.
+def _hw(name: str) -> HardwareProfile:
+    """The hardware profile whose sizes parametrise the layouts (``drivers/data/profiles.yaml``):
+    memory atom, MAC atomic C (elements per 1x1xC' weight cube) and K (kernels per group).
+    nv_full: 32-byte atom, 64 / 32 (seed 000); nv_small: 8-byte atom, 8 / 8 (nv_small.spec)."""
+    try:
+        return load_profile(name)
+    except ProfileError as e:
+        raise LayoutError(str(e)) from None
 
-    nv_full: 32-byte memory atom, 1x1x64-element weight cubes, 32 (int8) / 16 (int16, fp16)
-    kernels per group (seed 000). nv_small: 8-byte atom, MAC atomic C = K = 8
-    (``spec/defs/nv_small.spec``: MEMORY_ATOMIC_SIZE_8, MAC_ATOMIC_C_SIZE_8, MAC_ATOMIC_K_SIZE_8).
-    """
-
-    name: str
-    atom_bytes: int
-    mac_atomic_c: int
-    mac_atomic_k: int
-
-
-PROFILES: dict[str, NvdlaProfile] = {
-    "nv_full": NvdlaProfile("nv_full", 32, 64, 32),
-    "nv_small": NvdlaProfile("nv_small", 8, 8, 8),
-}
 
 #: precision name -> numpy dtype of one element (seed 000 "Precision Type")
 PRECISIONS: dict[str, np.dtype] = {
@@ -87,7 +79,7 @@ def _element_dtype(dtype: Any, what: str) -> np.dtype:
 def _atom(params: dict[str, Any]) -> int:
     atom = params.get("atom_bytes")
     if atom is None:
-        atom = PROFILES[params["profile"]].atom_bytes
+        atom = _hw(params["profile"]).atom_bytes
     if atom <= 0 or atom & (atom - 1):
         raise LayoutError(f"atom_bytes={atom} must be a power of two (8 on nv_small, 32 on nv_full)")
     return int(atom)
@@ -95,7 +87,7 @@ def _atom(params: dict[str, Any]) -> int:
 
 def _profile_params() -> tuple[Param, ...]:
     return (
-        Param("profile", str, "nv_full", "hardware profile giving the atom size", tuple(PROFILES)),
+        Param("profile", str, "nv_full", "hardware profile giving the atom size", tuple(list_profiles())),
         Param("atom_bytes", int, None, "memory atom in bytes; overrides the profile (8 nv_small, 32 nv_full)"),
     )
 
@@ -529,7 +521,7 @@ def weight_group_size(params: dict[str, Any], dt: np.dtype) -> int:
     """Kernels per group: 32 for int8, 16 for int16/fp16 on nv_full (seed 000)."""
     g = params.get("kernels_per_group")
     if g is None:
-        k = PROFILES[params["profile"]].mac_atomic_k
+        k = _hw(params["profile"]).mac_atomic_k
         g = k if dt.itemsize == 1 else max(k // 2, 1)
     if g <= 0:
         raise LayoutError(f"kernels_per_group={g} must be positive")
@@ -540,7 +532,7 @@ def weight_cube_elements(params: dict[str, Any]) -> int:
     """Elements per 1x1xC' small cube: 64 on nv_full (seed 000), MAC atomic C otherwise."""
     e = params.get("cube_elements")
     if e is None:
-        e = PROFILES[params["profile"]].mac_atomic_c
+        e = _hw(params["profile"]).mac_atomic_c
     if e <= 0:
         raise LayoutError(f"cube_elements={e} must be positive")
     return int(e)

@@ -117,7 +117,7 @@ def mode_pack(arr: np.ndarray, mode: str, dummy: int = 0) -> np.ndarray:
 def mode_unpack(data: np.ndarray, mode: str, n: int, dtype: np.dtype) -> np.ndarray:
     if mode == "none":
         return data.view(dtype)
-    g, isz = _MODE_GROUP[mode], _MODE_ITEM[mode]
+    isz = _MODE_ITEM[mode]
     parts = np.ascontiguousarray(data)[..., None].view(f"<u{isz}")
     return np.moveaxis(parts, -1, 1).reshape((-1,) + data.shape[1:])[:n].view(dtype)
 
