@@ -1,27 +1,28 @@
 """Throughput of the SDP reference model next to a plain numpy copy of the same data.
 
 Prints elements/s for (1) the SDP output convertor and (2) the SDP LUT on 16M-element int16
-inputs, and (3) one whole SDP trace layer (memory in -> memory out), each beside
-``np.copy`` of the same data measured in the same run, and the ratio model/copy.
+inputs, and (3) the SDP layer of an NVDLA trace (memory in -> memory out) replayed on the
+model target, each beside ``np.copy`` of the same data measured in the same run, and the
+ratio model/copy; plus the wall time of the whole trace on the model target.
 
     /work/venv/bin/python bench/bench_refmodel.py [--n 16777216] [--repeat 3]
 
-The trace layer is taken from NVDLA_TRACES (default /work/shared/nvdla/trace_tests/nv_small)
-when present, else a synthetic 64x64x64 int8 layer with BS, BN, EW and the LUT enabled.
+The trace is taken from NVDLA_TRACES (default /work/shared/nvdla/trace_tests/nv_small) and
+skipped when absent.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from nvdla_hil.harness.refmodel.base import ModelOptions
 from nvdla_hil.harness.refmodel.lut import LutParams, lut_stats, sdp_lut
 from nvdla_hil.harness.refmodel.sdp import output_convert, run_sdp
+from nvdla_hil.harness.targets.model import ModelTarget, _GroupView, _RoutedMemory
+from nvdla_hil.harness.traces import run_trace
 
 TRACE = "sdp_1x8192x1_pass_through_int8_0"
 
@@ -46,24 +47,29 @@ def bench_trace(repeat: int) -> None:
     if not folder.is_dir():
         print(f"(trace {TRACE} not found under {root}; skipped)")
         return
-    # the minimal trace reader is a test fixture; reuse it rather than duplicate it
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from _trace_mini import run_trace
-
-    captured = {}
-
-    def capture(view, mem):
-        captured["view"], captured["mem"] = view, mem
-
-    run_trace(folder, capture, features={"sdp_ew", "sdp_lut"})
-    view, mem = captured["view"], captured["mem"]
-    opts = ModelOptions()
-    res = run_sdp(view, mem, opts)
-    n = res.elements
-    data = np.zeros(n, dtype=np.int8)
-    t_layer = best(lambda: run_sdp(view, mem, opts), repeat)
-    t_copy = best(lambda: np.copy(data), repeat)
+    # replay the trace on the model target (real player), then time its SDP layer again on
+    # the same registers and memory
+    with ModelTarget("nv_small") as target:
+        res = run_trace(folder, target)
+        if not res.passed:
+            print(f"(trace {TRACE} did not pass on the model: {res.message}; skipped)")
+            return
+        _, group, layer = target.layers_run[-1]
+        view = _GroupView(target, {b: group for b in target.regmap.blocks})
+        mem = _RoutedMemory(target.memories["pri_mem"], target.memories.get("sec_mem"))
+        opts = target.options
+        n = layer.elements
+        data = np.zeros(n, dtype=np.int8)
+        t_layer = best(lambda: run_sdp(view, mem, opts), repeat)
+        t_copy = best(lambda: np.copy(data), repeat)
+        t_trace = best(lambda: _replay(folder), repeat)
     row(f"SDP trace layer {TRACE}", n, t_layer, t_copy)
+    print(f"{'whole trace on ModelTarget':<34} {t_trace * 1e3:10.1f} ms (parse, load, registers, layer, CRC)")
+
+
+def _replay(folder: Path) -> None:
+    with ModelTarget("nv_small") as target:
+        run_trace(folder, target)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _trace_mini import DictView
+from _regview import RegView
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from nvdla_hil.harness.refmodel.lut import (
@@ -210,7 +210,7 @@ def test_diff_5_2_le_linear_fraction_signed_temporary():
 
 
 def test_decode_sdp_lut_params_signedness():
-    v = DictView()
+    v = RegView()
     v.regs[("SDP", "S_LUT_CFG")] = 0x50  # LE exponent, UF prio LO, OF prio LE, hybrid LO
     v.regs[("SDP", "S_LUT_INFO")] = 0x100C1  # eo=-63, es=0, os=1 (doc 5.7)
     v.regs[("SDP", "S_LUT_LO_START")] = 0xFFFFFFFE

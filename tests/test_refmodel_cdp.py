@@ -7,12 +7,12 @@ NVDLA's own trace-test CRCs.
 
 from __future__ import annotations
 
-import sys
 import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
+from _regview import RegView, run_on_model, trace_names
+from nvdla_hil.drivers.driver import NvdlaDriver
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.cdp import (
@@ -26,9 +26,6 @@ from nvdla_hil.harness.refmodel.cdp import (
     run_cdp,
 )
 from nvdla_hil.harness.refmodel.lut import LutParams
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _trace_fixture_cdp import TraceView, run_trace, trace_names
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings
@@ -206,10 +203,10 @@ def test_extrapolation_saturates_to_16_bits():
 # ---------------------------------------------------------------------------------------
 
 
-def _view(**regs: int) -> TraceView:
-    v = TraceView()
+def _view(**regs: int) -> RegView:
+    v = RegView()
     for name, value in regs.items():
-        v.write("CDP", name, value)
+        v.set("CDP", name, value)
     return v
 
 
@@ -321,15 +318,16 @@ def test_input_converter_and_square_sum_window():
 
 def test_run_cdp_layout_and_stats():
     # 2x3 cube, 10 channels (2 groups, 6 padding lanes); strides with gaps
-    v = TraceView()
+    v = RegView()
     for reg, val in {"D_DATA_CUBE_WIDTH": 1, "D_DATA_CUBE_HEIGHT": 2, "D_DATA_CUBE_CHANNEL": 9,
                          "D_SRC_BASE_ADDR_LOW": 0x1000, "D_SRC_LINE_STRIDE": 0x20,
                          "D_SRC_SURFACE_STRIDE": 0x100}.items():  # fmt: skip
-        v.write("CDP_RDMA", reg, val)
+        v.set("CDP_RDMA", reg, val)
     for reg, val in {"D_DST_BASE_ADDR_LOW": 0x8000, "D_DST_LINE_STRIDE": 0x40, "D_DST_SURFACE_STRIDE": 0x200,
                          "D_FUNC_BYPASS": 3, "D_DATOUT_SCALE": 1, "D_DATIN_SCALE": 1,
-                         "S_LUT_CFG": 1, "S_LUT_LO_START_LOW": 1 << 20}.items():  # fmt: skip
-        v.write("CDP", reg, val)
+                         "S_LUT_CFG": 1, "S_LUT_LO_START_LOW": 1 << 20,
+                         "D_DATA_FORMAT": 0}.items():  # fmt: skip  (INT8; reset is INT16)
+        v.set("CDP", reg, val)
     v.luts["LE"][:] = np.arange(65) * 2  # LE linear start 0 sel 0: s -> 2 s
     mem = SparseMemory()
     rng = np.random.default_rng(1)
@@ -363,9 +361,9 @@ def test_run_cdp_layout_and_stats():
 
 @pytest.mark.parametrize("fmt", [1, 2])
 def test_run_cdp_rejects_int16_fp16(fmt):
-    v = TraceView()
-    v.write("CDP", "D_DATA_FORMAT", fmt)
-    v.write("CDP_RDMA", "D_DATA_FORMAT", fmt)
+    v = RegView()
+    v.set("CDP", "D_DATA_FORMAT", fmt)
+    v.set("CDP_RDMA", "D_DATA_FORMAT", fmt)
     with pytest.raises(UnitNotModelled, match="CDP"):
         run_cdp(v, SparseMemory(), ModelOptions())
 
@@ -560,31 +558,38 @@ def test_property_lrn_matches_scalar_reference(sem, data):
 # NVDLA trace tests
 # ---------------------------------------------------------------------------------------
 
-CDP_TRACES = trace_names("cdp_")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "cdp_trace" in metafunc.fixturenames:
+        metafunc.parametrize("cdp_trace", trace_names(metafunc.config, "cdp_"))
 
 
-@pytest.mark.skipif(not CDP_TRACES, reason="NVDLA trace tests not found (set NVDLA_TRACES)")
 @pytest.mark.parametrize("sem", ["rtl", "cmod"])
-@pytest.mark.parametrize("name", CDP_TRACES or ["none"])
-def test_trace_crc(name, sem):
-    from nvdla_hil.harness.refmodel.cdp import run_cdp as model
-
-    run = run_trace(name, {"CDP": model}, ModelOptions(semantics=sem))
-    assert run.checks and run.results
-    for c in run.checks:
-        assert c.actual == c.crc, f"{name}: CRC at {c.address:#x}+{c.size:#x} {c.actual:#010x} != {c.crc:#010x}"
+def test_trace_crc(trace_root, cdp_trace, sem):
+    if cdp_trace is None:
+        pytest.skip(f"no CDP traces in {trace_root}")
+    with run_on_model(trace_root / cdp_trace, sem) as (res, t):
+        assert res.checks and [u for u, _, _ in t.layers_run] == ["CDP"], res.summary()
+        assert res.passed, res.summary()
 
 
-@pytest.mark.skipif("cdp_8x8x32_lrn3_int8_2" not in CDP_TRACES, reason="trace not available")
-def test_trace_counters_worked_example():
+def test_trace_counters_worked_example(trace_root):
     # docs section 6.8: 133 hybrid, 1915 LE-only hits; 2014 of 2048 outputs saturate (cmod count)
-    run = run_trace("cdp_8x8x32_lrn3_int8_2", {"CDP": run_cdp}, ModelOptions(semantics="cmod"))
-    st_ = run.results[0].stats
-    assert st_[("CDP", "D_PERF_LUT_HYBRID")] == 133
-    assert st_[("CDP", "D_PERF_LUT_LE_HIT")] == 1915
-    assert st_[("CDP", "D_OUT_SATURATION")] == 2014
-    run = run_trace("cdp_8x8x32_lrn3_int8_2", {"CDP": run_cdp}, ModelOptions(semantics="rtl"))
-    assert run.results[0].stats[("CDP", "D_OUT_SATURATION")] == 0
+    path = trace_root / "cdp_8x8x32_lrn3_int8_2"
+    with run_on_model(path, "cmod") as (res, t):
+        assert res.passed, res.summary()
+        _, group, layer = t.layers_run[-1]
+        st_ = layer.stats
+        assert st_[("CDP", "D_PERF_LUT_HYBRID")] == 133
+        assert st_[("CDP", "D_PERF_LUT_LE_HIT")] == 1915
+        assert st_[("CDP", "D_OUT_SATURATION")] == 2014
+        # the same values reach the group's statistics registers
+        regs = NvdlaDriver(t).precision.read_statistics("CDP", group)
+        assert (regs.lut_hybrid, regs.lut_le_hit, regs.out_saturation) == (133, 1915, 2014)
+    with run_on_model(path, "rtl") as (res, t):
+        assert res.passed, res.summary()
+        _, group, layer = t.layers_run[-1]
+        assert layer.stats[("CDP", "D_OUT_SATURATION")] == 0
+        assert NvdlaDriver(t).precision.read_statistics("CDP", group).out_saturation == 0
 
 
 def test_crc_helper_matches_readme_example():

@@ -6,11 +6,9 @@ model, and NVDLA's own trace CRCs (dc_*, sdp_pdp_*).
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _regview import RegView, run_on_model
 from nvdla_hil.harness.refmodel.base import ModelOptions
 from nvdla_hil.harness.refmodel.conv import (
     ConvConfig,
@@ -20,9 +18,6 @@ from nvdla_hil.harness.refmodel.conv import (
     run_conv,
     weight_offsets,
 )
-
-DEFAULT_TRACES = Path("/work/shared/nvdla/trace_tests/nv_small")
-
 
 # ---------------------------------------------------------------------------------------
 # independent slow reference
@@ -209,24 +204,8 @@ def test_partial_sum_saturation_order_slice_outer_tap_inner():
 
 
 # ---------------------------------------------------------------------------------------
-# NVDLA trace tests on the real player, with the convolution pipeline wired in a test target
-
-
-@pytest.fixture(scope="module")
-def traces_dir() -> Path:
-    root = Path(os.environ.get("NVDLA_TRACES", DEFAULT_TRACES))
-    if not root.is_dir():
-        pytest.skip("NVDLA trace tests not found (set NVDLA_TRACES)")
-    return root
-
-
-@pytest.fixture
-def conv_target():
-    """The model target; it dispatches flying SDP layers to conv.run_conv and SDP->PDP layers
-    to conv.run_sdp_pdp."""
-    from nvdla_hil.harness.targets.model import ModelTarget
-
-    return ModelTarget
+# NVDLA trace tests on the real player and the model target (flying SDP layers run
+# conv.run_conv, SDP->PDP layers conv.run_sdp_pdp)
 
 
 TRACES = [
@@ -245,50 +224,17 @@ TRACES = [
 
 
 @pytest.mark.parametrize("name", TRACES)
-def test_trace_crc(traces_dir, conv_target, name):
-    from nvdla_hil.harness.traces import run_trace
-
-    path = traces_dir / name
-    if not path.is_dir():
-        pytest.skip(f"{name} not in {traces_dir}")
+def test_trace_crc(trace_root, name):
     # No poisoning: the checked regions of the dc_* traces include line/surface-stride gaps
     # that the hardware never writes (they keep mem_init's zeros). A non-vacuous check (the
     # CRC did not match before the run) shows the model wrote the output.
-    with conv_target("nv_small") as t:
-        res = run_trace(path, t)
-    assert res.passed, res.summary()
-    assert res.checks and not any(ck.vacuous for ck in res.checks)
+    with run_on_model(trace_root / name, profile="nv_small") as (res, _):
+        assert res.passed, res.summary()
+        assert res.checks and not any(ck.vacuous for ck in res.checks)
 
 
 # ---------------------------------------------------------------------------------------
 # run_conv end to end on a register file built here (independent of the traces)
-
-
-class _Regs:
-    """Dict-backed RegisterView over the nv_small register map (reset values elsewhere)."""
-
-    def __init__(self, values: dict[tuple[str, str], int]):
-        from nvdla_hil.drivers.profiles import load_profile
-
-        self.profile = load_profile("nv_small")
-        self.rm = self.profile.regmap
-        self.values = values
-
-    def reg(self, block, register):
-        return self.values.get((block, register), self.rm.register(block, register).reset)
-
-    def field(self, block, register, field):
-        return self.rm.register(block, register).field(field).extract(self.reg(block, register))
-
-    def set_field(self, block, register, field, value):
-        r = self.rm.register(block, register)
-        self.values[(block, register)] = r.field(field).insert(self.reg(block, register), value)
-
-    def lut(self, block, table):
-        return np.zeros(65 if table == "LE" else 257, dtype=np.uint16)
-
-    def has(self, feature):
-        return self.profile.has(feature)
 
 
 def _pack_feature(d, base, line_stride, surf_stride, mem):
@@ -324,7 +270,7 @@ def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cv
     K, _, KH, KW = w.shape
     cfg = _cfg(d, w, stride=stride, dil=dil, pad=pad, pad_value=pad_value)
     mem = SparseMemory()
-    v = _Regs({})
+    v = RegView(profile="nv_small")  # registers not set read their reset value
     S = v.set_field
     line, surf = W * 8 + 32, (W * 8 + 32) * H + 64  # padded strides
     _pack_feature(d, 0x1000, line, surf, mem)
@@ -333,16 +279,16 @@ def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cv
         S(b, "D_MISC_CFG", "PROC_PRECISION", 0)
     S("CDMA", "D_MISC_CFG", "IN_PRECISION", 0)
     S("CSC", "D_MISC_CFG", "IN_PRECISION", 0)
-    v.values[("CDMA", "D_DAIN_ADDR_LOW_0")] = 0x1000
-    v.values[("CDMA", "D_LINE_STRIDE")] = line
-    v.values[("CDMA", "D_SURF_STRIDE")] = surf
+    v.regs[("CDMA", "D_DAIN_ADDR_LOW_0")] = 0x1000
+    v.regs[("CDMA", "D_LINE_STRIDE")] = line
+    v.regs[("CDMA", "D_SURF_STRIDE")] = surf
     S("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH", W - 1)
     S("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT", H - 1)
     S("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL", C - 1)
     S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_WIDTH_EXT", W - 1)
     S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT", H - 1)
     S("CSC", "D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT", C - 1)
-    v.values[("CDMA", "D_WEIGHT_ADDR_LOW")] = 0x80000
+    v.regs[("CDMA", "D_WEIGHT_ADDR_LOW")] = 0x80000
     S("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL", KW * KH * C - 1)
     S("CDMA", "D_WEIGHT_SIZE_1", "WEIGHT_KERNEL", K - 1)
     S("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_WIDTH_EXT", KW - 1)
@@ -378,9 +324,9 @@ def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cv
     S("SDP", "D_CVT_SCALE", "CVT_SCALE", 1)
     S("SDP", "D_PERF_ENABLE", "PERF_SAT_EN", 1)
     oline, osurf = cfg.out_w * 8, cfg.out_w * 8 * cfg.out_h
-    v.values[("SDP", "D_DST_BASE_ADDR_LOW")] = 0x200000
-    v.values[("SDP", "D_DST_LINE_STRIDE")] = oline
-    v.values[("SDP", "D_DST_SURFACE_STRIDE")] = osurf
+    v.regs[("SDP", "D_DST_BASE_ADDR_LOW")] = 0x200000
+    v.regs[("SDP", "D_DST_LINE_STRIDE")] = oline
+    v.regs[("SDP", "D_DST_SURFACE_STRIDE")] = osurf
     return v, mem, cfg, (oline, osurf)
 
 

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _regview import RegView, run_on_model, trace_names
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pad_values, pool2d, run_pdp
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _trace_fixture_cdp import TraceView, run_trace, trace_names
 
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings
@@ -139,11 +134,11 @@ def test_property_pool_matches_scalar_reference(data):
 
 
 def test_run_pdp_rejects_flying_and_fp16():
-    v = TraceView()
-    v.write("PDP", "D_OPERATION_MODE_CFG", 0x00)  # FLYING_MODE = ON_FLYING
+    v = RegView()
+    v.set("PDP", "D_OPERATION_MODE_CFG", 0x00)  # FLYING_MODE = ON_FLYING
     with pytest.raises(UnitNotModelled, match="flying"):
         run_pdp(v, SparseMemory(), ModelOptions())
-    v.write("PDP", "D_DATA_FORMAT", 2)
+    v.set("PDP", "D_DATA_FORMAT", 2)
     with pytest.raises(UnitNotModelled, match="FP16"):
         run_pdp(v, SparseMemory(), ModelOptions())
 
@@ -156,8 +151,8 @@ def test_run_pdp_split_equals_unsplit_for_max():
     for y in range(2):
         mem.write(0x1000 + y * 0x100, x[y].reshape(-1).view(np.uint8))
 
-    def view(split: bool) -> TraceView:
-        v = TraceView()
+    def view(split: bool) -> RegView:
+        v = RegView()
         regs = {
             ("PDP", "D_DATA_CUBE_IN_WIDTH"): 9, ("PDP", "D_DATA_CUBE_IN_HEIGHT"): 1,
             ("PDP", "D_DATA_CUBE_IN_CHANNEL"): 7, ("PDP", "D_DATA_CUBE_OUT_WIDTH"): 7,
@@ -170,7 +165,7 @@ def test_run_pdp_split_equals_unsplit_for_max():
             ("PDP", "D_DST_LINE_STRIDE"): 0x100, ("PDP", "D_DST_SURFACE_STRIDE"): 0x1000,
         }  # fmt: skip
         for (blk, reg), val in regs.items():
-            v.write(blk, reg, val)
+            v.set(blk, reg, val)
         return v
 
     run_pdp(view(False), mem, ModelOptions())
@@ -183,13 +178,14 @@ def test_run_pdp_split_equals_unsplit_for_max():
     assert (got == expect).all()
 
 
-PDP_TRACES = trace_names("pdp_")
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "pdp_trace" in metafunc.fixturenames:
+        metafunc.parametrize("pdp_trace", trace_names(metafunc.config, "pdp_"))
 
 
-@pytest.mark.skipif(not PDP_TRACES, reason="NVDLA trace tests not found (set NVDLA_TRACES)")
-@pytest.mark.parametrize("name", PDP_TRACES or ["none"])
-def test_trace_crc(name):
-    run = run_trace(name, {"PDP": run_pdp}, ModelOptions())
-    assert run.checks and run.results
-    for c in run.checks:
-        assert c.actual == c.crc, f"{name}: CRC at {c.address:#x}+{c.size:#x} {c.actual:#010x} != {c.crc:#010x}"
+def test_trace_crc(trace_root, pdp_trace):
+    if pdp_trace is None:
+        pytest.skip(f"no PDP traces in {trace_root}")
+    with run_on_model(trace_root / pdp_trace) as (res, t):
+        assert res.checks and [u for u, _, _ in t.layers_run] == ["PDP"], res.summary()
+        assert res.passed, res.summary()

@@ -4,12 +4,9 @@ hand-worked stage examples (docs/nvdla-precision-semantics.md sections 2, 3, 8) 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
-from _trace_mini import DictView, run_trace
+from _regview import RegView, run_on_model, trace_names
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.dma import CubeGeometry, read_cube, write_cube
@@ -23,59 +20,35 @@ from nvdla_hil.harness.refmodel.sdp import (
     run_sdp,
 )
 
-_DEFAULT_TRACES = Path("/work/shared/nvdla/trace_tests/nv_small")
-FULL = {"sdp_ew", "sdp_lut"}  # nv_small_256_full-like profile
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "sdp_trace" in metafunc.fixturenames:  # sdp_pdp_* needs PDP as well: test_refmodel_conv
+        metafunc.parametrize("sdp_trace", trace_names(metafunc.config, "sdp_", exclude="pdp"))
 
 
-def _trace_root() -> Path | None:
-    p = Path(os.environ.get("NVDLA_TRACES", _DEFAULT_TRACES))
-    return p if p.is_dir() else None
-
-
-def _sdp_traces() -> list[str]:
-    root = _trace_root()
-    if root is None:
-        return []
-    # sdp_pdp_* needs PDP as well
-    return sorted(d.name for d in root.glob("sdp_*") if d.is_dir() and "pdp" not in d.name)
-
-
-@pytest.fixture
-def traces() -> Path:
-    root = _trace_root()
-    if root is None:
-        pytest.skip("NVDLA trace tests not found (set NVDLA_TRACES)")
-    return root
-
-
-def _player(sem: str):
-    def layer(view, mem):
-        run_sdp(view, mem, ModelOptions(semantics=sem))
-
-    return layer
+# ------------------------------------------------------------------ NVDLA trace tests
+# The trace suite (harness/suites) runs every trace with the default semantics; here both
+# semantics run, on nv_small or (EW/LUT traces) nv_small_256_full.
 
 
 @pytest.mark.parametrize("sem", ["rtl", "cmod"])
-@pytest.mark.parametrize("name", _sdp_traces() or ["<none>"])
-def test_sdp_trace_crc(traces, name, sem):
-    if name == "<none>":
-        pytest.skip("no SDP traces")
-    results = run_trace(traces / name, _player(sem), features=FULL)
-    assert results, "trace has no check_crc"
-    for chk, got in results:
-        assert got == chk.crc, f"{name}: CRC {got:#010x} != {chk.crc:#010x} at {chk.addr:#x}+{chk.size:#x}"
+def test_sdp_trace_crc(trace_root, sdp_trace, sem):
+    if sdp_trace is None:
+        pytest.skip(f"no SDP traces in {trace_root}")
+    with run_on_model(trace_root / sdp_trace, sem) as (res, t):
+        assert res.checks and [u for u, _, _ in t.layers_run] == ["SDP"], res.summary()
+        assert res.passed, res.summary()
 
 
-def test_ew_trace_on_profile_without_ew(traces):
+def test_ew_trace_on_profile_without_ew(trace_root):
     """Section 0 [DIFF]: nv_small RTL has no EW: the EW trace's CRC (computed with EW)
     only matches the cmod semantics when the profile lacks EW."""
-    name = "sdp_3x3x33_ew_int8_reg_0"
-    if not (traces / name).is_dir():
-        pytest.skip(f"{name} missing")
-    (chk, got_rtl), = run_trace(traces / name, _player("rtl"), features=set())
-    (_, got_cmod), = run_trace(traces / name, _player("cmod"), features=set())
-    assert got_rtl != chk.crc
-    assert got_cmod == chk.crc
+    path = trace_root / "sdp_3x3x33_ew_int8_reg_0"
+    with run_on_model(path, "rtl", profile="nv_small") as (res, _):
+        (chk,) = res.checks
+        assert res.status == "failed" and chk.actual != chk.expected, res.summary()
+    with run_on_model(path, "cmod", profile="nv_small") as (res, _):
+        assert res.passed and len(res.checks) == 1, res.summary()
 
 
 # ------------------------------------------------------------------ stage arithmetic
@@ -185,7 +158,7 @@ def _layer(w=3, h=2, c=11, *, data=None, seed=0, out_prec=0, perf=0x4, cvt=(0, 1
     mem = SparseMemory()
     src = CubeGeometry(0x1000, w * 8, w * h * 8, w, h, c, 8, 1)
     write_cube(mem, src, x)
-    v = DictView()
+    v = RegView()
     r = v.regs
     for blk in ("SDP", "SDP_RDMA"):
         r[(blk, "D_DATA_CUBE_WIDTH")], r[(blk, "D_DATA_CUBE_HEIGHT")], r[(blk, "D_DATA_CUBE_CHANNEL")] = w - 1, h - 1, c - 1
