@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import sys
+from pathlib import Path
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -86,7 +88,8 @@ def test_regress_writes_junit_and_summary(trace_root, tmp_path, capsys):
 
 
 def test_installed_script_runs():
-    exe = shutil.which("nvdla-hil")
+    beside = Path(sys.executable).parent / "nvdla-hil"  # the venv's scripts folder
+    exe = str(beside) if beside.exists() else shutil.which("nvdla-hil")
     if exe is None:
         pytest.skip("nvdla-hil script not on PATH (package not installed)")
     r = subprocess.run([exe, "regs", "read", "GLB.S_NVDLA_HW_VERSION"], capture_output=True, text=True, timeout=60)
