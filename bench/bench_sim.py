@@ -8,9 +8,8 @@ with no Python in the loop).
 With ``--native PATH`` (NVDLA's own C++ Verilator trace player ``VNV_nvdla`` that the user
 built from their nvdla/hw tree) the same traces also run on that player in the same
 invocation, and the ratio is printed. The player reads ``trace.bin``; it is taken from
-``--native-tests DIR/<trace>/trace.bin`` when present, else produced from the ``.cfg`` with
-the user's own nvdla/hw conversion scripts (``verif/tools/nvdla_trace_parser.py`` and
-``verif/verilator/new_trace_to_verilator.py``, run from ``--nvdla-hw``).
+``--native-tests DIR/<trace>/trace.bin`` when present, else encoded here from the ``.cfg``
+(NVDLA's own converter rejects the ``pri_mem`` memory names these traces use).
 
     python bench/bench_sim.py --nvdla-hw ~/nvdla-hw --traces ~/traces/nv_small \\
         [-k sdp_ -k pdp_] [--native ~/nvdla-hw/outdir/nv_small/verilator/VNV_nvdla]
@@ -38,12 +37,15 @@ DEFAULT_SET = (
 
 
 def _run_ours(trace: Path, build, timeout: float) -> tuple[str, int, float, str]:
+    from nvdla_hil.drivers.driver import NvdlaDriver
     from nvdla_hil.harness.targets.verilator import VerilatorTarget
-    from nvdla_hil.harness.traces import run_trace
+    from nvdla_hil.harness.traces import parse_trace, run_trace
 
+    parsed = parse_trace(trace)
     with VerilatorTarget(build) as t:
+        drv = NvdlaDriver(t)  # register map loading is not simulation time
         c0, w0 = t.cycles, time.perf_counter()
-        r = run_trace(trace, t, timeout=timeout)
+        r = run_trace(parsed, t, driver=drv, timeout=timeout)
         return r.status, t.cycles - c0, time.perf_counter() - w0, r.message
 
 
@@ -56,28 +58,72 @@ def _idle_rate(build, cycles: int) -> float:
         return cycles / (time.perf_counter() - w0)
 
 
+def _encode_native_trace(trace_dir: Path, config: str, out: Path) -> Path:
+    """Write the trace as the binary command stream NVDLA's native player reads.
+
+    Format (facts from nvdla/hw verif/verilator): little-endian records
+    ``5 addr len bytes`` load memory, ``6 id mask`` sync point = GLB status mask,
+    ``8 id base size crc`` / ``9 id`` checks, ``2 word data`` register write,
+    ``3 word mask data`` poll register, ``7 status_word mask_word`` GLB interrupt
+    registers, ``0xFF`` end. Encoded here from our own trace parser and register map
+    (NVDLA's converter script only accepts the older numeric memory names).
+    """
+    import struct
+
+    import numpy as np
+    from nvdla_hil.drivers.profiles import load_profile
+    from nvdla_hil.harness.traces import load_dat, parse_trace
+
+    tr = parse_trace(next(trace_dir.glob("*.cfg")))
+    rm = load_profile(config).regmap
+    status = rm.register("GLB", "S_INTR_STATUS")
+    mask = rm.register("GLB", "S_INTR_MASK")
+    buf = bytearray()
+    for c in tr.of_kind("mem_init", "mem_load"):
+        if c.kind == "mem_init":
+            _port, addr, size, pattern = c.args
+            data = np.full(size, 0 if pattern == "ALL_ZERO" else 0xFF, dtype=np.uint8).tobytes()
+        else:
+            _port, addr, rel = c.args
+            data = load_dat(tr.folder / rel).tobytes()
+        buf += struct.pack("<BII", 5, addr, len(data)) + data
+    syncs: dict[str, int] = {}
+    for c in tr.of_kind("intr_notify"):
+        unit, group, sync = c.args
+        syncs[sync] = len(syncs)
+        buf += struct.pack("<BII", 6, syncs[sync], status.field(f"{unit}_DONE_STATUS{group}").mask)
+    for c in tr.of_kind("check_crc", "check_nothing"):
+        if c.kind == "check_crc":
+            sync, _port, addr, size, crc = c.args
+            buf += struct.pack("<BIIII", 8, syncs[sync], addr, size, crc)
+        else:
+            buf += struct.pack("<BI", 9, syncs[c.args[0]])
+    for c in tr.of_kind("reg_write", "poll_reg_equal"):
+        reg = rm.register(c.args[0])
+        if c.kind == "reg_write":
+            buf += struct.pack("<BII", 2, reg.address >> 2, c.args[1])
+        else:
+            buf += struct.pack("<BIII", 3, reg.address >> 2, 0xFFFFFFFF, c.args[1])
+    if syncs:
+        buf += struct.pack("<BII", 7, status.address >> 2, mask.address >> 2)
+    buf += b"\xff"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "trace.bin").write_bytes(bytes(buf))
+    return out / "trace.bin"
+
+
 def _native_trace_bin(trace: Path, args: argparse.Namespace, work: Path) -> Path:
     if args.native_tests:
         p = Path(args.native_tests) / trace.name / "trace.bin"
         if p.is_file():
             return p
-    if not args.nvdla_hw:
-        raise SystemExit(f"no trace.bin for {trace.name}: pass --native-tests DIR or --nvdla-hw PATH")
-    hw = Path(args.nvdla_hw).resolve()
-    out = work / trace.name
-    out.mkdir(parents=True, exist_ok=True)
-    cfg = next(trace.glob("*.cfg"))
-    subprocess.run([sys.executable, str(hw / "verif/tools/nvdla_trace_parser.py"), "--file_path", str(cfg)],
-                   cwd=out, check=True, capture_output=True)
-    env = dict(os.environ, PYTHONPATH=str(hw / "outdir" / args.config / "spec" / "manual"))
-    subprocess.run([sys.executable, str(hw / "verif/verilator/new_trace_to_verilator.py"), str(out), str(out / "trace.bin")],
-                   cwd=out, check=True, capture_output=True, env=env)
-    return out / "trace.bin"
+    return _encode_native_trace(trace, args.config, work / trace.name)
 
 
 def _run_native(exe: Path, trace_bin: Path) -> tuple[str, int, float]:
     w0 = time.perf_counter()
-    p = subprocess.run([str(exe), str(trace_bin)], cwd=trace_bin.parent, capture_output=True, text=True)
+    p = subprocess.run([str(exe), str(trace_bin)], cwd=trace_bin.parent, capture_output=True, text=True,
+                       check=False)
     wall = time.perf_counter() - w0
     m = re.search(r"done at (\d+) ticks", p.stdout)
     status = "passed" if "*** PASS" in p.stdout else "failed"

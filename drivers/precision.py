@@ -213,7 +213,7 @@ def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind:
         if a is None:
             skipped[name] = "target does not report it"
         elif name in inexact:
-            skipped[name] = "RTL counts clock cycles, not elements (semantics doc 13)"
+            skipped[name] = f"RTL counts clock cycles, not elements (semantics doc 13): model {e}, target {a}"
         elif a == e:
             matched[name] = e
         else:

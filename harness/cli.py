@@ -185,7 +185,8 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     with open_target(_spec(args, prof.name)) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=args.timeout)
+        timeout = args.timeout if args.timeout is not None else getattr(target, "suggested_layer_timeout", 30.0)
+        result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=timeout)
         if args.stats:
             for unit in trace.units():
                 if unit in ("SDP", "CDP", "PDP", "CACC"):
@@ -255,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--poison", action="store_true", help="poison checked output regions first")
     p.add_argument("--log", help="write the full register access log here")
     p.add_argument("--stats", action="store_true", help="print the units' statistics registers afterwards")
-    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for each interrupt")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="seconds to wait for each interrupt (default: 30, or the target's own, e.g. 600 on verilator)")
     p.set_defaults(func=_cmd_trace)
 
     _add_optional(sub)

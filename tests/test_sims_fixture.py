@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from nvdla_hil.drivers.transport import TransportError, TransportTimeoutError
 from nvdla_hil.sims import build as simbuild
 
@@ -162,6 +161,21 @@ def test_csb_read_write(target) -> None:
 
 
 @pytestmark_sim
+def test_incrementing_bursts(target) -> None:
+    target.write_burst(DMA_SRC, [0x1000, 0x2000, 0x30])
+    assert target.read_burst(DMA_SRC, 3) == [0x1000, 0x2000, 0x30]
+
+
+@pytestmark_sim
+def test_memory_ports(target) -> None:
+    target.mem_write(0x80000000, b"\xaa" * 4, port="sec_mem")      # a separate backing store
+    assert bytes(target.mem_read(0x80000000, 4, port="sec_mem")) == b"\xaa" * 4
+    assert not target.mem_read(0x80000000, 4).any()
+    with pytest.raises(ValueError, match="unknown memory port"):
+        target.mem_read(0, 4, port="cv_mem")
+
+
+@pytestmark_sim
 def test_lut_port_auto_increments(target) -> None:
     le = [(i * 37 + 5) & 0xFFFF for i in range(65)]
     lo = [(0x8000 + i * 251) & 0xFFFF for i in range(257)]
@@ -181,6 +195,7 @@ def test_memory_backdoor_and_copy_engine_interrupt(target) -> None:
     rng = np.random.default_rng(5)
     data = rng.integers(0, 256, 8 * 40, dtype=np.uint8)      # 40 beats: bursts of 16, 16, 8
     assert not target.mem_read(0x80100000, 64).any()         # never written -> 0
+    assert not list(Path("/dev/shm").glob("nvdla-hil-*"))   # backing files are unlinked at once
     target.mem_write(0x80000000, data)
     target.write32(DMA_SRC, 0x80000000)
     target.write32(DMA_DST, 0x80100000)

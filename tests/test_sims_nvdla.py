@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from nvdla_hil.sims import build as simbuild
 
 CONFIG = os.environ.get("NVDLA_HIL_SIM_CONFIG", "nv_small")
@@ -107,6 +106,6 @@ def test_interrupt_timeout_dumps_glb(nvdla_build) -> None:
     from nvdla_hil.drivers.transport import TransportTimeoutError
     from nvdla_hil.harness.targets.verilator import VerilatorTarget
 
-    with VerilatorTarget(nvdla_build, irq_max_cycles=5_000) as t:
-        with pytest.raises(TransportTimeoutError, match=r"GLB_S_INTR_STATUS=0x00000000"):
-            t.wait_irq_or_raise(60.0)
+    with VerilatorTarget(nvdla_build, irq_max_cycles=5_000) as t, \
+            pytest.raises(TransportTimeoutError, match=r"GLB_S_INTR_STATUS=0x00000000"):
+        t.wait_irq_or_raise(60.0)

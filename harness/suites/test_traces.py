@@ -51,7 +51,8 @@ def test_trace(trace_path: Path | None, pytestconfig: pytest.Config) -> None:
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"))
+        result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
+                           timeout=getattr(target, "suggested_layer_timeout", 30.0))
     if result.status == "skipped":
         pytest.skip(f"{trace.name}: {result.message}")
     if result.status != "passed":

@@ -77,7 +77,8 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        result = run_case(case, target, drv, target_kind=spec.kind)
+        result = run_case(case, target, drv, target_kind=spec.kind,
+                          timeout=getattr(target, "suggested_layer_timeout", 30.0))
     if result.status == "skipped":
         pytest.skip(f"{case.name}: {result.message}")
     if not result.passed:

@@ -20,6 +20,7 @@ its log. In both cases the target is closed; ``open()`` starts a fresh simulator
 from __future__ import annotations
 
 import json
+import logging
 import mmap
 import os
 import select
@@ -35,10 +36,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from nvdla_hil.drivers.transport import Transport, TransportError, TransportTimeoutError
 
-__all__ = ["VerilatorTarget", "SimulatorCrashed"]
+__all__ = ["SimulatorCrashed", "VerilatorTarget"]
 
 _WINDOW = 1 << 32
 _PORTS = ("pri_mem", "sec_mem")
@@ -46,6 +46,10 @@ _PORTS = ("pri_mem", "sec_mem")
 #: GLB registers read for the dump attached to interrupt timeouts (CSB byte addresses).
 GLB_DUMP = {"GLB_HW_VERSION": 0x1000, "GLB_S_INTR_MASK": 0x1004, "GLB_S_INTR_SET": 0x1008,
             "GLB_S_INTR_STATUS": 0x100C}
+
+
+_BUILDS: dict[tuple[str, str, bool], Any] = {}
+_log = logging.getLogger(__name__)
 
 
 class SimulatorCrashed(TransportError):
@@ -70,6 +74,10 @@ class VerilatorTarget(Transport):
             polling GLB S_INTR_STATUS for a different bit advances simulated time.
     """
 
+    #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
+    #: cycles (~30 s at ~40k cycles/s), so callers should not use a model-sized timeout
+    suggested_layer_timeout: float = 600.0
+
     def __init__(self, build: Any = None, *, nvdla_hw: str | os.PathLike[str] | None = None,
                  config: str = "nv_small", waves: bool = False,
                  wave_file: str | os.PathLike[str] | None = None,
@@ -91,12 +99,12 @@ class VerilatorTarget(Transport):
         self.build: Any = None
         self.profile_name = config
         self.run_dir: Path | None = None
+        self.wave_path: Path | None = None
         self.log_path: Path | None = None
         self.cycles = 0
         self._proc: subprocess.Popen[bytes] | None = None
         self._sock: socket.socket | None = None
         self._rbuf = b""
-        self._mem_files: dict[str, Path] = {}
         self._maps: dict[str, mmap.mmap] = {}
         self._views: dict[str, np.ndarray] = {}
         self._own_run_dir = False
@@ -110,7 +118,12 @@ class VerilatorTarget(Transport):
             return b
         if b is not None:
             return SimBuild.load(Path(b))
-        return build_nvdla(self._nvdla_hw, self._config, waves=self.waves)
+        # one content-hash check per process and configuration, not one per test
+        key = (str(self._nvdla_hw or os.environ.get("NVDLA_HW")), self._config, self.waves)
+        build = _BUILDS.get(key)
+        if build is None or not Path(build.executable).is_file():
+            build = _BUILDS[key] = build_nvdla(self._nvdla_hw, self._config, waves=self.waves)
+        return build
 
     def _sim_env(self) -> dict[str, str]:
         import cocotb_tools.config as cfg
@@ -132,12 +145,15 @@ class VerilatorTarget(Transport):
             "COCOTB_RESULTS_FILE": str(self.run_dir / "results.xml"),
             "COCOTB_LOG_LEVEL": env.get("COCOTB_LOG_LEVEL", "WARNING"),
         })
-        for i, port in enumerate(_PORTS):
-            env[f"NVDLA_HIL_MEM{i}"] = str(self._mem_files[port])
         return env
 
     def _open(self) -> None:
-        self.build = self._resolve_build()
+        from nvdla_hil.sims.build import BuildError
+
+        try:
+            self.build = self._resolve_build()
+        except BuildError as e:
+            raise TransportError(f"cannot build the {self._config} simulator: {e}") from e
         self.profile_name = self.build.config if self.build.config != "fixture" else "fixture"
         try:
             self._start()
@@ -155,31 +171,45 @@ class VerilatorTarget(Transport):
             self._own_run_dir = True
         self.log_path = self.run_dir / "sim.log"
         shm = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
-        for port in _PORTS:
-            fd, name = tempfile.mkstemp(prefix=f"nvdla-hil-{port}-", dir=shm)
-            os.ftruncate(fd, _WINDOW)
-            self._mem_files[port] = Path(name)
-            self._maps[port] = mmap.mmap(fd, _WINDOW, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            os.close(fd)
-            self._views[port] = np.frombuffer(self._maps[port], dtype=np.uint8)
+        mem_fds: list[int] = []
+        try:
+            for port in _PORTS:
+                # sparse 4 GiB file, unlinked at once: the simulator inherits the descriptor,
+                # so nothing is left in /dev/shm even if either process is killed
+                fd, name = tempfile.mkstemp(prefix=f"nvdla-hil-{port}-", dir=shm)
+                os.unlink(name)
+                mem_fds.append(fd)
+                os.ftruncate(fd, _WINDOW)
+                self._maps[port] = mmap.mmap(fd, _WINDOW, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+                self._views[port] = np.frombuffer(self._maps[port], dtype=np.uint8)
+            self._spawn(mem_fds)
+        finally:
+            for fd in mem_fds:
+                os.close(fd)
+        hello = self._recv(self.startup_timeout, "simulator start-up")
+        self.cycles = int(hello.get("cycles", 0))
+        self._do_reset(self.startup_timeout)
+
+    def _spawn(self, mem_fds: list[int]) -> None:
         parent, child = socket.socketpair()
         self._sock = parent
         args = [self.build.executable]
         if self.waves:
             if not self.build.waves:
                 raise TransportError("waves requested but the simulator was built without --waves")
-            wave = self.wave_file or (self.run_dir / "dump.fst")
+            fmt = getattr(self.build, "wave_format", "") or "fst"
+            wave = self.wave_file or (self.run_dir / f"dump.{fmt}")
+            self.wave_path = wave
             args += ["--trace", "--trace-file", str(wave)]
         env = self._sim_env()
         env["NVDLA_HIL_SOCK_FD"] = str(child.fileno())
+        for i, fd in enumerate(mem_fds):
+            env[f"NVDLA_HIL_MEM{i}_FD"] = str(fd)
         with open(self.log_path, "wb") as log:
             self._proc = subprocess.Popen(args, cwd=self.run_dir, env=env, stdin=subprocess.DEVNULL,
                                           stdout=log, stderr=subprocess.STDOUT,
-                                          pass_fds=(child.fileno(),), start_new_session=True)
+                                          pass_fds=(child.fileno(), *mem_fds), start_new_session=True)
         child.close()
-        hello = self._recv(self.startup_timeout, "simulator start-up")
-        self.cycles = int(hello.get("cycles", 0))
-        self._do_reset(self.startup_timeout)
 
     def _teardown(self) -> None:
         proc, self._proc = self._proc, None
@@ -207,13 +237,12 @@ class VerilatorTarget(Transport):
             except BufferError:  # a caller still holds a view; the OS frees it at exit
                 pass
         self._maps.clear()
-        for f in self._mem_files.values():
-            f.unlink(missing_ok=True)
-        self._mem_files.clear()
         self._rbuf = b""
 
     def _close(self) -> None:
         self._teardown()
+        if self.wave_path is not None:
+            _log.warning("waves of %s: %s", self._config, self.wave_path)
         if self._own_run_dir and self.run_dir is not None and not self._keep_run_dir():
             shutil.rmtree(self.run_dir, ignore_errors=True)
 
@@ -358,7 +387,8 @@ class VerilatorTarget(Transport):
         b = self.build
         if b is None:
             return f"VerilatorTarget({self._config}, not built)"
-        return f"Verilator RTL sim {b.config} ({b.verilator}; {b.directory})"
+        waves = f"; waves {self.wave_path}" if self.wave_path else ""
+        return f"Verilator RTL sim {b.config} ({b.verilator}; {b.directory}{waves})"
 
     def __repr__(self) -> str:
         return f"VerilatorTarget(config={self._config!r}, open={self.is_open})"

@@ -2,8 +2,9 @@
 //
 // Written for nvdla-hil (Apache-2.0); not derived from NVDLA sources.
 // Each port is a 4 GiB window (byte address & 0xFFFFFFFF) mapped MAP_SHARED from the file
-// named by $NVDLA_HIL_MEM<port>. The host process maps the same file, so it loads and reads
-// memory directly while the simulator waits for its next request (no bus cycles).
+// descriptor $NVDLA_HIL_MEM<port>_FD (inherited, already unlinked, so nothing leaks) or the
+// file named by $NVDLA_HIL_MEM<port>. The host process maps the same file, so it loads and
+// reads memory directly while the simulator waits for its next request (no bus cycles).
 // Without the variable the window is private anonymous memory (sparse, reads 0).
 #include <cstdint>
 #include <cstdio>
@@ -22,10 +23,15 @@ uint8_t *window(int port) {
     if (port < 0 || port >= kPorts) port = 0;
     if (g_base[port]) return g_base[port];
     char name[32];
+    std::snprintf(name, sizeof name, "NVDLA_HIL_MEM%d_FD", port);
+    const char *fdstr = std::getenv(name);
     std::snprintf(name, sizeof name, "NVDLA_HIL_MEM%d", port);
     const char *path = std::getenv(name);
     void *p = MAP_FAILED;
-    if (path && *path) {
+    if (fdstr && *fdstr) {
+        p = ::mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                   std::atoi(fdstr), 0);
+    } else if (path && *path) {
         int fd = ::open(path, O_RDWR);
         if (fd < 0) {
             std::fprintf(stderr, "nvdla_hil_mem: cannot open %s=%s\n", name, path);
