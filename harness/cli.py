@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..drivers.regmap import RegisterMapError
-from .targets import TARGETS, TargetSpec, open_target
+from .targets import TARGETS, TargetSpec, layer_timeout, open_target
 
 __all__ = ["main", "build_parser"]
 
@@ -185,7 +185,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     with open_target(_spec(args, prof.name)) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        timeout = args.timeout if args.timeout is not None else getattr(target, "suggested_layer_timeout", 30.0)
+        timeout = args.timeout if args.timeout is not None else layer_timeout(target)
         result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=timeout)
         if args.stats:
             for unit in trace.units():

@@ -104,6 +104,17 @@ def profile_for(config: pytest.Config, features: tuple[str, ...] | set[str]) -> 
     return None
 
 
+def suite_spec(config: pytest.Config, profile: HardwareProfile) -> TargetSpec:
+    """The selected target on ``profile``; skips (with what to pass) when the target cannot
+    be opened from the options given."""
+    spec = config.stash[SPEC_KEY].with_profile(profile.name)
+    if spec.kind == "verilator" and not spec.nvdla_hw:
+        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
+    if spec.kind == "serial" and not (spec.lab and spec.board):
+        pytest.skip("serial target needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    return spec
+
+
 def _needed_features(item: pytest.Item) -> set[str]:
     feats: set[str] = set()
     for m in item.iter_markers("nvdla_feature"):
@@ -143,12 +154,7 @@ def nvdla_profile(request: pytest.FixtureRequest) -> HardwareProfile:
 @pytest.fixture
 def nvdla_target(request: pytest.FixtureRequest, nvdla_spec: TargetSpec, nvdla_profile: HardwareProfile) -> Iterator:
     """An open target for this test, released afterwards (even on failure)."""
-    spec = nvdla_spec.with_profile(nvdla_profile.name)
-    if spec.kind == "verilator" and not spec.nvdla_hw:
-        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
-    if spec.kind == "serial" and not (spec.lab and spec.board):
-        pytest.skip("serial target needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
-    target = open_target(spec)
+    target = open_target(suite_spec(request.config, nvdla_profile))
     with target:
         log_dir = request.config.getoption("--nvdla-log")
         log = None

@@ -21,10 +21,11 @@ Semantics ``"rtl"`` (default, nv_small RTL) vs ``"cmod"`` differ only where the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...drivers.precision import lut_config_from_fields
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
 from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
@@ -81,35 +82,15 @@ def _decode_select(byte: int, semantics: str) -> int:
     return sx(byte & 0x3F, 6)
 
 
-def _reg38(view: RegisterView, block: str, low: str, high: str) -> int:
-    """38-bit signed {HIGH[5:0], LOW[31:0]}."""
-    return sx(((view.reg(block, high) & 0x3F) << 32) | (view.reg(block, low) & _U32_MAX), 38)
-
-
 def decode_cdp_lut(view: RegisterView, semantics: str = "rtl") -> LutParams:
-    """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed)."""
-    f = lambda reg, fld: view.field("CDP", reg, fld)
-    prio = lambda bit: "LO" if bit else "LE"
-    return LutParams(
-        le_function="linear" if f("S_LUT_CFG", "LUT_LE_FUNCTION") else "exponent",
-        le_index_offset=sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
+    """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed,
+    the driver's :func:`~nvdla_hil.drivers.precision.lut_config_from_fields`); the index
+    selects follow ``semantics`` (6.3 [DIFF], :func:`_decode_select`)."""
+    f = lambda reg, fld: int(view.field("CDP", reg, fld))  # noqa: E731
+    return replace(
+        lut_config_from_fields("CDP", f),
         le_index_select=_decode_select(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), semantics),
         lo_index_select=_decode_select(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), semantics),
-        le_start=_reg38(view, "CDP", "S_LUT_LE_START_LOW", "S_LUT_LE_START_HIGH"),
-        le_end=_reg38(view, "CDP", "S_LUT_LE_END_LOW", "S_LUT_LE_END_HIGH"),
-        lo_start=_reg38(view, "CDP", "S_LUT_LO_START_LOW", "S_LUT_LO_START_HIGH"),
-        lo_end=_reg38(view, "CDP", "S_LUT_LO_END_LOW", "S_LUT_LO_END_HIGH"),
-        le_slope_uflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_UFLOW_SCALE"), 16),
-        le_slope_oflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"), 16),
-        le_slope_uflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
-        le_slope_oflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
-        lo_slope_uflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_UFLOW_SCALE"), 16),
-        lo_slope_oflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"), 16),
-        lo_slope_uflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
-        lo_slope_oflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
-        uflow_priority=prio(f("S_LUT_CFG", "LUT_UFLOW_PRIORITY")),
-        oflow_priority=prio(f("S_LUT_CFG", "LUT_OFLOW_PRIORITY")),
-        hybrid_priority=prio(f("S_LUT_CFG", "LUT_HYBRID_PRIORITY")),
     )
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...drivers.precision import LutConfig
-from .ops import lsat, rnd, sx
+from ...drivers.precision import LutConfig, lut_config_from_fields
+from .ops import lsat, rnd
 
 __all__ = [
     "KIND_HIT",
@@ -61,33 +61,9 @@ class LutStats:
 
 def decode_sdp_lut_params(view) -> LutParams:
     """Read the SDP ``S_LUT_*`` registers (section 5.1 types: INFO bytes 8-bit signed,
-    starts/ends 32-bit signed, slope scales 16-bit signed, slope shifts 5-bit signed)."""
-
-    def f(reg: str, fld: str) -> int:
-        return int(view.field("SDP", reg, fld))
-
-    prio = ("LE", "LO")
-    return LutParams(
-        le_function="linear" if f("S_LUT_CFG", "LUT_LE_FUNCTION") else "exponent",
-        le_index_offset=sx(f("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
-        le_index_select=sx(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), 8),
-        lo_index_select=sx(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), 8),
-        le_start=sx(f("S_LUT_LE_START", "LUT_LE_START"), 32),
-        le_end=sx(f("S_LUT_LE_END", "LUT_LE_END"), 32),
-        lo_start=sx(f("S_LUT_LO_START", "LUT_LO_START"), 32),
-        lo_end=sx(f("S_LUT_LO_END", "LUT_LO_END"), 32),
-        le_slope_uflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_UFLOW_SCALE"), 16),
-        le_slope_oflow_scale=sx(f("S_LUT_LE_SLOPE_SCALE", "LUT_LE_SLOPE_OFLOW_SCALE"), 16),
-        le_slope_uflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_UFLOW_SHIFT"), 5),
-        le_slope_oflow_shift=sx(f("S_LUT_LE_SLOPE_SHIFT", "LUT_LE_SLOPE_OFLOW_SHIFT"), 5),
-        lo_slope_uflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_UFLOW_SCALE"), 16),
-        lo_slope_oflow_scale=sx(f("S_LUT_LO_SLOPE_SCALE", "LUT_LO_SLOPE_OFLOW_SCALE"), 16),
-        lo_slope_uflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_UFLOW_SHIFT"), 5),
-        lo_slope_oflow_shift=sx(f("S_LUT_LO_SLOPE_SHIFT", "LUT_LO_SLOPE_OFLOW_SHIFT"), 5),
-        uflow_priority=prio[f("S_LUT_CFG", "LUT_UFLOW_PRIORITY")],
-        oflow_priority=prio[f("S_LUT_CFG", "LUT_OFLOW_PRIORITY")],
-        hybrid_priority=prio[f("S_LUT_CFG", "LUT_HYBRID_PRIORITY")],
-    )
+    starts/ends 32-bit signed, slope scales 16-bit signed, slope shifts 5-bit signed);
+    the decoding is the driver's :func:`~nvdla_hil.drivers.precision.lut_config_from_fields`."""
+    return lut_config_from_fields("SDP", lambda reg, fld: int(view.field("SDP", reg, fld)))
 
 
 # ---------------------------------------------------------------------------------------

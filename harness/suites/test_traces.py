@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
-from nvdla_hil.harness.plugin import SPEC_KEY, profile_for
-from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.plugin import profile_for, suite_spec
+from nvdla_hil.harness.targets import layer_timeout, open_target
 from nvdla_hil.harness.traces import find_traces, parse_trace, run_trace, trace_features
 
 
@@ -43,16 +43,12 @@ def test_trace(trace_path: Path | None, pytestconfig: pytest.Config) -> None:
     prof = profile_for(pytestconfig, feats)
     if prof is None:
         pytest.skip(f"{trace.name} needs {', '.join(sorted(feats))}: add a profile with them to --nvdla-config")
-    spec = pytestconfig.stash[SPEC_KEY].with_profile(prof.name)
-    if spec.kind == "verilator" and not spec.nvdla_hw:
-        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
-    if spec.kind == "serial" and not (spec.lab and spec.board):
-        pytest.skip("serial target needs --lab FILE --board NAME")
+    spec = suite_spec(pytestconfig, prof)
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
         result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
-                           timeout=getattr(target, "suggested_layer_timeout", 30.0))
+                           timeout=layer_timeout(target))
     if result.status == "skipped":
         pytest.skip(f"{trace.name}: {result.message}")
     if result.status != "passed":

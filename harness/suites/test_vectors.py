@@ -16,8 +16,8 @@ import pytest
 
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
-from nvdla_hil.harness.plugin import PROFILES_KEY, SPEC_KEY
-from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.plugin import PROFILES_KEY, suite_spec
+from nvdla_hil.harness.targets import layer_timeout, open_target
 from nvdla_hil.harness.vectors import Case, VectorError, bundled_root, find_cases, load_case, run_case
 
 
@@ -66,19 +66,15 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
     prof, why = _profile_for(pytestconfig, case)
     if prof is None:
         pytest.skip(why)
-    spec = pytestconfig.stash[SPEC_KEY].with_profile(prof.name)
+    spec = suite_spec(pytestconfig, prof)
     sem = case.provenance.get("semantics")
     if spec.kind == "model" and sem and sem != spec.semantics:
         pytest.skip(f"{case.name}: golden follows {sem} semantics, the model target runs {spec.semantics}")
-    if spec.kind == "verilator" and not spec.nvdla_hw:
-        pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
-    if spec.kind == "serial" and not (spec.lab and spec.board):
-        pytest.skip("serial target needs --lab FILE --board NAME")
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
         result = run_case(case, target, drv, target_kind=spec.kind,
-                          timeout=getattr(target, "suggested_layer_timeout", 30.0))
+                          timeout=layer_timeout(target))
     if result.status == "skipped":
         pytest.skip(f"{case.name}: {result.message}")
     if not result.passed:

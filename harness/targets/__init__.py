@@ -15,7 +15,7 @@ from typing import Any
 
 from ...drivers.transport import Transport
 
-__all__ = ["TargetSpec", "TARGETS", "open_target"]
+__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout"]
 
 TARGETS = ("model", "verilator", "serial")
 
@@ -57,3 +57,9 @@ def open_target(spec: TargetSpec) -> Transport:
         raise ValueError("the serial target needs a lab file and a board name (--lab lab.yaml --board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     return open_serial_target(spec.lab, spec.board, **spec.extra)
+
+
+def layer_timeout(target: Transport) -> float:
+    """Seconds one layer may take on ``target``: 30 s unless the target says otherwise (a
+    Verilator simulation of a large layer needs minutes)."""
+    return float(getattr(target, "suggested_layer_timeout", 30.0))
