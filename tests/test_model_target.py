@@ -143,3 +143,14 @@ def test_layer_waits_for_every_engine():
         drv = NvdlaDriver(t)
         drv.launch("SDP")  # memory-to-memory SDP also needs SDP_RDMA
         assert not t.layers_run and drv.read_field("SDP.D_OP_ENABLE", "OP_EN") == 1
+
+
+def test_invalid_precision_combination_is_refused_naming_the_table():
+    from nvdla_hil.harness.targets.model import LayerConfigError
+
+    with _target() as t:
+        drv = NvdlaDriver(t)
+        drv.write_fields("SDP_RDMA.D_FEATURE_MODE_CFG", IN_PRECISION="INT8", PROC_PRECISION="INT8", OUT_PRECISION="FP16")
+        drv.write_fields("SDP.D_DATA_FORMAT", PROC_PRECISION="INT8", OUT_PRECISION="FP16")
+        with pytest.raises(LayerConfigError, match=r"SDP layer refused: seed 000, SDP conversion table: .*INT8.*FP16"):
+            drv.launch("SDP_RDMA", "SDP")

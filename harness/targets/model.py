@@ -30,7 +30,11 @@ from ...drivers.transport import Transport, TransportError
 from ..memory import SparseMemory
 from ..refmodel.base import LayerResult, ModelOptions, UnitNotModelled
 
-__all__ = ["ModelTarget", "UnitNotModelled"]
+__all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
+
+
+class LayerConfigError(TransportError):
+    """The model refuses a layer whose configuration the hardware does not support."""
 
 LUT_DEPTH = {"LE": 65, "LO": 257}
 
@@ -329,6 +333,7 @@ class ModelTarget(Transport):
     def _run(self, layer: _Layer, group: int) -> None:
         runner = _load_runner(layer.runner)
         view = _GroupView(self, {b: group for b in self.regmap.blocks})
+        self._check_precisions(layer, view)
         mem = _RoutedMemory(self.memories["pri_mem"], self.memories.get("sec_mem"))
         if "SDP" in layer.blocks:
             from ..refmodel.sdp import SdpLiveCounters
@@ -356,6 +361,17 @@ class ModelTarget(Transport):
         nxt = self._layer_of(layer.blocks[0], other)
         if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
             self._run(nxt, other)
+
+    def _check_precisions(self, layer: _Layer, view: _GroupView) -> None:
+        """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
+        from ..validity import InvalidPrecisionConfig, check_config
+
+        units = [u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
+                 if blk in layer.blocks]
+        try:
+            check_config(view.field, units)
+        except InvalidPrecisionConfig as e:
+            raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
 
     # ---- interrupt line -------------------------------------------------------------------
     def irq_pending(self) -> bool:
