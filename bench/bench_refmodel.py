@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from nvdla_hil.harness.refmodel.lut import LutParams, lut_stats, sdp_lut
 from nvdla_hil.harness.refmodel.sdp import output_convert, run_sdp
-from nvdla_hil.harness.targets.model import ModelTarget, _GroupView, _RoutedMemory
+from nvdla_hil.harness.targets.model import ModelTarget, _GroupView
 from nvdla_hil.harness.traces import run_trace
 
 TRACE = "sdp_1x8192x1_pass_through_int8_0"
@@ -56,7 +56,7 @@ def bench_trace(repeat: int) -> None:
             return
         _, group, layer = target.layers_run[-1]
         view = _GroupView(target, {b: group for b in target.regmap.blocks})
-        mem = _RoutedMemory(target.memories["pri_mem"], target.memories.get("sec_mem"))
+        mem = target.memories["pri_mem"]
         opts = target.options
         n = layer.elements
         data = np.zeros(n, dtype=np.int8)

@@ -120,6 +120,8 @@ def _sdp_cube(d: Draft, rng: np.random.Generator, w: int, h: int, c: int, *, ato
         _reg("SDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line), _reg("SDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf),
         _reg("SDP.D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0, NAN_TO_ZERO=0, BATCH_NUMBER=0),
         _reg("SDP.D_DATA_FORMAT", PROC_PRECISION=0, OUT_PRECISION=1 if out_int16 else 0),
+        # both DMA engines on the primary (MC) port: the reset value CV is the secondary port
+        _reg("SDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=1), _reg("SDP.D_DST_DMA_CFG", DST_RAM_TYPE=1),
     ]
 
 
@@ -230,6 +232,7 @@ def gen_cdp_lut(rng: np.random.Generator, index: int) -> Draft:
         _reg("CDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line), _reg("CDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf),
         _reg("CDP.D_LRN_CFG", NORMALZ_LEN=nl),
         _reg("CDP.D_FUNC_BYPASS", SQSUM_BYPASS=sqsum_bypass, MUL_BYPASS=mul_bypass),
+        _reg("CDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=1), _reg("CDP.D_DST_DMA_CFG", DST_RAM_TYPE=1),
     ]
     din_scale, din_shift = int(rng.integers(1, 4)), int(rng.integers(0, 3))
     d.convertors["cdp_in"] = {"offset": int(rng.integers(-8, 9)), "scale": din_scale, "shift": din_shift}

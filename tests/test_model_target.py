@@ -154,3 +154,14 @@ def test_invalid_precision_combination_is_refused_naming_the_table():
         drv.write_fields("SDP.D_DATA_FORMAT", PROC_PRECISION="INT8", OUT_PRECISION="FP16")
         with pytest.raises(LayerConfigError, match=r"SDP layer refused: seed 000, SDP conversion table: .*INT8.*FP16"):
             drv.launch("SDP_RDMA", "SDP")
+
+
+def test_secondary_memory_port_on_a_profile_without_one_is_refused():
+    from nvdla_hil.harness.targets.model import LayerConfigError
+
+    with _target() as t:  # nv_small: no CVIF; RAM_TYPE resets to CV
+        drv = NvdlaDriver(t)
+        drv.write_fields("CDP_RDMA.D_DATA_FORMAT", INPUT_DATA="INT8")
+        drv.write_fields("CDP.D_DATA_FORMAT", INPUT_DATA_TYPE="INT8")
+        with pytest.raises(LayerConfigError, match=r"CDP_RDMA\.D_SRC_DMA_CFG\.SRC_RAM_TYPE selects the secondary"):
+            drv.launch("CDP_RDMA", "CDP")

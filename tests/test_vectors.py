@@ -119,6 +119,8 @@ def _identity_case(tmp_path: Path, *, scale: int = 1, expected: np.ndarray | Non
         {"reg": "SDP.D_DST_LINE_STRIDE", "value": w * 8},
         {"reg": "SDP.D_DST_SURFACE_STRIDE", "value": w * h * 8},
         {"reg": "SDP.D_DATA_FORMAT", "value": 0},
+        {"reg": "SDP_RDMA.D_SRC_DMA_CFG", "fields": {"SRC_RAM_TYPE": "MC"}},
+        {"reg": "SDP.D_DST_DMA_CFG", "fields": {"DST_RAM_TYPE": "MC"}},
         {"reg": "SDP.D_DP_BS_CFG", "fields": {"BS_BYPASS": 1}},
         {"reg": "SDP.D_DP_BN_CFG", "fields": {"BN_BYPASS": 1}},
         {"reg": "SDP.D_DP_EW_CFG", "fields": {"EW_BYPASS": 1}},

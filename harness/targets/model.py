@@ -94,25 +94,6 @@ class _GroupView:
         return self._t.profile.has(feature)
 
 
-class _RoutedMemory:
-    """MemoryPort for the layer models: with a secondary port, addresses with bit 31
-    clear go to ``sec_mem`` (as NVDLA's own testbench routes them, verif/verilator/nvdla.cpp)."""
-
-    def __init__(self, pri: SparseMemory, sec: SparseMemory | None) -> None:
-        self.pri, self.sec = pri, sec
-
-    def _port(self, address: int) -> SparseMemory:
-        if self.sec is not None and not address & 0x80000000:
-            return self.sec
-        return self.pri
-
-    def read(self, address: int, size: int) -> np.ndarray:
-        return self._port(address).read(address, size)
-
-    def write(self, address: int, data: np.ndarray) -> None:
-        self._port(address).write(address, data)
-
-
 class ModelTarget(Transport):
     """Virtual NVDLA. ``ModelTarget("nv_small")``; use as a context manager.
 
@@ -334,7 +315,7 @@ class ModelTarget(Transport):
         runner = _load_runner(layer.runner)
         view = _GroupView(self, {b: group for b in self.regmap.blocks})
         self._check_precisions(layer, view)
-        mem = _RoutedMemory(self.memories["pri_mem"], self.memories.get("sec_mem"))
+        mem = self._memory_of(layer, view)
         if "SDP" in layer.blocks:
             from ..refmodel.sdp import SdpLiveCounters
 
@@ -361,6 +342,42 @@ class ModelTarget(Transport):
         nxt = self._layer_of(layer.blocks[0], other)
         if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
             self._run(nxt, other)
+
+    def _memory_of(self, layer: _Layer, view: _GroupView) -> SparseMemory:
+        """The memory port the layer's active DMA engines use, from their RAM_TYPE fields
+        (MC = primary DBBIF port, CV = secondary CVIF port). A port the profile lacks is
+        refused naming the register; a layer mixing both ports is not modelled."""
+        f = view.field
+        engines: list[tuple[str, str, str]] = []
+        if "CACC" in layer.blocks:
+            engines += [("CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")]
+        if "SDP" in layer.blocks:
+            if "SDP_RDMA" in layer.blocks:
+                engines.append(("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"))
+            for eng in ("BRDMA", "NRDMA", "ERDMA"):
+                if not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
+                    engines.append(("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_RAM_TYPE"))
+            if f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 0:
+                engines.append(("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"))
+        if "CDP" in layer.blocks:
+            engines += [("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"), ("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")]
+        if "PDP" in layer.blocks:
+            if "PDP_RDMA" in layer.blocks:
+                engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
+            engines.append(("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"))
+        ports = set()
+        for blk, reg, fld in engines:
+            if f(blk, reg, fld) == 1:
+                ports.add("pri_mem")
+            elif "sec_mem" in self.memories:
+                ports.add("sec_mem")
+            else:
+                raise LayerConfigError(
+                    f"{layer.done[0]} layer refused: {blk}.{reg}.{fld} selects the secondary memory port "
+                    f"(CV), which {self.profile.name} does not have; program MC (1)")
+        if len(ports) > 1:
+            raise UnitNotModelled(f"{layer.done[0]}: a layer whose engines use both memory ports")
+        return self.memories[ports.pop() if ports else "pri_mem"]
 
     def _check_precisions(self, layer: _Layer, view: _GroupView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
