@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from ..drivers.profiles import load_profile
+
 from .vectors import FORMAT, Case, Hex, VectorError, execute_case, load_case, pack_surface, unpack_surface, write_case
 
 __all__ = ["SUITES", "Draft", "generate_case", "generate_suite", "regenerate", "model_version", "case_name"]
@@ -264,7 +266,7 @@ def gen_cdp_lut(rng: np.random.Generator, index: int) -> Draft:
 
 def gen_sdp_cvt(rng: np.random.Generator, index: int) -> Draft:
     d = Draft(unit="SDP", profile="nv_small", statistics=True)
-    out16 = bool(index % 3 == 2)
+    out16 = index % 3 == 2 and load_profile(d.profile).has("int16")  # nv_small is INT8-only
     w, h, c = int(rng.integers(1, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 25))
     data = None
     if index % 4 == 0:  # the extremes, repeated

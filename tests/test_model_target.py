@@ -165,3 +165,14 @@ def test_secondary_memory_port_on_a_profile_without_one_is_refused():
         drv.write_fields("CDP.D_DATA_FORMAT", INPUT_DATA_TYPE="INT8")
         with pytest.raises(LayerConfigError, match=r"CDP_RDMA\.D_SRC_DMA_CFG\.SRC_RAM_TYPE selects the secondary"):
             drv.launch("CDP_RDMA", "CDP")
+
+
+def test_precision_the_profile_lacks_is_refused():
+    from nvdla_hil.harness.targets.model import LayerConfigError
+
+    with _target() as t:  # nv_small is INT8-only: its RTL has no INT16 output path
+        drv = NvdlaDriver(t)
+        drv.write_fields("SDP_RDMA.D_FEATURE_MODE_CFG", IN_PRECISION="INT8", PROC_PRECISION="INT8", OUT_PRECISION="INT16")
+        drv.write_fields("SDP.D_DATA_FORMAT", PROC_PRECISION="INT8", OUT_PRECISION="INT16")
+        with pytest.raises(LayerConfigError, match=r"SDP uses INT16, which nv_small does not support"):
+            drv.launch("SDP_RDMA", "SDP")

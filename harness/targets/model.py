@@ -386,9 +386,16 @@ class ModelTarget(Transport):
         units = [u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
                  if blk in layer.blocks]
         try:
-            check_config(view.field, units)
+            rows = check_config(view.field, units)
         except InvalidPrecisionConfig as e:
             raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
+        for unit, row in rows.items():
+            for prec in {row.input, row.output, row.pipeline, row.weight} & {"int8", "int16", "fp16"}:
+                if not self.profile.has(prec):
+                    raise LayerConfigError(
+                        f"{layer.done[0]} layer refused: {unit.upper()} uses {prec.upper()}, which "
+                        f"{self.profile.name} does not support (profile features: "
+                        f"{', '.join(p for p in ('int8', 'int16', 'fp16') if self.profile.has(p))})")
 
     # ---- interrupt line -------------------------------------------------------------------
     def irq_pending(self) -> bool:
