@@ -45,9 +45,9 @@ def _ops(t: SerialTransport):
     data = np.random.default_rng(0).integers(0, 256, MB, dtype=np.uint8)
 
     def lut() -> None:
-        t.write32(LUT_CFG, 0x0001_0000)  # write, LE table
+        t.write32(LUT_CFG, 0x0002_0000)  # LUT_ACCESS_TYPE=WRITE, LUT_TABLE_ID=LE, address 0
         t.write_burst(LUT_DATA, list(range(65)), incr=False)
-        t.write32(LUT_CFG, 0x0001_0001)  # write, LO table
+        t.write32(LUT_CFG, 0x0003_0000)  # LUT_ACCESS_TYPE=WRITE, LUT_TABLE_ID=LO, address 0
         t.write_burst(LUT_DATA, list(range(257)), incr=False)
         t.sync_if_needed()
 
@@ -74,6 +74,7 @@ def measure(url: str, policy: str, baud: int, reps: dict[str, int]) -> dict[str,
             c0 = time.process_time()
             for _ in range(n):
                 fn()
+            t.flush()  # posted writes still queued count with the operations that queued them
             cpu = (time.process_time() - c0) / n
             s = t.stats
             out[name] = {"tx": s.tx_bytes / n, "rx": s.rx_bytes / n, "rt": s.round_trips / n, "cpu": cpu}

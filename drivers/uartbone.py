@@ -611,8 +611,9 @@ class SerialTransport(Transport):
         self.board_map.csr(addrs[-1])
         idempotent = incr and all(self.readback_ok(a) for a in addrs)
         if not self.policy.verify:
+            # posted: queued, sent with the next read, fence, sync or close (or at 4 KiB), so a
+            # run of writes costs one system call, not one each
             self._queue_write(word, vals, incr)
-            self._flush_tx()  # posted: on the wire now, no round trip
             return
         if idempotent:
             self._queue_write(word, vals, incr)
@@ -717,6 +718,12 @@ class SerialTransport(Transport):
         else:
             self.reset_hook()
         self._resync()
+
+    def flush(self) -> None:
+        """Put every queued posted write on the wire now (no round trip, nothing verified)."""
+        if not self.is_open:
+            raise NotOpenError()
+        self._flush_tx()
 
     def sync(self) -> None:
         """Return once the board has processed every write sent so far (verified in verify mode)."""
