@@ -11,16 +11,19 @@ Register names: ``"SDP.D_CVT_SCALE"``, ``("SDP", "D_CVT_SCALE")`` or trace style
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .profiles import HardwareProfile, load_profile
 from .regmap import FieldRangeError, Register, RegisterMap, RegisterMapError
 from .transport import AccessRecord, Transport, TransportTimeoutError
 
-__all__ = ["NvdlaDriver", "RegisterVerifyError", "ReadOnlyFieldError", "AccessLog", "LayerTimeoutError", "DONE_BITS"]
+if TYPE_CHECKING:  # pragma: no cover
+    from .precision import PrecisionControl
+
+__all__ = ["NvdlaDriver", "RegisterVerifyError", "ReadOnlyFieldError", "AccessLog", "LayerTimeoutError"]
 
 
 class RegisterVerifyError(RegisterMapError):
@@ -33,11 +36,6 @@ class ReadOnlyFieldError(RegisterMapError, ValueError):
 
 class LayerTimeoutError(TransportTimeoutError):
     """A launched layer did not raise its done interrupt in time."""
-
-
-# GLB S_INTR_STATUS field per (unit, group); the interrupt name used by NVDLA traces is
-# "<UNIT>_<GROUP>" (e.g. SDP_0), NVDLA verif/verilator/new_trace_to_verilator.py.
-DONE_BITS = ("SDP", "CDP", "PDP", "BDMA", "RUBIK", "CDMA_DAT", "CDMA_WT", "CACC")
 
 
 class AccessLog:
@@ -73,12 +71,6 @@ class AccessLog:
 
     def tail(self, n: int = 20) -> list[str]:
         return [self.format(r) for r in self.records[-n:]]
-
-
-@dataclass(frozen=True)
-class _Done:
-    unit: str
-    group: int
 
 
 class NvdlaDriver:
@@ -257,8 +249,8 @@ class NvdlaDriver:
                     f"{r.full_name}: read {v:#010x}, waited {timeout:g} s for {value:#010x}")
 
     # ---- precision control ---------------------------------------------------------------
-    @property
-    def precision(self):  # noqa: ANN201 - forward import to keep module graph acyclic
+    @functools.cached_property
+    def precision(self) -> PrecisionControl:
         """Precision-control API (LUT tables/config, convertors, statistics)."""
         from .precision import PrecisionControl
 
