@@ -28,7 +28,11 @@ test: install
 	$(BIN)/pytest -n $(JOBS) tests
 
 bench: install
-	for b in bench/bench_*.py; do $(BIN)/python $$b || exit 1; done
+	$(BIN)/python bench/bench_refmodel.py
+	$(BIN)/python bench/bench_layouts.py
+	$(BIN)/python bench/bench_serial.py          # includes a 20,000-operation fault campaign (~11 min)
+	@if [ -n "$$NVDLA_HW" ]; then $(BIN)/python bench/bench_sim.py --nvdla-hw "$$NVDLA_HW" --traces "$(NVDLA_TRACES)"; \
+	else echo "bench_sim.py skipped: set NVDLA_HW to an nvdla/hw checkout with generated RTL"; fi
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
