@@ -243,28 +243,24 @@ class Register:
                 f"unknown field '{self.full_name}.{name}'{_suggest(name, list(self.fields))}"
             ) from None
 
-    @property
-    def writable_mask(self) -> int:
+    def _mask(self, keep) -> int:  # noqa: ANN001 - keep(field) -> bool
         m = 0
         for f in self.fields.values():
-            if f.writable:
+            if keep(f):
                 m |= f.mask
         return m
+
+    @property
+    def writable_mask(self) -> int:
+        return self._mask(lambda f: f.writable)
 
     @property
     def readable_mask(self) -> int:
-        m = 0
-        for f in self.fields.values():
-            if f.readable:
-                m |= f.mask
-        return m
+        return self._mask(lambda f: f.readable)
 
     @property
     def defined_mask(self) -> int:
-        m = 0
-        for f in self.fields.values():
-            m |= f.mask
-        return m
+        return self._mask(lambda f: True)
 
     @property
     def readable(self) -> bool:
