@@ -404,17 +404,22 @@ def run_sdp(
     return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp)
 
 
-def _read_main(view: RegisterView, mem: MemoryPort, w: int, h: int, c: int, group: int, in_bpe: int) -> np.ndarray:
-    src = CubeGeometry(
-        base=_addr(view, "SDP_RDMA", "D_SRC_BASE_ADDR"),
-        line_stride=int(view.reg("SDP_RDMA", "D_SRC_LINE_STRIDE")),
-        surface_stride=int(view.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE")),
+def _surface(view: RegisterView, block: str, prefix: str, w: int, h: int, c: int, group: int, bpe: int) -> CubeGeometry:
+    """Geometry of the cube ``block``'s ``<prefix>_BASE_ADDR``/``_LINE_STRIDE``/``_SURFACE_STRIDE`` registers describe."""
+    return CubeGeometry(
+        base=_addr(view, block, f"D_{prefix}_BASE_ADDR"),
+        line_stride=int(view.reg(block, f"D_{prefix}_LINE_STRIDE")),
+        surface_stride=int(view.reg(block, f"D_{prefix}_SURFACE_STRIDE")),
         width=w,
         height=h,
         channels=c,
         group=group,
-        bpe=in_bpe,
+        bpe=bpe,
     )
+
+
+def _read_main(view: RegisterView, mem: MemoryPort, w: int, h: int, c: int, group: int, in_bpe: int) -> np.ndarray:
+    src = _surface(view, "SDP_RDMA", "SRC", w, h, c, group, in_bpe)
     return read_cube(mem, src)[0]  # (Cpad, H, W) int64, sign-extended
 
 
@@ -515,16 +520,7 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
 
 
 def _write_dst(view, mem, y, w, h, c, out_group, out_bpe) -> None:
-    dst = CubeGeometry(
-        base=_addr(view, "SDP", "D_DST_BASE_ADDR"),
-        line_stride=int(view.reg("SDP", "D_DST_LINE_STRIDE")),
-        surface_stride=int(view.reg("SDP", "D_DST_SURFACE_STRIDE")),
-        width=w,
-        height=h,
-        channels=c,
-        group=out_group,
-        bpe=out_bpe,
-    )
+    dst = _surface(view, "SDP", "DST", w, h, c, out_group, out_bpe)
     write_cube(mem, dst, y)
 
 
