@@ -10,8 +10,10 @@ EXTRAS ?= dev,sim
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
 export NVDLA_TRACES
 JOBS   ?= 2
+HYPOTHESIS_PROFILE ?= ci
+FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test bench clean
+.PHONY: install regress test fuzz bench clean
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +27,13 @@ regress: install
 	$(BIN)/nvdla-hil regress --target model --junit results/junit.xml
 
 test: install
-	$(BIN)/pytest -n $(JOBS) tests
+	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)
+
+# property tests only, fresh random seeds each round (the "explore" profile, tests/conftest.py)
+fuzz: install
+	@for i in $$(seq $(FUZZ_ROUNDS)); do \
+	  $(BIN)/pytest -q -n $(JOBS) -m hypothesis tests --hypothesis-profile=explore -p no:cacheprovider || exit 1; \
+	done
 
 bench: install
 	$(BIN)/python bench/bench_refmodel.py

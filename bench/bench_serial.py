@@ -15,14 +15,13 @@ import sys
 import time
 
 import numpy as np
-from nvdla_hil.drivers.transport import LinkIntegrityError, TransportTimeoutError
 from nvdla_hil.drivers.uartbone import (
     HEADER_BYTES,
     MAX_BURST,
     IntegrityPolicy,
     SerialTransport,
 )
-from nvdla_hil.harness.board_emu import FaultConfig, RegisterFileTarget, serve_in_thread
+from nvdla_hil.harness.board_emu import FaultConfig, fault_campaign
 
 LUT_CFG, LUT_DATA = 0x9008, 0x900C  # SDP S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA (nv_small)
 BAUDS = (115200, 3_000_000)
@@ -109,74 +108,16 @@ def bench_wire() -> None:
 
 
 # ---- fault injection -------------------------------------------------------------------------------
-REGS = [0x5000 + 4 * i for i in range(16)]
-
-
-def campaign(n_ops: int, drop: float, corrupt: float, seed: int) -> dict:
-    """Same operation mix and truth check as tests/test_uartbone.py, with a per-op breakdown."""
-    tgt = RegisterFileTarget()
-    rng = np.random.default_rng(seed + 100)
-    names = ("write32+sync", "read32", "write_burst4+sync", "read_burst8", "port write (no readback)")
-    res = {n: {"ok": 0, "reported": 0, "silent_wrong": 0} for n in names}
-    res["port write (no readback)"]["payload_wrong"] = 0
-    worst = 0.0
-    with serve_in_thread(tgt, faults=FaultConfig(drop=drop, corrupt=corrupt, seed=seed),
-                         fsm_timeout=0.005, log_writes=True) as emu:
-        t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy("verify", retries=5),
-                            readback_ok=lambda a: a != LUT_DATA, response_timeout=0.03, board_timeout=0.01)
-        t.open()
-        t0 = time.perf_counter()
-        for i in range(n_ops):
-            if i and i % 2000 == 0:
-                print(f"  ... {i} ops, {time.perf_counter() - t0:.0f} s", flush=True)
-            op = int(rng.integers(0, 5))
-            a = int(rng.choice(REGS))
-            r = res[names[op]]
-            s0 = time.perf_counter()
-            try:
-                if op == 0:
-                    v = int(rng.integers(0, 1 << 32))
-                    t.write32(a, v)
-                    t.sync()
-                    bad = tgt.regs.get(a, 0) != v
-                elif op == 1:
-                    bad = t.read32(a) != tgt.regs.get(a, 0)
-                elif op == 2:
-                    vals = rng.integers(0, 1 << 32, 4).tolist()
-                    t.write_burst(REGS[0], vals)
-                    t.sync()
-                    bad = [tgt.regs.get(REGS[0] + 4 * k, 0) for k in range(4)] != vals
-                elif op == 3:
-                    bad = t.read_burst(REGS[0], 8) != [tgt.regs.get(REGS[0] + 4 * k, 0) for k in range(8)]
-                else:
-                    v = int(rng.integers(0, 1 << 32))
-                    t.write32(LUT_DATA, v)
-                    r["payload_wrong"] += tgt.regs.get(LUT_DATA) != v
-                    bad = False
-                r["ok"] += 1
-                r["silent_wrong"] += bool(bad)
-            except (LinkIntegrityError, TransportTimeoutError):
-                r["reported"] += 1
-            worst = max(worst, time.perf_counter() - s0)
-        elapsed = time.perf_counter() - t0
-        t.close()
-        intended = {*REGS, LUT_DATA}
-        stray = sum(1 for k, a, _ in emu.stats.write_log if not (k == "csr" and a in intended))
-        return {"per_op": res, "stray_bus_writes": stray, "link": t.stats.snapshot(),
-                "dropped": emu.stats.dropped, "corrupted": emu.stats.corrupted,
-                "bytes_in": emu.stats.bytes_in, "bytes_out": emu.stats.bytes_out,
-                "elapsed_s": elapsed, "slowest_op_s": worst}
-
-
-def bench_faults(n: int) -> None:
-    print(f"\nfault injection: {n} operations, 0.5 % dropped + 0.5 % corrupted bytes each way, seed 1, verify policy")
-    r = campaign(n, 0.005, 0.005, 1)
-    tot = {"ok": 0, "reported": 0, "silent_wrong": 0}
+def bench_faults(n: int, seed: int = 1) -> None:
+    print(f"\nfault injection: {n} operations, 0.5 % dropped + 0.5 % corrupted bytes each way, seed {seed}, "
+          "verify policy, pty")
+    r = fault_campaign(n, FaultConfig(drop=0.005, corrupt=0.005, seed=seed),
+                       progress=lambda i, s: print(f"  ... {i} ops, {s:.0f} s", flush=True))
     for name, d in r["per_op"].items():
         print(f"  {name:26} " + "  ".join(f"{k}={v}" for k, v in d.items()))
-        for k in tot:
-            tot[k] += d[k]
-    print(f"  total: {tot}  stray bus writes inside the windows: {r['stray_bus_writes']}")
+    print(f"  total: {r['total']}  stray bus writes: {r['stray_bus_writes']}")
+    for line in r["silent"]:
+        print(f"  SILENT: {line}")
     print(f"  bytes in/out at the board {r['bytes_in']}/{r['bytes_out']}, dropped {r['dropped']}, "
           f"corrupted {r['corrupted']}")
     print(f"  link: {r['link']}")
@@ -188,11 +129,12 @@ def main() -> None:
     ap.add_argument("--faults", type=int, default=20000, help="operations in the fault campaign")
     ap.add_argument("--skip-faults", action="store_true")
     ap.add_argument("--skip-wire", action="store_true")
+    ap.add_argument("--seed", type=int, default=1, help="fault campaign seed")
     a = ap.parse_args()
     if not a.skip_wire:
         bench_wire()
     if not a.skip_faults:
-        bench_faults(a.faults)
+        bench_faults(a.faults, a.seed)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,8 @@ Integrity (the link has no checksum; see ``docs`` in :class:`IntegrityPolicy`):
 
 * ``plain``: a short or late response is detected (timeout), the link is resynchronised and
   idempotent operations are retried. A corrupted byte in a response is **not** detected.
-* ``verify``: every read is done twice in separate round trips and the two must agree;
+* ``verify``: every read is done twice in separate round trips and the two must agree
+  (four times when the result is uniform, see ``SerialTransport._uniform``);
   every write to a register that reads back (``readback_ok``) is read back and compared,
   and rewritten on mismatch; memory writes are read back. Writes to registers that do not
   read back (triggers, LUT data port, W1C) are non-idempotent: each is followed by a read of
@@ -58,7 +59,12 @@ readback-able write reported as done, matched the board's register at that momen
 other outcome raised LinkIntegrityError or TransportTimeoutError within the retry budget
 (each wait bounded by ``response_timeout`` + wire time; a resync by ~1.5x the FSM timer).
 Not guaranteed: the payload of non-readback writes, and registers hit by stray writes.
-Residual risk for reads: two independently corrupted reads agreeing on the same wrong value.
+Residual risk for reads: independently corrupted reads agreeing on the same wrong value.
+A corrupted request address (4 of the 6 header bytes) is the way there: at a per-byte
+corruption rate p each read misses with q ~ 4p, and the wrong words are mostly uniform
+(unmapped space reads 0), so two agreeing reads would leave ~q^2 (4e-4 at p = 0.5 %, the
+campaign's first silent failures); uniform results take four reads (q^4 ~ 2e-7), and a
+distinctive result needs both corrupted addresses to be the same one (~q^2 / 1020).
 """
 
 from __future__ import annotations
@@ -223,16 +229,22 @@ class BoardMap:
 
 @dataclass(frozen=True, slots=True)
 class IntegrityPolicy:
-    """``mode``: ``plain`` or ``verify`` (module docstring); ``retries`` per operation."""
+    """``mode``: ``plain`` or ``verify`` (module docstring); ``retries`` per operation;
+    ``uniform_reads``: in verify mode, how many reads must agree on a result that a
+    corrupted request address would plausibly also produce (a uniform window, a register
+    reading 0 or all ones); any other result needs two."""
 
     mode: str = "verify"
     retries: int = 3
+    uniform_reads: int = 4
 
     def __post_init__(self) -> None:
         if self.mode not in ("plain", "verify"):
             raise ValueError(f"integrity mode {self.mode!r} is not one of 'plain', 'verify'")
         if self.retries < 0:
             raise ValueError(f"integrity retries {self.retries} must be >= 0")
+        if self.uniform_reads < 2:
+            raise ValueError(f"integrity uniform_reads {self.uniform_reads} must be >= 2")
 
     @property
     def verify(self) -> bool:
@@ -502,15 +514,47 @@ class SerialTransport(Transport):
             done += n
         return out
 
-    def _read_words(self, word: int, count: int, incr: bool) -> np.ndarray:
-        """Policy-checked read: in verify mode two separate reads must agree."""
-        first = self._read_words_once(word, count, incr)
-        if self.policy.verify:
-            second = self._read_words_once(word, count, incr)
-            if not np.array_equal(first, second):
-                self.stats.verify_mismatches += 1
-                raise _LinkFault(f"read of word {word:#x}+{count} differs between two reads")
-        return first
+    def _uniform(self, word: int, words: np.ndarray, incr: bool) -> bool:
+        """Could a corrupted request address have produced ``words`` (one burst)? UARTBone
+        carries no checksum, so a corrupted address byte reads another location, most often
+        unmapped or untouched space (0, or all ones on a bus error) or a constant-filled
+        buffer. Two such reads agree whenever both land in it: a uniform incrementing burst,
+        or one register reading 0 or all ones, needs ``policy.uniform_reads`` agreeing reads.
+        A DRAM word alone counts as uniform (memory may hold a fill pattern anywhere)."""
+        if incr and words.size > 1:
+            return bool((words == words[0]).all())
+        region = self.board_map.decode(word * 4)
+        return (region is not None and region[0] == "dram") or int(words[0]) in (0, 0xFFFFFFFF)
+
+    def _read_agreed(self, word: int, count: int, incr: bool, reads: int, uniform: bool = True) -> np.ndarray:
+        """Each burst read ``reads`` times in separate round trips, all agreeing; with
+        ``uniform``, ``policy.uniform_reads`` times when the burst is :meth:`_uniform` (an
+        address error hits one request, so the rule applies burst by burst)."""
+        out = np.empty(count, dtype=np.uint32)
+        for done in range(0, count, self.max_read_burst):
+            n = min(self.max_read_burst, count - done)
+            w = word + (done if incr else 0)
+            first = self._read_words_once(w, n, incr)
+            need = max(reads, self.policy.uniform_reads) if uniform and self._uniform(w, first, incr) else reads
+            for _ in range(need - 1):
+                if not np.array_equal(first, self._read_words_once(w, n, incr)):
+                    self.stats.verify_mismatches += 1
+                    raise _LinkFault(f"read of word {w:#x}+{n} differs between reads")
+            out[done : done + n] = first
+        return out
+
+    def _read_words(self, word: int, count: int, incr: bool, uniform: bool = True) -> np.ndarray:
+        """Policy-checked read: in verify mode two separate reads must agree, or
+        ``policy.uniform_reads`` when the result is one an address error would also give."""
+        if not self.policy.verify:
+            return self._read_words_once(word, count, incr)
+        return self._read_agreed(word, count, incr, 2, uniform)
+
+    def _read_back(self, word: int, count: int) -> np.ndarray:
+        """Read back words just written (verify mode): one read proves a distinctive value;
+        a uniform one (writing 0 is the common case) is what a write sent elsewhere plus a
+        misaddressed read-back would also show, so it takes ``policy.uniform_reads``."""
+        return self._read_agreed(word, count, True, 1)
 
     def _queue_write(self, word: int, values: np.ndarray, incr: bool) -> None:
         done = 0
@@ -544,7 +588,7 @@ class SerialTransport(Transport):
                 j = i + 1
                 while j < len(items) and items[j][0] == items[j - 1][0] + 1 and j - i < self.max_read_burst:
                     j += 1
-                got = self._read_words_once(items[i][0], j - i, True)
+                got = self._read_back(items[i][0], j - i)
                 want = np.array([v for _, v in items[i:j]], dtype=np.uint32)
                 mask = np.array([self._mask_of_word(w) for w, _ in items[i:j]], dtype=np.uint32)
                 if not np.array_equal(got & mask, want & mask):
@@ -671,7 +715,7 @@ class SerialTransport(Transport):
             def put(off: int = off, chunk: np.ndarray = chunk) -> None:
                 self._queue_write(first + off, chunk, True)
                 if self.policy.verify:
-                    got = self._read_words_once(first + off, chunk.size, True)
+                    got = self._read_back(first + off, chunk.size)
                     if not np.array_equal(got, chunk):
                         self.stats.verify_mismatches += 1
                         raise _LinkFault(f"memory read-back mismatch near {address + 4 * off:#x}")
@@ -698,7 +742,8 @@ class SerialTransport(Transport):
         deadline = Timeout(timeout)
         word = self.board_map.csr(self.intr_status_address) >> 2
         while True:
-            v = self._attempt("interrupt status poll", lambda: self._read_words(word, 1, True))
+            # 0 only means "poll again": no need to confirm it like a result
+            v = self._attempt("interrupt status poll", lambda: self._read_words(word, 1, True, uniform=False))
             if int(v[0]):
                 return True
             if deadline.expired():

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 import tty
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -56,6 +56,7 @@ __all__ = [
     "FaultConfig",
     "RegisterFileTarget",
     "add_subcommands",
+    "fault_campaign",
     "serve_in_thread",
 ]
 
@@ -454,6 +455,119 @@ def serve_in_thread(
         emu.close()
         if own:
             target.close()
+
+
+# ---- fault campaign ----------------------------------------------------------------------------------
+CAMPAIGN_REGS = tuple(0x5000 + 4 * i for i in range(16))
+CAMPAIGN_PORT = 0x900C  # SDP S_LUT_ACCESS_DATA on nv_small: a data port that does not read back
+CAMPAIGN_MEM = 0x8000_0000
+CAMPAIGN_OPS = ("write32+sync", "read32", "write_burst4+sync", "read_burst8", "port write (no readback)",
+                "mem_write 24 B", "mem_read 24 B")
+
+
+def fault_campaign(
+    n_ops: int,
+    faults: FaultConfig,
+    *,
+    mode: str = "pty",
+    policy: str = "verify",
+    retries: int = 5,
+    progress: Callable[[int, float], None] | None = None,
+) -> dict:
+    """Random register and memory operations from a :class:`SerialTransport` through a faulty
+    emulated link to a :class:`RegisterFileTarget`; each result is checked against the
+    target's own state (the truth) right after the call returns, when the board is idle.
+
+    A quarter of the written values and buffers are zeros: NVDLA programming writes 0 far
+    more than anything else, and 0 is also what a misaddressed read returns. Per operation
+    kind: ``ok`` (returned and correct), ``reported`` (LinkIntegrityError or
+    TransportTimeoutError), ``silent_wrong`` (returned, wrong: the figure that must be 0);
+    for the port, ``payload_wrong`` (framing proven, payload unprovable without a checksum).
+    ``silent`` lists the first wrong results for triage."""
+    from ..drivers.transport import LinkIntegrityError, TransportTimeoutError
+    from ..drivers.uartbone import IntegrityPolicy, SerialTransport
+
+    tgt = RegisterFileTarget()
+    rng = np.random.default_rng(faults.seed + 100)
+    per_op = {name: {"ok": 0, "reported": 0, "silent_wrong": 0} for name in CAMPAIGN_OPS}
+    per_op[CAMPAIGN_OPS[4]]["payload_wrong"] = 0
+    silent: list[str] = []
+    regs = list(CAMPAIGN_REGS)
+
+    def value() -> int:
+        return 0 if rng.random() < 0.25 else int(rng.integers(0, 1 << 32))
+
+    def truth(k: int) -> list[int]:
+        return [tgt.regs.get(regs[0] + 4 * i, 0) for i in range(k)]
+
+    worst = 0.0
+    # The emulator shares the CPU with the host: its FSM timer (5 ms) is kept well below the
+    # driver's quiet window (1.5 x 10 ms + 10 ms) so a starved emulator thread cannot answer late.
+    with serve_in_thread(tgt, faults=faults, mode=mode, fsm_timeout=0.005, log_writes=True) as emu:
+        t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy(policy, retries),
+                            readback_ok=lambda a: a != CAMPAIGN_PORT, response_timeout=0.03, board_timeout=0.01)
+        t.open()
+        t0 = time.perf_counter()
+        for i in range(n_ops):
+            if progress is not None and i and i % 2000 == 0:
+                progress(i, time.perf_counter() - t0)
+            op = int(rng.integers(0, len(CAMPAIGN_OPS)))
+            a = int(rng.choice(regs))
+            r = per_op[CAMPAIGN_OPS[op]]
+            got: object = None
+            want: object = None
+            s0 = time.perf_counter()
+            try:
+                if op == 0:
+                    want = value()
+                    t.write32(a, want)
+                    t.sync()
+                    got = tgt.regs.get(a, 0)
+                elif op == 1:
+                    got = t.read32(a)
+                    want = tgt.regs.get(a, 0)
+                elif op == 2:
+                    want = [0] * 4 if rng.random() < 0.25 else rng.integers(0, 1 << 32, 4).tolist()
+                    t.write_burst(regs[0], want)
+                    t.sync()
+                    got = truth(4)
+                elif op == 3:
+                    got = t.read_burst(regs[0], 8)
+                    want = truth(8)
+                elif op == 4:
+                    v = int(rng.integers(0, 1 << 32))
+                    t.write32(CAMPAIGN_PORT, v)
+                    r["payload_wrong"] += tgt.regs.get(CAMPAIGN_PORT) != v
+                elif op == 5:
+                    off = int(rng.integers(0, 64))  # unaligned ends: read-modify-write
+                    data = (np.zeros(24, np.uint8) if rng.random() < 0.25
+                            else rng.integers(0, 256, 24, dtype=np.uint8))
+                    t.mem_write(CAMPAIGN_MEM + off, data)
+                    t.sync()
+                    want, got = data.tolist(), tgt.memory.read(CAMPAIGN_MEM + off, 24).tolist()
+                else:
+                    off = int(rng.integers(0, 64))
+                    got = t.mem_read(CAMPAIGN_MEM + off, 24).tolist()
+                    want = tgt.memory.read(CAMPAIGN_MEM + off, 24).tolist()
+                r["ok"] += 1
+                if got != want:
+                    r["silent_wrong"] += 1
+                    if len(silent) < 20:
+                        silent.append(f"op {i} {CAMPAIGN_OPS[op]}: got {got!r:.120} want {want!r:.120}")
+            except (LinkIntegrityError, TransportTimeoutError):
+                r["reported"] += 1
+            worst = max(worst, time.perf_counter() - s0)
+        elapsed = time.perf_counter() - t0
+        t.close()
+        intended = {*regs, CAMPAIGN_PORT}
+        stray = sum(1 for k, addr, _ in emu.stats.write_log
+                    if (k == "csr" and addr not in intended) or (k == "dram" and not 0 <= addr - CAMPAIGN_MEM < 96))
+        total = {k: sum(d[k] for d in per_op.values()) for k in ("ok", "reported", "silent_wrong")}
+        return {"ops": n_ops, "per_op": per_op, "total": total, "silent": silent,
+                "stray_bus_writes": stray, "link": t.stats.snapshot(),
+                "dropped": emu.stats.dropped, "corrupted": emu.stats.corrupted,
+                "bytes_in": emu.stats.bytes_in, "bytes_out": emu.stats.bytes_out,
+                "elapsed_s": elapsed, "slowest_op_s": worst}
 
 
 # ---- CLI --------------------------------------------------------------------------------------------

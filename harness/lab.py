@@ -15,6 +15,7 @@ A lab file is YAML::
         dram_size: 0x10000000
         integrity: verify           # plain | verify
         retries: 3
+        uniform_reads: 4            # verify: agreeing reads for a result an address error could give
         response_timeout: 0.5       # seconds beyond the wire time
         board_timeout: 0.1          # the UARTBone FSM timer
         reset_command: [openFPGALoader, -b, arty, nvdla.bit]   # argv, run without a shell
@@ -95,6 +96,7 @@ class BoardConfig:
     dram_size: int = _DEFAULT_MAP.dram_size
     integrity: str = "verify"
     retries: int = 3
+    uniform_reads: int = 4
     response_timeout: float = 0.5
     board_timeout: float = FSM_TIMEOUT
     reset_command: tuple[str, ...] | None = None
@@ -113,7 +115,7 @@ class BoardConfig:
 
     @property
     def policy(self) -> IntegrityPolicy:
-        return IntegrityPolicy(self.integrity, self.retries)
+        return IntegrityPolicy(self.integrity, self.retries, self.uniform_reads)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +133,8 @@ class Lab:
 
 
 # ---- parsing ------------------------------------------------------------------------------------------
-_INT_FIELDS = {"baud", "csr_base", "csr_size", "dram_base", "dram_nvdla_base", "dram_size", "retries", "reset_address"}
+_INT_FIELDS = {"baud", "csr_base", "csr_size", "dram_base", "dram_nvdla_base", "dram_size", "retries", "uniform_reads",
+               "reset_address"}
 _FLOAT_FIELDS = {"response_timeout", "board_timeout", "reset_timeout"}
 
 
@@ -198,7 +201,8 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
     try:
         _ = cfg.policy
     except ValueError as e:
-        raise err("integrity" if "mode" in str(e) else "retries", str(e)) from None
+        field = "integrity" if "mode" in str(e) else "uniform_reads" if "uniform_reads" in str(e) else "retries"
+        raise err(field, str(e)) from None
     try:
         _ = cfg.board_map
     except ValueError as e:

@@ -10,6 +10,13 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests: `make test` runs the "ci" profile, derandomised so a run is reproducible
+# and a red CI names a failure anyone can replay; `make fuzz` runs "explore" with fresh
+# random seeds, ten rounds. A failure found there becomes an @example.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", print_blob=True)
 
 
 @pytest.fixture(scope="session")

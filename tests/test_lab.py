@@ -54,7 +54,7 @@ def test_load_good(tmp_path):
     cfg = lab.board("arty")
     assert cfg.baud == 3_000_000 and cfg.dram_base == 0x1000_0000 and cfg.dram_nvdla_base == 0x8000_0000
     assert cfg.board_map.dram(0x8000_0010, 4) == 0x1000_0010
-    assert cfg.policy.mode == "verify" and cfg.policy.retries == 2
+    assert cfg.policy.mode == "verify" and cfg.policy.retries == 2 and cfg.policy.uniform_reads == 4
     assert cfg.reset_command == (sys.executable, "-c", "print('reset')")
     assert lab.board("other").baud == 115200  # default
 
@@ -74,6 +74,7 @@ def test_missing_board_lists_known(tmp_path):
         ("reset_command", "'reboot now'", "list of arguments"),
         ("colour", "red", "unknown field"),
         ("response_timeout", "-1", "positive number"),
+        ("uniform_reads", "1", "must be >= 2"),
     ],
 )
 def test_bad_field_names_file_board_field(tmp_path, field, value, msg):

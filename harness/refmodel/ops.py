@@ -67,7 +67,12 @@ def rsat(v: np.ndarray, s: int, bits: int, *, in_bits: int | None = None) -> np.
 
 
 def rsat_flag(v: np.ndarray, s: int, bits: int, *, semantics: str = "rtl", in_bits: int | None = None) -> np.ndarray:
-    """Saturation flag of RSAT (section 1.2). ``semantics`` 'rtl' or 'cmod' ([DIFF] at the boundary)."""
+    """Saturation flag of RSAT (section 1.2). ``semantics`` 'rtl' or 'cmod' ([DIFF] at the boundary).
+
+    The RTL flags every clamped result (plus a floor of min - 1 that rounds back to min).
+    The cmod's ``|floor - result| > 1`` also misses real overflows whose floor is max,
+    max + 1 or min - 1 (e.g. 2.5 -> 3 clamped to 1 at 2 bits): more than the two cases the
+    semantics doc lists, found by ``tests/test_ops.py::test_rsat_flag_rules``."""
     v = np.asarray(v, dtype=I64)
     if in_bits is not None and s >= in_bits and semantics == "rtl":
         return np.zeros(v.shape, dtype=bool)
