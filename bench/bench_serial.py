@@ -3,7 +3,7 @@ ideal, transport CPU per operation, and a fault-injection campaign.
 
     python bench/bench_serial.py [--faults N] [--skip-faults]
 
-The board runs as a separate process (``board-emu --pty --backend regfile``) so the CPU time
+The board runs as a separate process (``board-emu --pty``, nv_small model) so the CPU time
 measured here (``time.process_time``) is the transport's own.
 """
 
@@ -22,8 +22,10 @@ from nvdla_hil.drivers.uartbone import (
     SerialTransport,
 )
 from nvdla_hil.harness.board_emu import FaultConfig, fault_campaign
+from nvdla_hil.harness.targets.serial import readback_rules
 
-LUT_CFG, LUT_DATA = 0x9008, 0x900C  # SDP S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA (nv_small)
+LUT_CFG, LUT_DATA = 0xD008, 0xD00C  # CDP S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA (nv_small)
+REG = 0xD050  # CDP D_DST_BASE_ADDR_LOW: a plain read-write register
 BAUDS = (115200, 3_000_000)
 MB = 1 << 20
 
@@ -44,22 +46,22 @@ def _ops(t: SerialTransport):
     data = np.random.default_rng(0).integers(0, 256, MB, dtype=np.uint8)
 
     def lut() -> None:
-        t.write32(LUT_CFG, 0x0002_0000)  # LUT_ACCESS_TYPE=WRITE, LUT_TABLE_ID=LE, address 0
-        t.write_burst(LUT_DATA, list(range(65)), incr=False)
-        t.write32(LUT_CFG, 0x0003_0000)  # LUT_ACCESS_TYPE=WRITE, LUT_TABLE_ID=LO, address 0
-        t.write_burst(LUT_DATA, list(range(257)), incr=False)
-        t.sync_if_needed()
+        # CFG: LUT_ACCESS_TYPE (bit 17) WRITE/READ, LUT_TABLE_ID (bit 16) LE/LO, address 0;
+        # under verify each table is read back through the same pair (write_indirect)
+        t.write_indirect(LUT_CFG, 0x0002_0000, LUT_DATA, list(range(65)), readback_index=0x0000_0000, mask=0xFFFF)
+        t.write_indirect(LUT_CFG, 0x0003_0000, LUT_DATA, list(range(257)), readback_index=0x0001_0000, mask=0xFFFF)
 
     return {
-        "reg write": lambda: (t.write32(0xB000, 0x1234), t.sync_if_needed()),
-        "reg read": lambda: t.read32(0xB000),
+        "reg write": lambda: (t.write32(REG, 0x1234), t.sync_if_needed()),
+        "reg read": lambda: t.read32(REG),
         "LUT load": lut,
         "1 MB mem load": lambda: t.mem_write(0x8000_0000, data),
     }
 
 
 def measure(url: str, policy: str, baud: int, reps: dict[str, int]) -> dict[str, dict]:
-    t = SerialTransport(url, baud, policy=IntegrityPolicy(policy), readback_ok=lambda a: a != LUT_DATA,
+    ok, mask, pops = readback_rules("nv_small")
+    t = SerialTransport(url, baud, policy=IntegrityPolicy(policy), readback_ok=ok, readback_mask=mask, read_pops=pops,
                         response_timeout=1.0, board_timeout=0.005)
     # verification of posted readback writes happens at the next fence; count it with the op
     t.sync_if_needed = (lambda: t._fence()) if policy == "verify" else (lambda: None)  # type: ignore[attr-defined]
@@ -83,7 +85,7 @@ def measure(url: str, policy: str, baud: int, reps: dict[str, int]) -> dict[str,
 
 def bench_wire() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--pty",
-                             "--backend", "regfile"], stdout=subprocess.PIPE, text=True)
+                             "--backend", "model", "--profile", "nv_small"], stdout=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
         ideal = _ideal()

@@ -344,9 +344,10 @@ class PrecisionControl:
     def load_lut(self, unit: str, table: str, values: np.ndarray | list[int], *, force: bool = False) -> None:
         """Write a whole LE (65) or LO (257) table through S_LUT_ACCESS_CFG/DATA.
 
-        One CFG write (address 0, table id, WRITE; non-posted) then one DATA write per entry
+        One CFG write (address 0, table id, WRITE) then one DATA write per entry
         as a fixed-address burst; the hardware auto-increments the address (semantics doc 7).
-        Values are 16-bit (signed -32768..32767 or raw 0..65535)."""
+        Values are 16-bit (signed -32768..32767 or raw 0..65535). A transport that verifies
+        (the serial link's ``verify`` policy) reads the table back and reloads it on a mismatch."""
         unit = self._lut_unit(unit, force)
         table = table.upper()
         n = LUT_SIZES.get(table)
@@ -358,23 +359,27 @@ class PrecisionControl:
         bad = np.flatnonzero((arr < -32768) | (arr > 65535))
         if bad.size:
             raise FieldRangeError(f"{unit} {table}[{bad[0]}] = {arr[bad[0]]} does not fit 16 bits")
-        cfg = self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": "WRITE"})
-        self.drv.transport.write32(self.drv.register(unit, "S_LUT_ACCESS_CFG").address, cfg, posted=False)
+        cfg = self.drv.register(unit, "S_LUT_ACCESS_CFG")
         data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
-        self.drv.transport.write_burst(data.address, [int(v) & 0xFFFF for v in arr], incr=False)
+        self.drv.transport.write_indirect(
+            cfg.address, self._lut_cfg(unit, table, "WRITE"), data.address, [int(v) & 0xFFFF for v in arr],
+            readback_index=self._lut_cfg(unit, table, "READ"), mask=0xFFFF,
+        )
+
+    def _lut_cfg(self, unit: str, table: str, access: str) -> int:
+        return self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": access})
 
     def read_lut(self, unit: str, table: str, *, force: bool = False) -> np.ndarray:
-        """Read a whole table back (CFG READ at address 0, non-posted, then one DATA read
+        """Read a whole table back (CFG READ at address 0, then one DATA read
         per entry, auto-increment). Returns int16."""
         unit = self._lut_unit(unit, force)
         table = table.upper()
         n = LUT_SIZES.get(table)
         if n is None:
             raise RegisterMapError(f"unknown LUT table {table!r}; tables: LE (65 entries), LO (257 entries)")
-        cfg = self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": "READ"})
-        self.drv.transport.write32(self.drv.register(unit, "S_LUT_ACCESS_CFG").address, cfg, posted=False)
+        cfg = self.drv.register(unit, "S_LUT_ACCESS_CFG")
         data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
-        words = self.drv.transport.read_burst(data.address, n, incr=False)
+        words = self.drv.transport.read_indirect(cfg.address, self._lut_cfg(unit, table, "READ"), data.address, n)
         return (np.asarray(words, dtype=np.uint32) & 0xFFFF).astype(np.uint16).view(np.int16)
 
     def verify_lut(self, unit: str, table: str, expected: np.ndarray | list[int], *, force: bool = False) -> list[int]:

@@ -172,6 +172,34 @@ class Transport(ABC):
         for i, v in enumerate(values):
             self._notify("W", address + 4 * i if incr else address, v)
 
+    # ---- indirect ports: an index register selects, a data register streams -------------------
+    def read_indirect(self, index_address: int, index_value: int, data_address: int, count: int) -> list[int]:
+        """Write ``index_value`` to the index register, then read ``count`` words from the
+        data port, which advances its own pointer on every access (NVDLA's LUT access pair
+        S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA, semantics doc 7). The index write is non-posted:
+        on the nv_small RTL a DATA read right behind a posted CFG write still returns the old
+        pointer's entry. The pair is idempotent as a unit though neither access is alone, so a
+        lossy transport may repeat the whole of it; this default does it once."""
+        self.write32(index_address, index_value, posted=False)
+        return self.read_burst(data_address, count, incr=False)
+
+    def write_indirect(
+        self,
+        index_address: int,
+        index_value: int,
+        data_address: int,
+        values: Sequence[int],
+        *,
+        readback_index: int | None = None,
+        mask: int = 0xFFFFFFFF,
+    ) -> None:
+        """Write ``index_value`` to the index register (non-posted), then ``values`` to the data
+        port. ``readback_index`` (the index value that reads the same entries back) lets a lossy
+        transport prove the payload (``mask``: the bits the port keeps) and repeat the whole
+        unit on a mismatch; this default writes once."""
+        self.write32(index_address, index_value, posted=False)
+        self.write_burst(data_address, values, incr=False)
+
     def _read_burst(self, address: int, count: int, incr: bool) -> list[int]:
         return [self._read32(address + 4 * i if incr else address) for i in range(count)]
 
@@ -227,6 +255,11 @@ class Transport(ABC):
 
     def _reset(self) -> None:  # pragma: no cover - default: no reset line
         raise TransportError(f"{type(self).__name__} has no reset")
+
+    def link_report(self) -> str:
+        """What went wrong on the way to the accelerator since the transport was opened, for a
+        failing test's message ("" when nothing did or the transport cannot lose anything)."""
+        return ""
 
     def describe(self) -> str:
         """One line naming the target, for reports."""

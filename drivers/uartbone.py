@@ -46,10 +46,17 @@ Integrity (the link has no checksum; see ``docs`` in :class:`IntegrityPolicy`):
 * ``verify``: every read is done twice in separate round trips and the two must agree
   (four times when the result is uniform, see ``SerialTransport._uniform``);
   every write to a register that reads back (``readback_ok``) is read back and compared,
-  and rewritten on mismatch; memory writes are read back. Writes to registers that do not
-  read back (triggers, LUT data port, W1C) are non-idempotent: each is followed by a read of
-  the sync register that proves the framing survived; if it did not, LinkIntegrityError.
-  What verify cannot catch: a corrupted *payload* byte of a non-readback write, and a stray
+  and rewritten on mismatch (a uniform read-back, e.g. a written 0, is confirmed the same
+  way); memory writes are read back. Writes to registers that do not read back (triggers,
+  LUT data port, W1C) are non-idempotent: each is followed by a read of the sync register
+  that proves the framing survived; if it did not, LinkIntegrityError. Reads of a data
+  port that pops (``read_pops``, fixed bursts) are done once and never repeated.
+* Indirect ports (``read_indirect``/``write_indirect``: the LUT's CFG/DATA pair) are
+  idempotent as a unit: under ``verify`` a table is written, read back through the pair
+  in the same request and rewritten whole on a mismatch; a table read is two agreeing
+  CFG-then-read sequences. This proves the payload that a lone port write cannot.
+  What verify cannot catch: a corrupted *payload* byte of a raw non-readback write (a
+  trigger, or a LUT entry written register by register as NVDLA's traces do), and a stray
   write that a corrupted address or command byte sends to another register. Both need a
   link with a checksum (Etherbone over UDP, or a CRC'd bridge).
 
@@ -58,7 +65,7 @@ Guarantees under ``verify`` (tested by fault injection through ``harness/board_e
 readback-able write reported as done, matched the board's register at that moment; any
 other outcome raised LinkIntegrityError or TransportTimeoutError within the retry budget
 (each wait bounded by ``response_timeout`` + wire time; a resync by ~1.5x the FSM timer).
-Not guaranteed: the payload of non-readback writes, and registers hit by stray writes.
+Not guaranteed: the payload of raw non-readback writes, and registers hit by stray writes.
 Residual risk for reads: independently corrupted reads agreeing on the same wrong value.
 A corrupted request address (4 of the 6 header bytes) is the way there: at a per-byte
 corruption rate p each read misses with q ~ 4p, and the wrong words are mostly uniform
@@ -296,6 +303,9 @@ class SerialTransport(Transport):
             non-idempotent. Default: nothing reads back (safe, unverified).
         readback_mask: ``readback_mask(csb_address) -> int``, the bits of a readback-able register
             that read back as written (its RW fields; undefined bits read 0). Default: all 32.
+        read_pops: ``read_pops(csb_address) -> bool``; True for a data port whose read advances
+            a pointer (NVDLA's S_LUT_ACCESS_DATA): read once, never repeated. Fixed-address
+            bursts are always treated so. Default: none.
         response_timeout: seconds to wait for a response beyond its wire time.
         sync_address: register used to resynchronise (GLB S_NVDLA_HW_VERSION).
         board_timeout: the bridge's FSM timeout; a resync keeps the line silent this long.
@@ -310,6 +320,7 @@ class SerialTransport(Transport):
         policy: IntegrityPolicy | None = None,
         readback_ok: Callable[[int], bool] | None = None,
         readback_mask: Callable[[int], int] | None = None,
+        read_pops: Callable[[int], bool] | None = None,
         response_timeout: float = 0.5,
         sync_address: int = GLB_HW_VERSION,
         intr_status_address: int = GLB_INTR_STATUS,
@@ -329,6 +340,7 @@ class SerialTransport(Transport):
         self.policy = policy or IntegrityPolicy()
         self.readback_ok = readback_ok or _all_readback
         self.readback_mask = readback_mask or (lambda address: 0xFFFFFFFF)
+        self.read_pops = read_pops or (lambda address: False)
         self.response_timeout = float(response_timeout)
         self.sync_address = sync_address
         self.intr_status_address = intr_status_address
@@ -351,6 +363,14 @@ class SerialTransport(Transport):
 
     def __repr__(self) -> str:
         return f"SerialTransport({self.url!r}, baudrate={self.baudrate}, policy={self.policy.mode})"
+
+    def link_report(self) -> str:
+        s = self.stats
+        if not s.link_faults:
+            return ""
+        return (f"link {self.url}: {s.link_faults} faults, {s.resyncs} resyncs, {s.retries} retries, "
+                f"{s.verify_mismatches} read mismatches while this target was open; every value used "
+                f"was verified, but a write that a corrupted address sent elsewhere cannot be ruled out")
 
     def describe(self) -> str:
         return f"UARTBone {self.url} @ {self.baudrate} baud ({self.policy.mode}, {self.profile_name})"
@@ -634,9 +654,13 @@ class SerialTransport(Transport):
         word = self.board_map.csr(address) >> 2
         if incr:
             self.board_map.csr(address + 4 * (count - 1))
-        vals = self._attempt(
-            f"read of {count} word(s) at CSB {address:#x}", lambda: self._read_words(word, count, incr)
-        )
+        what = f"read of {count} word(s) at CSB {address:#x}"
+        if not incr or self.read_pops(address):
+            # a data port: each read moves its pointer, so a read is neither repeated nor
+            # double-checked; read_indirect is the verified way to read such a port
+            vals = self._attempt(what, lambda: self._read_words_once(word, count, incr), idempotent=False)
+        else:
+            vals = self._attempt(what, lambda: self._read_words(word, count, incr))
         return [int(v) for v in vals]
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
@@ -679,6 +703,85 @@ class SerialTransport(Transport):
                 raise _LinkFault(f"sync read {v:#x} after write, expected {self.sync_value:#x}")
 
         self._attempt(what, sync_after, idempotent=False)
+
+    # ---- indirect ports (LUT access) -----------------------------------------------------------------
+    def _indirect_words(self, index_address: int, data_address: int) -> tuple[int, int]:
+        self._check(index_address)
+        self._check(data_address)
+        return self.board_map.csr(index_address) >> 2, self.board_map.csr(data_address) >> 2
+
+    def _indirect_read_once(self, iw: int, index_value: int, dw: int, count: int) -> np.ndarray:
+        """Index write and port read in one request (the read is last, as the bridge needs).
+        The read command's 6 bytes reach the bus at least 6 byte times after the write (20 µs
+        at 3 Mbaud: thousands of NVDLA cycles), which covers the CFG-to-DATA latency that
+        makes the RTL need a non-posted CFG write."""
+        self._queue_write(iw, np.array([index_value], dtype=np.uint32), True)
+        return self._read_words_once(dw, count, False)
+
+    def _indirect_agreed(self, iw: int, index_value: int, dw: int, count: int, reads: int) -> np.ndarray:
+        """``reads`` index-then-port sequences that agree; ``policy.uniform_reads`` when the
+        port gave one value throughout, which is what a misaddressed fixed burst returns."""
+        first = self._indirect_read_once(iw, index_value, dw, count)
+        need = max(reads, self.policy.uniform_reads) if bool((first == first[0]).all()) else reads
+        for _ in range(need - 1):
+            if not np.array_equal(first, self._indirect_read_once(iw, index_value, dw, count)):
+                self.stats.verify_mismatches += 1
+                raise _LinkFault(f"indirect read of port word {dw:#x} differs between reads")
+        return first
+
+    def read_indirect(self, index_address: int, index_value: int, data_address: int, count: int) -> list[int]:
+        """The index write and the port reads are repeated together: alone each is
+        non-idempotent (the port pointer moves), as a unit they are not. Verify policy: two
+        sequences must agree (more for a uniform result); plain: once, repeated on a fault."""
+        iw, dw = self._indirect_words(index_address, data_address)
+        if count <= 0:
+            return []
+        self._fence()
+        reads = 2 if self.policy.verify else 1
+        what = f"indirect read of {count} word(s) at CSB {data_address:#x} (index {index_address:#x} = {index_value:#x})"
+        vals = [int(v) for v in self._attempt(what, lambda: self._indirect_agreed(iw, index_value, dw, count, reads))]
+        self._notify("W", index_address, index_value)
+        for v in vals:
+            self._notify("R", data_address, v)
+        return vals
+
+    def write_indirect(
+        self,
+        index_address: int,
+        index_value: int,
+        data_address: int,
+        values: Sequence[int],
+        *,
+        readback_index: int | None = None,
+        mask: int = 0xFFFFFFFF,
+    ) -> None:
+        """Verify policy with ``readback_index``: index write, port writes, then the table
+        read back through ``readback_index`` in the same request; on a mismatch the whole
+        unit is written again (it is idempotent as a unit). This proves what a single
+        port write cannot: the payload. Otherwise as the base class (port writes reported,
+        never repeated, on a fault)."""
+        if not self.policy.verify or readback_index is None:
+            super().write_indirect(index_address, index_value, data_address, values)
+            return
+        iw, dw = self._indirect_words(index_address, data_address)
+        vals = np.asarray([int(v) for v in values], dtype=np.uint32)
+        if vals.size == 0:
+            return
+        self._fence()
+
+        def unit() -> None:
+            self._queue_write(iw, np.array([index_value], dtype=np.uint32), True)
+            self._queue_write(dw, vals, False)
+            got = self._indirect_agreed(iw, readback_index, dw, vals.size, 1)
+            if not np.array_equal(got & np.uint32(mask), vals & np.uint32(mask)):
+                self.stats.verify_mismatches += 1
+                raise _LinkFault(f"indirect write to port {data_address:#x} read back different")
+
+        self._attempt(f"indirect write of {vals.size} word(s) at CSB {data_address:#x} "
+                      f"(index {index_address:#x} = {index_value:#x})", unit)
+        self._notify("W", index_address, index_value)
+        for v in vals:
+            self._notify("W", data_address, int(v))
 
     # ---- memory ------------------------------------------------------------------------------
     def _mem_base(self, address: int, size: int, port: str) -> int:

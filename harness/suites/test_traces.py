@@ -49,8 +49,10 @@ def test_trace(trace_path: Path | None, pytestconfig: pytest.Config) -> None:
         log = drv.record(AccessLog(prof.regmap))
         result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
                            timeout=layer_timeout(target))
+        link = target.link_report()
     if result.status == "skipped":
         pytest.skip(f"{trace.name}: {result.message}")
     if result.status != "passed":
         tail = "\n".join(log.tail(15))
-        pytest.fail(f"{result.summary()}\nprofile {prof.name}; last register accesses:\n{tail}", pytrace=False)
+        pytest.fail(f"{result.summary()}\nprofile {prof.name}; last register accesses:\n{tail}"
+                    + (f"\n{link}" if link else ""), pytrace=False)

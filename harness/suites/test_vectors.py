@@ -75,9 +75,10 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
         log = drv.record(AccessLog(prof.regmap))
         result = run_case(case, target, drv, target_kind=spec.kind,
                           timeout=layer_timeout(target))
+        link = target.link_report()
     if result.status == "skipped":
         pytest.skip(f"{case.name}: {result.message}")
     if not result.passed:
         tail = "\n".join(log.tail(12))
-        pytest.fail(f"{result.summary()}\nprofile {prof.name}, target {spec.kind}; last register accesses:\n{tail}",
-                    pytrace=False)
+        pytest.fail(f"{result.summary()}\nprofile {prof.name}, target {spec.kind}; last register accesses:\n{tail}"
+                    + (f"\n{link}" if link else ""), pytrace=False)

@@ -13,10 +13,11 @@ from ..lab import BoardConfig, BoardLock, resolve_board, run_reset
 __all__ = ["make_serial_transport", "open_serial_target"]
 
 
-def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int], int]]:
-    """``readback_ok``/``readback_mask`` for the verify policy, from the profile's register map:
-    a register reads back when it has no side effect on write and every field is read-write;
-    the bits compared are its fields (undefined bits read 0)."""
+def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int], int], Callable[[int], bool]]:
+    """``readback_ok``/``readback_mask``/``read_pops`` for the verify policy, from the profile's
+    register map: a register reads back when it has no side effect on write and every field
+    is read-write; the bits compared are its fields (undefined bits read 0). Reads of the LUT
+    data ports advance the LUT address (semantics doc 7): those pop."""
     from ...drivers.profiles import load_profile
     from ...drivers.regmap import RegisterMapError
 
@@ -36,13 +37,17 @@ def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int],
         r = reg(address)
         return r.writable_mask if r else 0xFFFFFFFF
 
-    return ok, mask
+    def pops(address: int) -> bool:
+        r = reg(address)
+        return bool(r and r.name == "S_LUT_ACCESS_DATA")
+
+    return ok, mask, pops
 
 
 def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] | None = None) -> SerialTransport:
     """An unopened :class:`SerialTransport` configured from one lab board entry; unless given,
     the read-back rules come from the board profile's register map."""
-    ok, mask = readback_rules(cfg.profile)
+    ok, mask, pops = readback_rules(cfg.profile)
     return SerialTransport(
         cfg.url,
         cfg.baud,
@@ -50,6 +55,7 @@ def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] |
         policy=cfg.policy,
         readback_ok=readback_ok or ok,
         readback_mask=mask,
+        read_pops=pops,
         response_timeout=cfg.response_timeout,
         board_timeout=cfg.board_timeout,
         profile_name=cfg.profile,
