@@ -76,6 +76,7 @@ distinctive result needs both corrupted addresses to be the same one (~q^2 / 102
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -280,6 +281,19 @@ class LinkStats:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
 
 
+def _no_delay(port: object) -> None:
+    """Turn Nagle off on a network port (pyserial's ``socket://`` and ``rfc2217://`` leave
+    it on). Writes are flushed as soon as they are queued and the read that checks them
+    follows in a second send, which Nagle holds until the board's delayed ACK: measured
+    through the TCP emulator, 44 ms per verified register write with it, 0.25 ms without."""
+    sock = getattr(port, "_socket", None)
+    if sock is not None:
+        import socket
+
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
 class _LinkFault(Exception):
     """Internal: the exchange went wrong in a way a resync may cure."""
 
@@ -385,6 +399,7 @@ class SerialTransport(Transport):
             )
             # a stalled link must not block a write forever
             self._port.write_timeout = self.response_timeout + 2.0
+            _no_delay(self._port)
         except (serial.SerialException, ValueError) as e:
             raise TransportError(f"cannot open serial port {self.url!r}: {e}") from e
         try:

@@ -242,3 +242,13 @@ def test_fault_injection_no_silent_wrong_values(mode):
     assert res["total"]["ok"] + res["total"]["reported"] == 400
     assert all(d["ok"] > 0 for d in res["per_op"].values())  # every kind of operation got through
     assert res["link"]["resyncs"] > 0 and res["link"]["verify_mismatches"] > 0
+
+
+def test_network_ports_turn_nagle_off():
+    """pyserial's socket:// leaves Nagle on; a flushed write followed by its check read would
+    then wait for the board's delayed ACK on every round trip (bench figure in uartbone)."""
+    import socket
+
+    with serve_in_thread(RegisterFileTarget(), mode="tcp", fsm_timeout=0.005) as emu:
+        with _transport(emu.url, "verify") as t:
+            assert t._port._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
