@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -288,8 +289,6 @@ def _no_delay(port: object) -> None:
     through the TCP emulator, 44 ms per verified register write with it, 0.25 ms without."""
     sock = getattr(port, "_socket", None)
     if sock is not None:
-        import socket
-
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
@@ -382,9 +381,11 @@ class SerialTransport(Transport):
         s = self.stats
         if not s.link_faults:
             return ""
+        proof = ("every value the test used was verified" if self.policy.verify
+                 else "plain policy: a corrupted value would have gone unnoticed")
         return (f"link {self.url}: {s.link_faults} faults, {s.resyncs} resyncs, {s.retries} retries, "
-                f"{s.verify_mismatches} read mismatches while this target was open; every value used "
-                f"was verified, but a write that a corrupted address sent elsewhere cannot be ruled out")
+                f"{s.verify_mismatches} read mismatches while this target was open; {proof}, and a "
+                f"write that a corrupted address sent elsewhere cannot be ruled out")
 
     def describe(self) -> str:
         return f"UARTBone {self.url} @ {self.baudrate} baud ({self.policy.mode}, {self.profile_name})"
@@ -561,6 +562,18 @@ class SerialTransport(Transport):
         region = self.board_map.decode(word * 4)
         return (region is not None and region[0] == "dram") or int(words[0]) in (0, 0xFFFFFFFF)
 
+    def _agreeing(self, read: Callable[[], np.ndarray], reads: int, suspect: Callable[[np.ndarray], bool],
+                  what: str) -> np.ndarray:
+        """``read()`` done ``reads`` times, or ``policy.uniform_reads`` times when the first
+        result is ``suspect`` (one a misaddressed request would also give); all must agree."""
+        first = read()
+        need = max(reads, self.policy.uniform_reads) if suspect(first) else reads
+        for _ in range(need - 1):
+            if not np.array_equal(first, read()):
+                self.stats.verify_mismatches += 1
+                raise _LinkFault(f"{what} differs between reads")
+        return first
+
     def _read_agreed(self, word: int, count: int, incr: bool, reads: int, uniform: bool = True) -> np.ndarray:
         """Each burst read ``reads`` times in separate round trips, all agreeing; with
         ``uniform``, ``policy.uniform_reads`` times when the burst is :meth:`_uniform` (an
@@ -569,13 +582,10 @@ class SerialTransport(Transport):
         for done in range(0, count, self.max_read_burst):
             n = min(self.max_read_burst, count - done)
             w = word + (done if incr else 0)
-            first = self._read_words_once(w, n, incr)
-            need = max(reads, self.policy.uniform_reads) if uniform and self._uniform(w, first, incr) else reads
-            for _ in range(need - 1):
-                if not np.array_equal(first, self._read_words_once(w, n, incr)):
-                    self.stats.verify_mismatches += 1
-                    raise _LinkFault(f"read of word {w:#x}+{n} differs between reads")
-            out[done : done + n] = first
+            out[done : done + n] = self._agreeing(
+                lambda w=w, n=n: self._read_words_once(w, n, incr), reads,
+                lambda words, w=w: uniform and self._uniform(w, words, incr), f"read of word {w:#x}+{n}",
+            )
         return out
 
     def _read_words(self, word: int, count: int, incr: bool, uniform: bool = True) -> np.ndarray:
@@ -736,13 +746,8 @@ class SerialTransport(Transport):
     def _indirect_agreed(self, iw: int, index_value: int, dw: int, count: int, reads: int) -> np.ndarray:
         """``reads`` index-then-port sequences that agree; ``policy.uniform_reads`` when the
         port gave one value throughout, which is what a misaddressed fixed burst returns."""
-        first = self._indirect_read_once(iw, index_value, dw, count)
-        need = max(reads, self.policy.uniform_reads) if bool((first == first[0]).all()) else reads
-        for _ in range(need - 1):
-            if not np.array_equal(first, self._indirect_read_once(iw, index_value, dw, count)):
-                self.stats.verify_mismatches += 1
-                raise _LinkFault(f"indirect read of port word {dw:#x} differs between reads")
-        return first
+        return self._agreeing(lambda: self._indirect_read_once(iw, index_value, dw, count), reads,
+                              lambda words: bool((words == words[0]).all()), f"indirect read of port word {dw:#x}")
 
     def read_indirect(self, index_address: int, index_value: int, data_address: int, count: int) -> list[int]:
         """The index write and the port reads are repeated together: alone each is
