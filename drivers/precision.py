@@ -15,6 +15,8 @@ import numpy as np
 from .regmap import FieldRangeError, RegisterMapError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Sequence
+
     from .driver import NvdlaDriver
 
 __all__ = [
@@ -365,6 +367,30 @@ class PrecisionControl:
             cfg.address, self._lut_cfg(unit, table, "WRITE"), data.address, [int(v) & 0xFFFF for v in arr],
             readback_index=self._lut_cfg(unit, table, "READ"), mask=0xFFFF,
         )
+
+    def write_lut_run(self, unit: str, cfg_value: int, values: Sequence[int]) -> bool:
+        """Replay a raw LUT programming run (one S_LUT_ACCESS_CFG write, then DATA writes, as
+        NVDLA's traces program it) as one indirect-port unit, read back through the same CFG
+        with LUT_ACCESS_TYPE=READ, so a verifying transport proves the payload that raw port
+        writes cannot. Returns False, having written nothing, when the run is not a table
+        write that fits from its LUT_ADDR (or the profile has no such LUT): the caller then
+        replays it register by register."""
+        unit = unit.upper()
+        if unit not in LUT_UNITS or (unit == "SDP" and not self.drv.profile.has("sdp_lut")):
+            return False
+        cfg = self.drv.register(unit, "S_LUT_ACCESS_CFG")
+        f = cfg.decode(cfg_value)
+        if f["LUT_ACCESS_TYPE"] != cfg.field("LUT_ACCESS_TYPE").encode("WRITE"):
+            return False
+        table = "LO" if f["LUT_TABLE_ID"] == cfg.field("LUT_TABLE_ID").encode("LO") else "LE"
+        if not values or f["LUT_ADDR"] + len(values) > LUT_SIZES[table]:
+            return False
+        data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
+        self.drv.transport.write_indirect(
+            cfg.address, cfg_value, data.address, list(values),
+            readback_index=cfg.encode(base=cfg_value, LUT_ACCESS_TYPE="READ"), mask=data.field("LUT_DATA").mask,
+        )
+        return True
 
     def _lut_cfg(self, unit: str, table: str, access: str) -> int:
         return self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": access})

@@ -371,17 +371,33 @@ def run_trace(
             else:
                 transport.mem_write(ck.address, np.full(ck.size, POISON_BYTE, dtype=np.uint8), port=ck.port)
                 ck.poisoned = True
-        # 2. register sequence
-        for c in trace.of_kind("reg_write", "poll_reg_equal"):
+        # 2. register sequence; a LUT programming run (CFG, then DATA writes) goes as one
+        #    indirect-port unit, which a verifying link proves by reading the table back
+        seq = trace.of_kind("reg_write", "poll_reg_equal")
+        regs = []
+        for c in seq:
             try:
-                reg = drv.register(c.args[0])
+                regs.append(drv.register(c.args[0]))
             except RegisterMapError as e:
                 raise TraceError(trace.path, c.line, str(e)) from e
-            if c.kind == "reg_write":
-                transport.write32(reg.address, c.args[1])
-                result.register_writes += 1
-            else:
+        i = 0
+        while i < len(seq):
+            c, reg = seq[i], regs[i]
+            if c.kind == "poll_reg_equal":
                 drv.poll_equal(reg.full_name, c.args[1], timeout=timeout)
+                i += 1
+                continue
+            j = i + 1
+            if reg.name == "S_LUT_ACCESS_CFG":
+                while j < len(seq) and seq[j].kind == "reg_write" and regs[j].full_name == f"{reg.block}.S_LUT_ACCESS_DATA":
+                    j += 1
+            if j > i + 1 and drv.precision.write_lut_run(reg.block, c.args[1], [seq[k].args[1] for k in range(i + 1, j)]):
+                result.register_writes += j - i
+                i = j
+                continue
+            transport.write32(reg.address, c.args[1])
+            result.register_writes += 1
+            i += 1
         # 3. sync points in order, then their checks
         for c in trace.of_kind("intr_notify"):
             unit, group, sync = c.args

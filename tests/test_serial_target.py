@@ -134,3 +134,30 @@ def test_lut_loads_on_a_faulty_link_are_correct_or_reported(mode, tmp_path):
     assert emu.stats.corrupted > 0 and emu.stats.dropped > 0
     assert outcome["wrong"] == 0 and outcome["ok"] > 0
     assert link["retries"] > 0  # faults hit LUT loads, and the whole unit was redone
+
+
+def test_trace_lut_payload_is_proven_over_the_link(tmp_path, trace_root):
+    """NVDLA's LRN traces program the CDP LUT register by register. The player sends each
+    CFG+DATA run as one indirect-port unit, so a corrupted LUT entry on the wire is caught by
+    the read-back and rewritten, and the trace still passes its CRC."""
+    model = ModelTarget("nv_small")
+    with serve_in_thread(model, BoardMap(dram_size=DRAM)) as emu:
+        header = bytes([0x03, 65]) + ((0x4000_0000 + 0xD00C) >> 2).to_bytes(4, "big")  # LE: 65 words
+        feed, hits = emu.core.feed, []
+
+        def corrupting_feed(data: bytes, now: float) -> bytes:
+            buf = bytearray(data)
+            at = buf.find(header)
+            if at >= 0 and not hits and at + 9 < len(buf):
+                buf[at + 9] ^= 0x01  # LSB of the first LE entry
+                hits.append(at)
+            return feed(bytes(buf), now)
+
+        emu.core.feed = corrupting_feed
+        lab = tmp_path / "lab.yaml"
+        lab.write_text(LAB.format(lock=tmp_path, url=emu.url, profile="nv_small", dram=DRAM, integrity="verify"))
+        with open_target(TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board="emu")) as t:
+            res = run_trace(trace_root / "cdp_8x8x64_lrn3_int8_5", t)
+            assert len(hits) == 1 and t.stats.verify_mismatches == 1 and t.stats.retries == 1
+            assert "1 read mismatches" in t.link_report()
+    assert res.status == "passed", res.summary()
