@@ -55,8 +55,10 @@ Integrity (the link has no checksum; see ``docs`` in :class:`IntegrityPolicy`):
   idempotent as a unit: under ``verify`` a table is written, read back through the pair
   in the same request and rewritten whole on a mismatch; a table read is two agreeing
   CFG-then-read sequences. This proves the payload that a lone port write cannot.
+  NVDLA's traces program the LUT register by register; the trace player sends each CFG +
+  DATA run through ``write_indirect`` so those are proven too.
   What verify cannot catch: a corrupted *payload* byte of a raw non-readback write (a
-  trigger, or a LUT entry written register by register as NVDLA's traces do), and a stray
+  trigger such as OP_ENABLE, a write-1-to-clear), and a stray
   write that a corrupted address or command byte sends to another register. Both need a
   link with a checksum (Etherbone over UDP, or a CRC'd bridge).
 
