@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from nvdla_hil.drivers.uartbone import BoardMap
@@ -63,7 +64,7 @@ def test_vectors_pass_over_the_link(board):
 
 # ---- LUT tables over the link: the index/port pair is verified as a unit ----------------------------------
 def _tables(seed: int) -> tuple[list[int], list[int]]:
-    rng = __import__("numpy").random.default_rng(seed)
+    rng = np.random.default_rng(seed)
     return rng.integers(-32768, 32768, 65).tolist(), rng.integers(-32768, 32768, 257).tolist()
 
 
