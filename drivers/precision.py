@@ -361,12 +361,7 @@ class PrecisionControl:
         bad = np.flatnonzero((arr < -32768) | (arr > 65535))
         if bad.size:
             raise FieldRangeError(f"{unit} {table}[{bad[0]}] = {arr[bad[0]]} does not fit 16 bits")
-        cfg = self.drv.register(unit, "S_LUT_ACCESS_CFG")
-        data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
-        self.drv.transport.write_indirect(
-            cfg.address, self._lut_cfg(unit, table, "WRITE"), data.address, [int(v) & 0xFFFF for v in arr],
-            readback_index=self._lut_cfg(unit, table, "READ"), mask=0xFFFF,
-        )
+        self._write_lut_unit(unit, self._lut_cfg(unit, table, "WRITE"), [int(v) & 0xFFFF for v in arr])
 
     def write_lut_run(self, unit: str, cfg_value: int, values: Sequence[int]) -> bool:
         """Replay a raw LUT programming run (one S_LUT_ACCESS_CFG write, then DATA writes, as
@@ -385,12 +380,18 @@ class PrecisionControl:
         table = "LO" if f["LUT_TABLE_ID"] == cfg.field("LUT_TABLE_ID").encode("LO") else "LE"
         if not values or f["LUT_ADDR"] + len(values) > LUT_SIZES[table]:
             return False
+        self._write_lut_unit(unit, cfg_value, list(values))
+        return True
+
+    def _write_lut_unit(self, unit: str, cfg_value: int, values: list[int]) -> None:
+        """CFG (a WRITE access) then DATA writes as one indirect-port unit, read back through
+        the same CFG with LUT_ACCESS_TYPE=READ on a transport that verifies."""
+        cfg = self.drv.register(unit, "S_LUT_ACCESS_CFG")
         data = self.drv.register(unit, "S_LUT_ACCESS_DATA")
         self.drv.transport.write_indirect(
-            cfg.address, cfg_value, data.address, list(values),
+            cfg.address, cfg_value, data.address, values,
             readback_index=cfg.encode(base=cfg_value, LUT_ACCESS_TYPE="READ"), mask=data.field("LUT_DATA").mask,
         )
-        return True
 
     def _lut_cfg(self, unit: str, table: str, access: str) -> int:
         return self.drv.encode((unit, "S_LUT_ACCESS_CFG"), {"LUT_ADDR": 0, "LUT_TABLE_ID": table, "LUT_ACCESS_TYPE": access})
