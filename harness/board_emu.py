@@ -492,7 +492,7 @@ def fault_campaign(
     per_op = {name: {"ok": 0, "reported": 0, "silent_wrong": 0} for name in CAMPAIGN_OPS}
     per_op[CAMPAIGN_OPS[4]]["payload_wrong"] = 0
     silent: list[str] = []
-    regs = list(CAMPAIGN_REGS)
+    regs = CAMPAIGN_REGS
 
     def value() -> int:
         return 0 if rng.random() < 0.25 else int(rng.integers(0, 1 << 32))

@@ -6,10 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import serve_in_thread
+from nvdla_hil.drivers.driver import NvdlaDriver
+from nvdla_hil.drivers.transport import LinkIntegrityError, TransportTimeoutError
+from nvdla_hil.drivers.uartbone import BoardMap, IntegrityPolicy, SerialTransport
+from nvdla_hil.harness.board_emu import FaultConfig, serve_in_thread
 from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.model import ModelTarget
+from nvdla_hil.harness.targets.serial import readback_rules
 from nvdla_hil.harness.traces import run_trace
 from nvdla_hil.harness.vectors import bundled_root, find_cases, run_case
 
@@ -70,16 +73,12 @@ def _tables(seed: int) -> tuple[list[int], list[int]]:
 
 def _truth_lut(model: ModelTarget, table: str) -> list[int]:
     """The table as the model holds it, read in-process (no link in between)."""
-    from nvdla_hil.drivers.driver import NvdlaDriver
-
     return NvdlaDriver(model, "nv_small").precision.read_lut("CDP", table).tolist()
 
 
 def test_lut_load_and_read_back_over_the_link(tmp_path):
     """Reading the LUT port pops an entry: a read done twice to compare must redo the CFG
     write too. The verified load reads the table back through the same pair."""
-    from nvdla_hil.drivers.driver import NvdlaDriver
-
     model = ModelTarget("nv_small")
     le, lo = _tables(5)
     with serve_in_thread(model, BoardMap(dram_size=DRAM)) as emu:
@@ -102,12 +101,6 @@ def test_lut_load_and_read_back_over_the_link(tmp_path):
 @pytest.mark.parametrize("mode", ["pty", "tcp"])
 def test_lut_loads_on_a_faulty_link_are_correct_or_reported(mode, tmp_path):
     """Every LUT load either raises or left exactly the requested table in the board."""
-    from nvdla_hil.drivers.driver import NvdlaDriver
-    from nvdla_hil.drivers.transport import LinkIntegrityError, TransportTimeoutError
-    from nvdla_hil.drivers.uartbone import IntegrityPolicy, SerialTransport
-    from nvdla_hil.harness.board_emu import FaultConfig
-    from nvdla_hil.harness.targets.serial import readback_rules
-
     model = ModelTarget("nv_small")
     model.open()
     ok, mask, pops = readback_rules("nv_small")
