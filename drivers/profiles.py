@@ -1,8 +1,13 @@
-"""NVDLA hardware configuration profiles (nv_small, nv_small_256_full, nv_large, nv_full).
+"""NVDLA hardware configuration profiles: the six public configurations of nvdla/hw master
+(nv_small, nv_small_256, nv_small_256_full, nv_medium_512, nv_medium_1024_full, nv_large) and
+nvdlav1's nv_full.
 
-A profile says which units exist and which optional features a build of NVDLA has. Values are
-data (``drivers/data/profiles.yaml``) taken from nvdla/hw ``spec/defs/<name>.spec``: master for
-the configurable v2 designs, branch nvdlav1 for nv_full.
+A profile says which units exist, which optional features a build of NVDLA has and the sizes
+everything downstream follows (memory atom, MAC atomic C/K, CBUF geometry, memory interfaces).
+The shipped values are data (``drivers/data/profiles.yaml``) derived from nvdla/hw
+``spec/defs/<name>.spec`` by :mod:`.specdefs`. A user's own configuration is a profile too:
+``load_profile("path/to/my.spec")`` derives it from the spec file, and
+``load_profile(name, nvdla_hw=checkout)`` derives an unshipped name from the checkout.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
+from pathlib import Path
 
+from . import yamlstrict
 from .regmap import GENERATIONS, RegisterMap, UnitNotPresentError, load_regmap
 
 __all__ = [
@@ -25,6 +31,7 @@ __all__ = [
     "FEATURES",
     "load_profile",
     "list_profiles",
+    "profile_from_spec_file",
 ]
 
 FEATURES: tuple[str, ...] = (
@@ -87,6 +94,7 @@ class HardwareProfile:
     features: Mapping[str, bool] = field(default_factory=dict, hash=False)
     units: tuple[str, ...] = ()
     throughput: Mapping[str, int] = field(default_factory=dict, hash=False)
+    source: str = ""  # the spec file the values come from
 
     # feature flags as attributes (profile.sdp_lut, ...)
     def __getattr__(self, name: str) -> Any:
@@ -124,13 +132,23 @@ class HardwareProfile:
 
     @property
     def regmap(self) -> RegisterMap:
-        return _restricted(self.name)
+        return _restricted(self)
 
 
-@functools.cache
-def _restricted(name: str) -> RegisterMap:
-    prof = load_profile(name)
-    return load_regmap(prof.generation).restricted_to(prof)
+    @property
+    def cbuf_entry_bytes(self) -> int:
+        """One CBUF entry (bank row) in bytes: the CSC reads one per cycle."""
+        return self.cbuf_bank_width
+
+
+_RESTRICTED: dict[HardwareProfile, RegisterMap] = {}
+
+
+def _restricted(prof: HardwareProfile) -> RegisterMap:
+    got = _RESTRICTED.get(prof)
+    if got is None:
+        got = _RESTRICTED[prof] = load_regmap(prof.generation).restricted_to(prof)
+    return got
 
 
 _INT_KEYS = (
@@ -172,12 +190,26 @@ def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile
     if not isinstance(units, list) or not all(isinstance(u, str) for u in units):
         raise ProfileError(f"{where}: units must be a list of block names")
     thr = d.get("throughput") or {}
+    if not isinstance(thr, Mapping) or not all(isinstance(v, int) for v in thr.values()):
+        raise ProfileError(f"{where}: throughput must map unit names to ints")
+    unknown_keys = set(d) - {"generation", "features", "units", "throughput", "source", *_INT_KEYS}
+    if unknown_keys:
+        raise ProfileError(f"{where}: unknown field(s) {', '.join(sorted(map(str, unknown_keys)))}")
+    for k in ("atom_bytes", "mac_atomic_c", "mac_atomic_k", "cbuf_banks", "cbuf_bank_width",
+              "cbuf_bank_depth", "max_batch", "primary_memif_width"):  # fmt: skip
+        if ints[k] == 0:
+            raise ProfileError(f"{where}: {k} must be positive")
+    if ints["atom_bytes"] & (ints["atom_bytes"] - 1):
+        raise ProfileError(f"{where}: atom_bytes {ints['atom_bytes']} is not a power of two")
+    if not 32 <= ints["mem_address_width"] <= 64:
+        raise ProfileError(f"{where}: mem_address_width must be 32..64")
     return HardwareProfile(
         name=name,
         generation=gen,
         features=dict(feats),
         units=tuple(units),
         throughput=dict(thr),
+        source=str(d.get("source", "")),
         **ints,
     )
 
@@ -186,7 +218,7 @@ def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile
 def _all_profiles() -> dict[str, HardwareProfile]:
     file = "profiles.yaml"
     text = resources.files(__package__).joinpath("data", file).read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
+    data = yamlstrict.load(text, file)
     if not isinstance(data, Mapping) or data.get("format") != "nvdla-hil-profiles/1":
         raise ProfileError(f"{file}: not a nvdla-hil-profiles/1 file")
     return {n: _profile_from(n, d, file) for n, d in data["profiles"].items()}
@@ -196,16 +228,36 @@ def list_profiles() -> list[str]:
     return list(_all_profiles())
 
 
-def load_profile(name: str | HardwareProfile) -> HardwareProfile:
-    """The profile called ``name`` (unknown names list the known ones)."""
+def profile_from_spec_file(path: str | Path, name: str | None = None) -> HardwareProfile:
+    """A profile derived from an nvdla/hw configuration spec (``spec/defs/<config>.spec``)."""
+    from .specdefs import SpecError, profile_from_spec
+
+    p = Path(path)
+    try:
+        d = profile_from_spec(p)
+    except SpecError as e:
+        raise ProfileError(str(e)) from None
+    return _profile_from(name or p.stem, d, str(p))
+
+
+def load_profile(name: str | HardwareProfile, *, nvdla_hw: str | Path | None = None) -> HardwareProfile:
+    """The profile called ``name``: a shipped name, a path to a ``.spec`` file, or (with
+    ``nvdla_hw``) a configuration of that checkout that is not shipped. Unknown names list
+    the known ones."""
     if isinstance(name, HardwareProfile):
         return name
+    if name.endswith(".spec"):
+        return profile_from_spec_file(name)
     profs = _all_profiles()
-    try:
+    if name in profs:
         return profs[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(profs), n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
-        raise ProfileError(
-            f"unknown hardware profile {name!r}{hint} (known: {', '.join(profs)})"
-        ) from None
+    if nvdla_hw is not None:
+        cand = Path(nvdla_hw) / "spec" / "defs" / f"{name}.spec"
+        if cand.is_file():
+            return profile_from_spec_file(cand, name)
+    close = difflib.get_close_matches(name, list(profs), n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    raise ProfileError(
+        f"unknown hardware profile {name!r}{hint} (known: {', '.join(profs)}; or a path to a "
+        f"spec/defs/<config>.spec file)"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SparseMemory"]
+__all__ = ["SparseMemory", "RecordingMemory"]
 
 PAGE_BITS = 16
 PAGE = 1 << PAGE_BITS
@@ -67,3 +67,32 @@ class SparseMemory:
             else:
                 out.append((a, PAGE))
         return out
+
+
+class RecordingMemory(SparseMemory):
+    """A :class:`SparseMemory` that records which bytes are read while ``recording`` is on.
+
+    The model target turns recording on only while a layer runs, so ``read_mask`` tells
+    exactly which bytes the layer's DMA engines fetched (the DMA readers read line by line
+    from a memory with ``exact_reads``, never whole spans with their gaps)."""
+
+    exact_reads = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.recording = False
+        self.reads: list[tuple[int, int]] = []
+
+    def read(self, address: int, size: int) -> np.ndarray:
+        if self.recording and size > 0:
+            self.reads.append((address, size))
+        return super().read(address, size)
+
+    def read_mask(self, address: int, size: int) -> np.ndarray:
+        """``bool[size]``: which bytes of ``[address, address + size)`` were read while recording."""
+        mask = np.zeros(size, dtype=bool)
+        for a, n in self.reads:
+            lo, hi = max(a, address), min(a + n, address + size)
+            if lo < hi:
+                mask[lo - address : hi - address] = True
+        return mask

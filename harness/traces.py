@@ -11,7 +11,16 @@ format (nvdla/hw ``verif/tests/trace_tests``). Commands (``verif/tools/nvdla_tra
 ``intr_notify(UNIT_GROUP, SYNC_ID);``           sync point fired by UNIT's done interrupt of GROUP
 ``check_crc(SYNC_ID, MEM, ADDR, SIZE, CRC);``   CRC-32 (zlib) of memory after SYNC_ID
 ``check_nothing(SYNC_ID);``                     wait for SYNC_ID only
+``sync_notify(NVDLA_BLOCK, EVENT);``            the block's register thread marks EVENT
+``sync_wait(NVDLA_BLOCK, EVENT);``              the block's register thread waits for EVENT
 ==============================================  =================================================
+
+``sync_notify``/``sync_wait`` order the per-block register threads of NVDLA's UVM testbench
+(``verif/tools/nvdla_trace_parser.py`` logs them as NOTIFY/WAIT sequence commands; e.g. nv_large's
+``dc_8x8x32_1x1x32x32_int8_0`` enables CACC before CMAC and CSC). A player that issues the
+register sequence in file order is one valid interleaving when every EVENT is notified on an
+earlier line than it is waited for; the parser checks that (a wait on an event never notified
+before it would deadlock the testbench) and the player issues no bus access for them.
 
 ``MEM`` is ``pri_mem`` / ``sec_mem`` (``1`` / ``2`` in older traces). Execution follows NVDLA's
 native Verilator player (``verif/verilator/nvdla.cpp``): all memory commands first, then the
@@ -98,6 +107,8 @@ _RE = {
     "intr_notify": re.compile(r"^intr_notify\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*;$"),
     "check_crc": re.compile(rf"^check_crc\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*(0[xX][0-9a-fA-F]+)\s*\)\s*;$"),
     "check_nothing": re.compile(r"^check_nothing\s*\(\s*(\w+)\s*\)\s*;$"),
+    "sync_notify": re.compile(r"^sync_notify\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$"),
+    "sync_wait": re.compile(r"^sync_wait\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$"),
 }
 _INTR = re.compile(r"^(\w+?)_(\d)$")
 _DAT = re.compile(r"^\{\s*offset\s*:\s*(0[xX][0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0[xX][0-9a-fA-F]+|\d+)\s*,\s*payload\s*:\s*((?:0[xX][0-9a-fA-F]{1,2}\s*)*)\}\s*,?$")
@@ -157,6 +168,8 @@ def parse_trace(path: str | Path) -> Trace:
                 args = (mi.group(1).upper(), int(mi.group(2)), g[1])
             elif head == "check_crc":
                 args = (g[0], _port(path, lineno, g[1]), int(g[2], 0), int(g[3], 0), int(g[4], 16))
+            elif head in ("sync_notify", "sync_wait"):
+                args = (g[0], g[1])
             else:
                 args = (g[0],)
         except ValueError as e:
@@ -164,6 +177,13 @@ def parse_trace(path: str | Path) -> Trace:
                 raise
             raise TraceError(path, lineno, f"bad number: {e}") from e
         commands.append(TraceCommand(head, lineno, args, line))
+    notified: dict[str, int] = {}
+    for c in commands:
+        if c.kind == "sync_notify":
+            notified.setdefault(c.args[1], c.line)
+        elif c.kind == "sync_wait" and c.args[1] not in notified:
+            raise TraceError(path, c.line, f"sync_wait on event {c.args[1]!r} that no earlier sync_notify "
+                             f"marks (the testbench would wait forever)")  # fmt: skip
     syncs = {c.args[2] for c in commands if c.kind == "intr_notify"}
     for c in commands:
         if c.kind in ("check_crc", "check_nothing") and c.args[0] not in syncs:
@@ -286,21 +306,35 @@ def _overlaps(a: int, n: int, b: int, m: int) -> bool:
 
 
 def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[int, np.ndarray] | None:
-    """Which bytes of each checked region the layer itself writes, found black-box on the
-    reference model: run the trace twice with the regions pre-filled with two different
-    patterns; bytes that come out equal were written by the layer, bytes that differ were
-    left alone (gaps between lines, padding). None when the model cannot run the trace."""
+    """Which bytes of each checked region the layers write and never read, found on the
+    reference model. A first run records which bytes the layers' DMA engines read (an input
+    sharing the region, an in-place layer: never poisoned, on the port the check names);
+    two more runs pre-fill the other bytes with two different patterns: bytes that come out
+    equal were written by a layer, bytes that differ were left alone (gaps between lines,
+    padding). None when the model cannot run the trace."""
     from .targets.model import ModelTarget
 
-    finals = []
-    for fill in (POISON_BYTE, POISON_BYTE ^ 0xFF):
-        with ModelTarget(profile, semantics=semantics) as model:
+    def one(fill: tuple[int, dict[int, np.ndarray]] | None):
+        with ModelTarget(profile, semantics=semantics, record_reads=True) as model:
             res = run_trace(trace, model, poison=False, _fill=fill)
             if res.status not in ("passed", "failed"):
                 return None
-            finals.append({ck.line: model.mem_read(ck.address, ck.size, port=ck.port)
-                           for ck in res.checks if ck.kind == "crc"})
-    return {line: finals[0][line] == finals[1][line] for line in finals[0]}
+            crcs = [ck for ck in res.checks if ck.kind == "crc"]
+            final = {ck.line: model.mem_read(ck.address, ck.size, port=ck.port) for ck in crcs}
+            read = {ck.line: model.memories[ck.port].read_mask(ck.address, ck.size) for ck in crcs}
+            return final, read
+
+    first = one(None)
+    if first is None:
+        return None
+    read = first[1]
+    finals = []
+    for value in (POISON_BYTE, POISON_BYTE ^ 0xFF):
+        got = one((value, read))
+        if got is None:
+            return None
+        finals.append(got[0])
+    return {line: (finals[0][line] == finals[1][line]) & ~read[line] for line in read}
 
 
 def run_trace(
@@ -310,7 +344,7 @@ def run_trace(
     driver: NvdlaDriver | None = None,
     poison: bool = False,
     timeout: float = 30.0,
-    _fill: int | None = None,
+    _fill: tuple[int, dict[int, np.ndarray]] | None = None,
 ) -> TraceResult:
     """Run one trace on an open transport and report every check.
 
@@ -358,11 +392,15 @@ def run_trace(
             if ck.kind != "crc":
                 continue
             ck.vacuous = _crc(transport, ck.port, ck.address, ck.size) == ck.expected
+            if not (poison or _fill is not None):
+                continue
             is_input = any(p == ck.port and _overlaps(ck.address, ck.size, a, n) for p, a, n in inputs)
-            if is_input or not (poison or _fill is not None):
-                continue  # never poison data the layer reads
-            if _fill is not None:
-                transport.mem_write(ck.address, np.full(ck.size, _fill, dtype=np.uint8), port=ck.port)
+            if is_input and masks is None and _fill is None:
+                continue  # never poison data a layer may read (the masks know exactly)
+            if _fill is not None:  # (value, bytes read per check line): fill all but those
+                region = transport.mem_read(ck.address, ck.size, port=ck.port)
+                region[~_fill[1][ck.line]] = _fill[0]
+                transport.mem_write(ck.address, region, port=ck.port)
             elif masks is not None:
                 region = transport.mem_read(ck.address, ck.size, port=ck.port)
                 region[masks[ck.line]] = POISON_BYTE

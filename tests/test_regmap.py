@@ -399,7 +399,8 @@ def test_uh_parser_small_sample() -> None:
 
 
 def test_profiles_values() -> None:
-    assert list_profiles() == ["nv_small", "nv_small_256_full", "nv_large", "nv_full"]
+    assert list_profiles() == ["nv_small", "nv_small_256", "nv_small_256_full", "nv_medium_512",
+                               "nv_medium_1024_full", "nv_large", "nv_full"]
     s = load_profile("nv_small")
     assert isinstance(s, HardwareProfile) and s.generation == "v2"
     assert (s.atom_bytes, s.mac_atomic_c, s.mac_atomic_k) == (8, 8, 8)
@@ -413,6 +414,12 @@ def test_profiles_values() -> None:
     assert full.generation == "v1" and full.atom_bytes == 32
     assert all(full.has(x) for x in ("winograd", "rubik", "bdma", "int16", "fp16"))
     assert load_profile("nv_large").mac_atomic_c == 64
+    # the configurations whose geometries differ (nvdla/hw master spec/defs)
+    m = load_profile("nv_medium_512")
+    assert (m.atom_bytes, m.mac_atomic_c, m.mac_atomic_k, m.cbuf_bank_width) == (16, 32, 16, 32)
+    assert not m.has("sec_mem") and not m.has("sdp_lut") and m.mem_address_width == 64
+    s256 = load_profile("nv_small_256")
+    assert (s256.atom_bytes, s256.mac_atomic_c, s256.mac_atomic_k) == (8, 32, 8) and not s256.has("sdp_ew")
     for p in map(load_profile, list_profiles()):  # units exist in that generation's map
         assert set(p.units) <= set(load_regmap(p.generation).blocks), p.name
 

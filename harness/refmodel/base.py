@@ -13,7 +13,8 @@ from typing import Protocol
 
 import numpy as np
 
-__all__ = ["RegisterView", "MemoryPort", "ModelOptions", "LayerResult", "UnitNotModelled"]
+__all__ = ["RegisterView", "MemoryPort", "DmaPorts", "engine_memory", "ModelOptions", "LayerResult",
+           "UnitNotModelled"]
 
 
 class UnitNotModelled(NotImplementedError):
@@ -47,6 +48,35 @@ class MemoryPort(Protocol):
     def write(self, address: int, data: np.ndarray) -> None: ...
 
 
+#: ``*_RAM_TYPE`` field values of the v2 register map: 1 = MC (primary DBBIF port, ``pri_mem``),
+#: 0 = CV (secondary CVIF/SRAMIF port, ``sec_mem``), as the RDL's enums say.
+RAM_TYPE_PORTS = {1: "pri_mem", 0: "sec_mem"}
+
+
+class DmaPorts:
+    """The external memories a layer's DMA engines reach, each engine choosing its port with
+    its own ``*_RAM_TYPE`` field (e.g. SDP reading its input over MCIF and its EW operand over
+    CVIF). Layer models fetch the port of an engine with :func:`engine_memory`."""
+
+    def __init__(self, memories: dict[str, MemoryPort]) -> None:
+        self.memories = memories
+
+    def port(self, name: str) -> MemoryPort:
+        try:
+            return self.memories[name]
+        except KeyError:
+            raise UnitNotModelled(f"memory port {name} is not present") from None
+
+
+def engine_memory(mem: MemoryPort | DmaPorts, view: RegisterView, block: str, register: str,
+                  field: str) -> MemoryPort:  # fmt: skip
+    """The memory the DMA engine whose port is ``block.register.field`` (a ``*_RAM_TYPE``)
+    reads or writes. A plain ``MemoryPort`` (unit tests, one-port profiles) serves every engine."""
+    if not isinstance(mem, DmaPorts):
+        return mem
+    return mem.port(RAM_TYPE_PORTS.get(int(view.field(block, register, field)), "sec_mem"))
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     """Knobs of the reference model.
@@ -57,7 +87,18 @@ class ModelOptions:
     """
 
     semantics: str = "rtl"
+    #: memory atom in bytes (profile ``atom_bytes``): the channel group of every DMA cube
     atom_bytes: int = 8
+    #: MAC atomic C / K (profile ``mac_atomic_c/k``): the channel slice and kernel group of
+    #: the direct-convolution weight format and of CMAC's accumulation steps
+    mac_atomic_c: int = 8
+    mac_atomic_k: int = 8
+
+    @classmethod
+    def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:
+        """The options of a hardware profile (``drivers.profiles.HardwareProfile``)."""
+        return cls(semantics=semantics, atom_bytes=profile.atom_bytes,
+                   mac_atomic_c=profile.mac_atomic_c, mac_atomic_k=profile.mac_atomic_k)  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.semantics not in ("rtl", "cmod"):

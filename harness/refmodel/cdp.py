@@ -26,7 +26,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ...drivers.precision import lut_config_from_fields
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .dma import CubeGeometry, read_surfaces, write_surfaces
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
 from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
 
@@ -316,25 +317,6 @@ def _addr(view: RegisterView, block: str, low: str, high: str) -> int:
     return ((view.reg(block, high) & _U32_MAX) << 32) | (view.reg(block, low) & _U32_MAX)
 
 
-def read_cube(
-    mem: MemoryPort, base: int, line_stride: int, surf_stride: int, w: int, h: int, groups: int, atom: int
-) -> np.ndarray:
-    """Read a feature cube as ``uint8 [groups, h, w, atom]`` (one read per line)."""
-    out = np.empty((groups, h, w, atom), dtype=np.uint8)
-    for g in range(groups):
-        for y in range(h):
-            out[g, y] = mem.read(base + g * surf_stride + y * line_stride, w * atom).reshape(w, atom)
-    return out
-
-
-def write_cube(mem: MemoryPort, base: int, line_stride: int, surf_stride: int, data: np.ndarray) -> None:
-    """Write ``uint8 [groups, h, w, atom]`` back in feature layout (one write per line)."""
-    groups, h = data.shape[:2]
-    for g in range(groups):
-        for y in range(h):
-            mem.write(base + g * surf_stride + y * line_stride, np.ascontiguousarray(data[g, y]).ravel())
-
-
 def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
     """Execute one CDP layer from the executing register group (INT8 only)."""
     sem = options.semantics
@@ -351,13 +333,15 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
     atom = options.atom_bytes
     groups = -(-c // atom)
 
-    src = read_cube(
-        mem,
-        _addr(view, "CDP_RDMA", "D_SRC_BASE_ADDR_LOW", "D_SRC_BASE_ADDR_HIGH"),
-        view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE"),
-        view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"),
-        w, h, groups, atom,
-    )  # fmt: skip
+    src = read_surfaces(
+        engine_memory(mem, view, "CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"),
+        CubeGeometry(
+            base=_addr(view, "CDP_RDMA", "D_SRC_BASE_ADDR_LOW", "D_SRC_BASE_ADDR_HIGH"),
+            line_stride=view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE"),
+            surface_stride=view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"),
+            width=w, height=h, channels=c, group=atom,
+        ),
+    )  # fmt: skip  [g, h, w, lane]
     # [g, h, w, lane] -> [h, w, channel]
     x = src.view(np.int8).transpose(1, 2, 0, 3).reshape(h, w, groups * atom)
 
@@ -366,13 +350,16 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
     out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem)
 
     dst = out.reshape(h, w, groups, atom).transpose(2, 0, 1, 3).view(np.uint8)
-    write_cube(
-        mem,
-        _addr(view, "CDP", "D_DST_BASE_ADDR_LOW", "D_DST_BASE_ADDR_HIGH"),
-        view.reg("CDP", "D_DST_LINE_STRIDE"),
-        view.reg("CDP", "D_DST_SURFACE_STRIDE"),
+    write_surfaces(
+        engine_memory(mem, view, "CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"),
+        CubeGeometry(
+            base=_addr(view, "CDP", "D_DST_BASE_ADDR_LOW", "D_DST_BASE_ADDR_HIGH"),
+            line_stride=view.reg("CDP", "D_DST_LINE_STRIDE"),
+            surface_stride=view.reg("CDP", "D_DST_SURFACE_STRIDE"),
+            width=w, height=h, channels=c, group=atom,
+        ),
         dst,
-    )
+    )  # fmt: skip
     cap = lambda n: min(n, _U32_MAX)
     stats = {
         ("CDP", "D_PERF_LUT_UFLOW"): cap(st.uflow),

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_cube
 from .ops import rnd, sx
 
@@ -287,7 +287,7 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray
         group=atom,
         bpe=1,
     )
-    d = read_cube(mem, geo)[0][:c]
+    d = read_cube(engine_memory(mem, view, "CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), geo)[0][:c]
     if view.field("CDMA", "D_CVT_CFG", "CVT_EN"):
         d = cdma_convert(
             d,
@@ -307,7 +307,8 @@ def run_conv(
 
     options = options if options is not None else ModelOptions()
     sem = options.semantics
-    atom = options.atom_bytes  # nv_small: atomic_c = atomic_k = memory atom = 8 (int8)
+    atom = options.atom_bytes
+    atomic_c, atomic_k = options.mac_atomic_c, options.mac_atomic_k
     _check_modelled(view)
     cfg = decode_conv_config(view)
     d = _fetch_feature(view, mem, atom)
@@ -326,10 +327,10 @@ def run_conv(
             f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c} (not modelled)"
         )
     w = read_dc_weights(
-        mem, _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
-        cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atom, atom,
+        engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE"), _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
+        cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atomic_k, atomic_c,
     )  # fmt: skip
-    y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")), atomic_c=atom,
+    y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")), atomic_c=atomic_c,
                          semantics=sem)  # fmt: skip
     kpad = -(-cfg.out_k // atom) * atom
     x = np.zeros((kpad, cfg.out_h, cfg.out_w), dtype=I64)

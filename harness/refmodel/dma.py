@@ -25,7 +25,7 @@ import numpy as np
 
 from .base import MemoryPort
 
-__all__ = ["CubeGeometry", "read_cube", "read_vector", "surfaces", "write_cube"]
+__all__ = ["CubeGeometry", "read_cube", "read_surfaces", "read_vector", "surfaces", "write_cube", "write_surfaces"]
 
 # access the whole span in one request when it is at most this many times the bytes needed
 # (plus slack): far fewer MemoryPort calls for cubes with padded line/surface strides
@@ -77,7 +77,7 @@ def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
     starts = geo.line_addresses()
     lb = geo.line_bytes
     ok, lo, hi = _span_ok(starts, lb)
-    if ok:
+    if ok and not getattr(mem, "exact_reads", False):
         blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
         idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
         return blob[idx]
@@ -86,6 +86,12 @@ def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
         for h in range(geo.height):
             out[s, h] = mem.read(int(starts[s, h]), lb)
     return out
+
+
+def read_surfaces(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
+    """The cube's raw bytes as stored: ``uint8 (S, H, W, group * bpe)`` (surface, line,
+    element group); padding lanes included, gaps between lines and surfaces left out."""
+    return _read_lines(mem, geo).reshape(geo.n_surfaces, geo.height, geo.width, geo.group * geo.bpe)
 
 
 def read_cube(mem: MemoryPort, geo: CubeGeometry, *, comps: int = 1, signed: bool = True) -> np.ndarray:
@@ -119,9 +125,16 @@ def write_cube(mem: MemoryPort, geo: CubeGeometry, data: np.ndarray) -> None:
         raise ValueError(f"cube shape {data.shape} != {(S * G, H, W)}")
     dt = "<i1" if geo.bpe == 1 else "<i2"
     lines = data.reshape(S, G, H, W).transpose(0, 2, 3, 1).astype(dt)  # (S, H, W, G)
-    raw = np.ascontiguousarray(lines).view(np.uint8).reshape(S, H, geo.line_bytes)
-    starts = geo.line_addresses()
+    write_surfaces(mem, geo, np.ascontiguousarray(lines).view(np.uint8))
+
+
+def write_surfaces(mem: MemoryPort, geo: CubeGeometry, raw: np.ndarray) -> None:
+    """Store ``uint8 (S, H, W, group * bpe)`` raw bytes (the inverse of :func:`read_surfaces`);
+    bytes between lines and surfaces keep their value."""
+    S, H = geo.n_surfaces, geo.height
     lb = geo.line_bytes
+    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(S, H, lb)
+    starts = geo.line_addresses()
     # one write when the lines tile a contiguous block exactly
     if geo.line_stride == lb and (S == 1 or geo.surface_stride == H * lb):
         mem.write(int(starts[0, 0]), raw.reshape(-1))
@@ -132,7 +145,7 @@ def write_cube(mem: MemoryPort, geo: CubeGeometry, data: np.ndarray) -> None:
     ok, lo, hi = _span_ok(starts, lb)
     order = np.sort(starts.ravel())
     lines_disjoint = bool(np.all(np.diff(order) >= lb))
-    if ok and lines_disjoint:
+    if ok and lines_disjoint and not getattr(mem, "exact_reads", False):
         # read-modify-write of the span: bytes between lines are written back unchanged
         blob = np.array(mem.read(lo, hi - lo), dtype=np.uint8)
         idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]

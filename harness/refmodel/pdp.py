@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
-from .cdp import read_cube, write_cube
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .dma import CubeGeometry, read_surfaces, write_surfaces
 from .ops import rnd, sx
 
 __all__ = ["AVE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "run_pdp"]
@@ -175,13 +175,14 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
 
 
 def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, atom: int) -> np.ndarray:
-    return read_cube(
-        mem,
-        (view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_LOW"),
-        view.reg("PDP_RDMA", "D_SRC_LINE_STRIDE"),
-        view.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE"),
-        w, h, groups, atom,
-    ).view(np.int8)  # fmt: skip  [g, h, w, lane]
+    geo = CubeGeometry(
+        base=(view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP_RDMA", "D_SRC_BASE_ADDR_LOW"),
+        line_stride=view.reg("PDP_RDMA", "D_SRC_LINE_STRIDE"),
+        surface_stride=view.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE"),
+        width=w, height=h, channels=groups * atom, group=atom,
+    )  # fmt: skip
+    port = engine_memory(mem, view, "PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE")
+    return read_surfaces(port, geo).view(np.int8)  # [g, h, w, lane]
 
 
 def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, atom) -> LayerResult:
@@ -190,12 +191,12 @@ def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, atom) -> Layer
         part = src[:, :, in_start : in_start + in_w, :]
         out[:, :, o_start : o_start + o_w, :] = pool2d(part, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
 
-    write_cube(
-        mem,
-        (view.reg("PDP", "D_DST_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP", "D_DST_BASE_ADDR_LOW"),
-        view.reg("PDP", "D_DST_LINE_STRIDE"),
-        view.reg("PDP", "D_DST_SURFACE_STRIDE"),
-        out.view(np.uint8),
-    )
+    geo = CubeGeometry(
+        base=(view.reg("PDP", "D_DST_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP", "D_DST_BASE_ADDR_LOW"),
+        line_stride=view.reg("PDP", "D_DST_LINE_STRIDE"),
+        surface_stride=view.reg("PDP", "D_DST_SURFACE_STRIDE"),
+        width=out_w, height=out_h, channels=groups * atom, group=atom,
+    )  # fmt: skip
+    write_surfaces(engine_memory(mem, view, "PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"), geo, out.view(np.uint8))
     stats = {("PDP", "D_NAN_INPUT_NUM"): 0, ("PDP", "D_INF_INPUT_NUM"): 0, ("PDP", "D_NAN_OUTPUT_NUM"): 0}
     return LayerResult(stats=stats, elements=int(out.size))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
@@ -238,6 +238,7 @@ def _fetch_operands(
     per_element = bool(view.field("SDP_RDMA", cfg, f"{dma}_DATA_MODE"))
     comps = 2 if use == USE_BOTH else 1
     base = _addr(view, "SDP_RDMA", f"D_{prefix}_BASE_ADDR")
+    port = engine_memory(mem, view, "SDP_RDMA", cfg, f"{dma}_RAM_TYPE")
     if per_element:
         geo = CubeGeometry(
             base=base,
@@ -249,9 +250,9 @@ def _fetch_operands(
             group=cube.group,
             bpe=bpc * comps,
         )
-        vals = read_cube(mem, geo, comps=comps)  # (comps, Cpad, H, W)
+        vals = read_cube(port, geo, comps=comps)  # (comps, Cpad, H, W)
     else:
-        vals = read_vector(mem, base, cube.cpad, bpc=bpc, comps=comps)[:, :, None, None]
+        vals = read_vector(port, base, cube.cpad, bpc=bpc, comps=comps)[:, :, None, None]
     if use == USE_BOTH:
         return {"ALU": vals[0], "MUL": vals[1]}
     if use == USE_ALU:
@@ -420,7 +421,8 @@ def _surface(view: RegisterView, block: str, prefix: str, w: int, h: int, c: int
 
 def _read_main(view: RegisterView, mem: MemoryPort, w: int, h: int, c: int, group: int, in_bpe: int) -> np.ndarray:
     src = _surface(view, "SDP_RDMA", "SRC", w, h, c, group, in_bpe)
-    return read_cube(mem, src)[0]  # (Cpad, H, W) int64, sign-extended
+    port = engine_memory(mem, view, "SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE")
+    return read_cube(port, src)[0]  # (Cpad, H, W) int64, sign-extended
 
 
 def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, options: ModelOptions):
@@ -521,7 +523,7 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
 
 def _write_dst(view, mem, y, w, h, c, out_group, out_bpe) -> None:
     dst = _surface(view, "SDP", "DST", w, h, c, out_group, out_bpe)
-    write_cube(mem, dst, y)
+    write_cube(engine_memory(mem, view, "SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"), dst, y)
 
 
 def _statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live) -> dict[tuple[str, str], int]:

@@ -27,8 +27,8 @@ import numpy as np
 from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
-from ..memory import SparseMemory
-from ..refmodel.base import LayerResult, ModelOptions, UnitNotModelled
+from ..memory import RecordingMemory, SparseMemory
+from ..refmodel.base import DmaPorts, LayerResult, ModelOptions, UnitNotModelled
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -102,15 +102,19 @@ class ModelTarget(Transport):
         semantics: ``"rtl"`` (default) or ``"cmod"`` for every [DIFF] of the semantics doc.
     """
 
-    def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl") -> None:
+    def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
+                 record_reads: bool = False) -> None:  # fmt: skip
         super().__init__()
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
-        self.options = ModelOptions(semantics=semantics, atom_bytes=self.profile.atom_bytes)
-        self.memories: dict[str, SparseMemory] = {"pri_mem": SparseMemory()}
+        self.options = ModelOptions.for_profile(self.profile, semantics)
+        # record_reads: remember which bytes the layers' DMA engines read (for poisoning only
+        # what a layer writes and never what it reads; see harness.traces)
+        mem_class = RecordingMemory if record_reads else SparseMemory
+        self.memories: dict[str, SparseMemory] = {"pri_mem": mem_class()}
         if self.profile.has("sec_mem"):
-            self.memories["sec_mem"] = SparseMemory()
+            self.memories["sec_mem"] = mem_class()
         self.layers_run: list[tuple[str, int, LayerResult]] = []
         # live counters that persist across layers (RTL [DIFF] 8.2: a disabled counter is frozen)
         self._live: dict[str, object] = {}
@@ -316,13 +320,20 @@ class ModelTarget(Transport):
         view = _GroupView(self, {b: group for b in self.regmap.blocks})
         self._check_precisions(layer, view)
         mem = self._memory_of(layer, view)
-        if "SDP" in layer.blocks:
-            from ..refmodel.sdp import SdpLiveCounters
+        recorders = [m for m in self.memories.values() if isinstance(m, RecordingMemory)]
+        for m in recorders:
+            m.recording = True
+        try:
+            if "SDP" in layer.blocks:
+                from ..refmodel.sdp import SdpLiveCounters
 
-            live = self._live.setdefault("SDP", SdpLiveCounters())
-            result = runner(view, mem, self.options, live=live)
-        else:
-            result = runner(view, mem, self.options)
+                live = self._live.setdefault("SDP", SdpLiveCounters())
+                result = runner(view, mem, self.options, live=live)
+            else:
+                result = runner(view, mem, self.options)
+        finally:
+            for m in recorders:
+                m.recording = False
         for (b, reg), v in result.stats.items():
             try:
                 self._set(b, reg, int(v) & 0xFFFFFFFF, group)
@@ -343,10 +354,11 @@ class ModelTarget(Transport):
         if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
             self._run(nxt, other)
 
-    def _memory_of(self, layer: _Layer, view: _GroupView) -> SparseMemory:
-        """The memory port the layer's active DMA engines use, from their RAM_TYPE fields
-        (MC = primary DBBIF port, CV = secondary CVIF port). A port the profile lacks is
-        refused naming the register; a layer mixing both ports is not modelled."""
+    def _memory_of(self, layer: _Layer, view: _GroupView) -> DmaPorts:
+        """The memory ports of the layer's active DMA engines, each chosen by the engine's
+        own RAM_TYPE field (MC = primary DBBIF port, CV = secondary CVIF port); a layer may
+        use both (e.g. SDP input over MCIF, EW operand over CVIF). A port the profile lacks
+        is refused naming the register."""
         f = view.field
         engines: list[tuple[str, str, str]] = []
         if "CACC" in layer.blocks:
@@ -365,19 +377,12 @@ class ModelTarget(Transport):
             if "PDP_RDMA" in layer.blocks:
                 engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
             engines.append(("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"))
-        ports = set()
         for blk, reg, fld in engines:
-            if f(blk, reg, fld) == 1:
-                ports.add("pri_mem")
-            elif "sec_mem" in self.memories:
-                ports.add("sec_mem")
-            else:
+            if f(blk, reg, fld) != 1 and "sec_mem" not in self.memories:
                 raise LayerConfigError(
                     f"{layer.done[0]} layer refused: {blk}.{reg}.{fld} selects the secondary memory port "
                     f"(CV), which {self.profile.name} does not have; program MC (1)")
-        if len(ports) > 1:
-            raise UnitNotModelled(f"{layer.done[0]}: a layer whose engines use both memory ports")
-        return self.memories[ports.pop() if ports else "pri_mem"]
+        return DmaPorts(dict(self.memories))
 
     def _check_precisions(self, layer: _Layer, view: _GroupView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
