@@ -9,6 +9,8 @@ BIN    := $(VENV)/bin
 EXTRAS ?= dev,sim
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
 export NVDLA_TRACES
+NVDLA_TRACE_SETS ?= $(abspath ../shared/nvdla/trace_tests)
+export NVDLA_TRACE_SETS
 JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10

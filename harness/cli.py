@@ -67,7 +67,9 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     argv += ["--pyargs"] + [SUITES[s] for s in suites]
     if args.profile:
         argv += ["--nvdla-config", args.profile]
-    traces = args.traces or _default_traces()
+    traces = args.traces or os.environ.get("NVDLA_TRACES")
+    if not traces and not (args.nvdla_hw and (Path(args.nvdla_hw) / "verif/tests/trace_tests").is_dir()):
+        traces = _default_traces()  # else the plugin takes the checkout's verif/tests/trace_tests
     if traces:
         argv += ["--nvdla-traces", traces]
     if args.vectors:
@@ -175,12 +177,22 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from ..drivers.profiles import load_profile
     from .traces import parse_trace, run_trace, trace_features
 
+    from ..drivers.profiles import list_profiles
+
     trace = parse_trace(args.path)
     feats = trace_features(trace)
-    profiles = (args.profile or "nv_small,nv_small_256_full").split(",")
-    prof = next((load_profile(p) for p in profiles if all(load_profile(p).has(f) for f in feats)), None)
+    if args.profile:
+        profiles = args.profile.split(",")
+    else:  # a trace in a configuration's folder (trace_tests/<config>/<trace>) runs on that configuration
+        own = trace.folder.parent.name
+        profiles = ([own] if own in list_profiles() else []) + ["nv_small", "nv_small_256_full"]
+    profs = [load_profile(p, nvdla_hw=args.nvdla_hw) for p in dict.fromkeys(profiles)]
+    prof = next((p for p in profs if all(p.has(f) for f in feats)), None)
     if prof is None:
-        print(f"{trace.name} needs {', '.join(sorted(feats))}; none of {', '.join(profiles)} has them", file=sys.stderr)
+        missing = sorted(f for f in feats if not profs[0].has(f))
+        lacking = " and ".join(p.name for p in profs)
+        print(f"{trace.name} needs {', '.join(missing)}, which {lacking} lack{'s' if len(profs) == 1 else ''}; "
+              f"give --nvdla-config a profile that has it (e.g. nv_small_256_full)", file=sys.stderr)
         return 2
     with open_target(_spec(args, prof.name)) as target:
         drv = NvdlaDriver(target, prof)
@@ -205,7 +217,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     elif result.status in ("failed", "error"):
         print("last register accesses:")
         print("\n".join("  " + line for line in log.tail(15)))
-    return {"passed": 0, "skipped": 0}.get(result.status, 1)
+    if result.status == "skipped":
+        print(f"nvdla-hil trace: nothing was checked: {result.message}", file=sys.stderr)
+        return 2
+    return 0 if result.status == "passed" else 1
 
 
 # ---- profile ------------------------------------------------------------------------------
@@ -290,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "on a target; prints a per-test table with outcome and time, writes JUnit XML.")
     _add_target_options(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="all", help="suite to run (default: all)")
-    p.add_argument("--traces", help="NVDLA trace folder (default: NVDLA_TRACES or ../shared/nvdla/trace_tests/nv_small)")
+    p.add_argument("--traces", help="NVDLA trace folder: one configuration's, or a folder of configuration folders "
+                                    "(default: NVDLA_TRACES, else the --nvdla-hw checkout's verif/tests/trace_tests, "
+                                    "else ../shared/nvdla/trace_tests/nv_small)")
     p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")
     p.add_argument("--junit", default="results/junit.xml", help="JUnit XML output (default results/junit.xml)")
     p.add_argument("--log-dir", help="write each test's register access log here")

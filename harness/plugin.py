@@ -3,10 +3,13 @@
 Options (each with an environment-variable fallback, as labgrid's ``--lg-env``/``LG_ENV``):
 
 ``--target {model,verilator,serial}``  NVDLA_HIL_TARGET, default ``model``
-``--nvdla-config P[,P2...]``           NVDLA_HIL_CONFIG, hardware profile(s); a test runs on the first
-                                       profile that has the features it needs (default
-                                       ``nv_small,nv_small_256_full``)
-``--nvdla-traces PATH``                NVDLA_TRACES, folder of NVDLA trace tests
+``--nvdla-config P[,P2...]|all``       NVDLA_HIL_CONFIG, hardware profile(s) the run may use; a test runs
+                                       on the first profile that has the features it needs (default
+                                       ``nv_small,nv_small_256_full``; ``all``: every shipped profile;
+                                       a path to a ``spec/defs/<config>.spec`` is a profile too)
+``--nvdla-traces PATH``                NVDLA_TRACES, folder of NVDLA trace tests: one configuration's,
+                                       or a folder of configuration folders (default with
+                                       ``--nvdla-hw``: the checkout's ``verif/tests/trace_tests``)
 ``--nvdla-vectors PATH``               NVDLA_HIL_VECTORS, folder of packed test vectors (default: bundled)
 ``--nvdla-hw PATH``                    NVDLA_HW, the user's nvdla/hw checkout (verilator target)
 ``--lab FILE --board NAME``            NVDLA_HIL_LAB / NVDLA_HIL_BOARD (serial target)
@@ -38,6 +41,11 @@ PROFILES_KEY = pytest.StashKey[list[str]]()
 
 DEFAULT_PROFILES = "nv_small,nv_small_256_full"
 
+#: skip-reason prefixes the summary counts apart: a unit the target cannot run yet, and a
+#: feature the configuration's hardware does not have
+SKIP_NOT_MODELLED = "not modelled"
+SKIP_LACKS = "lacks unit"
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nvdla-hil", "NVDLA hardware-in-the-loop")
@@ -67,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if kind not in TARGETS:
         raise pytest.UsageError(f"NVDLA_HIL_TARGET={kind!r}: expected one of {', '.join(TARGETS)}")
     profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", DEFAULT_PROFILES) or "").split(",") if p.strip()]
+    if profiles == ["all"]:
+        from ..drivers.profiles import list_profiles
+
+        profiles = list_profiles()
     lab, board = _opt(config, "--lab", "NVDLA_HIL_LAB"), _opt(config, "--board", "NVDLA_HIL_BOARD")
     if kind == "serial" and lab and board:
         from .lab import LabError, resolve_board
@@ -76,9 +88,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except LabError as e:
             raise pytest.UsageError(str(e)) from None
         profiles = [cfg.profile]  # a board is one hardware build
-    for p in profiles:
+    hw = _opt(config, "--nvdla-hw", "NVDLA_HW")
+    for i, p in enumerate(profiles):
         try:
-            load_profile(p)
+            profiles[i] = load_profile(p, nvdla_hw=hw).name if not p.endswith(".spec") else p
         except Exception as e:  # noqa: BLE001 - turn any profile error into a usage error
             raise pytest.UsageError(f"--nvdla-config: {e}") from None
     config.stash[PROFILES_KEY] = profiles
@@ -95,12 +108,58 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
 
 
-def profile_for(config: pytest.Config, features: tuple[str, ...] | set[str]) -> HardwareProfile | None:
-    """The first configured profile that has every feature, or None."""
+def configured_profiles(config: pytest.Config) -> list[str]:
+    """The profiles this run may use, in the order given."""
+    return list(config.stash[PROFILES_KEY])
+
+
+def _load(config: pytest.Config, name: str) -> HardwareProfile:
+    return load_profile(name, nvdla_hw=config.stash[SPEC_KEY].nvdla_hw)
+
+
+def profile_for(config: pytest.Config, features: tuple[str, ...] | set[str],
+                generation: str | None = None) -> HardwareProfile | None:  # fmt: skip
+    """The first configured profile that has every feature (of ``generation``), or None."""
     for name in config.stash[PROFILES_KEY]:
-        prof = load_profile(name)
+        prof = _load(config, name)
+        if generation and prof.generation != generation:
+            continue
         if all(prof.has(f) for f in features):
             return prof
+    return None
+
+
+def profile_for_trace(config: pytest.Config, own: str | None,
+                      features: set[str]) -> tuple[HardwareProfile | None, str]:  # fmt: skip
+    """The profile a v2 trace runs on, and why when it is not the trace's own configuration.
+
+    A trace of configuration folder ``own`` runs on that profile when it has the features the
+    trace programs; otherwise on the first configured v2 profile that has them."""
+    if own is not None:
+        mine = _load(config, own)
+        missing = sorted(f for f in features if not mine.has(f))
+        if not missing:
+            return mine, ""
+        other = profile_for(config, features, "v2")
+        lacks = f"needs {', '.join(missing)}, which {own} lacks"
+        if other is None:
+            return None, f"{lacks}; no configured profile ({', '.join(configured_profiles(config))}) has it"
+        return other, f"{lacks}: run on {other.name}"
+    prof = profile_for(config, features, "v2")
+    if prof is None:
+        return None, (f"needs {', '.join(sorted(features))}, which "
+                      f"{' and '.join(configured_profiles(config))} lack{'s' if len(configured_profiles(config)) == 1 else ''}")
+    return prof, ""
+
+
+def trace_root(config: pytest.Config) -> Path | None:
+    """``--nvdla-traces`` / NVDLA_TRACES, else the ``--nvdla-hw`` checkout's trace tests."""
+    root = _opt(config, "--nvdla-traces", "NVDLA_TRACES")
+    if root:
+        return Path(root)
+    hw = config.stash[SPEC_KEY].nvdla_hw
+    if hw and (Path(hw) / "verif" / "tests" / "trace_tests").is_dir():
+        return Path(hw) / "verif" / "tests" / "trace_tests"
     return None
 
 
@@ -181,31 +240,63 @@ def nvdla_driver(nvdla_target, nvdla_profile: HardwareProfile) -> NvdlaDriver:  
 
 
 class RegressionSummary:
-    """Collects one row per test and prints a table (test, outcome, time, reason) at the end."""
+    """Collects one row per test and prints a table (test, outcome, time, reason) at the end,
+    then the counts: skips for a unit the target does not model yet and skips for hardware a
+    configuration lacks are counted apart, and per configuration when the traces span several."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.rows: list[tuple[str, str, float, str]] = []
 
+    @staticmethod
+    def _reason(report: pytest.TestReport) -> str:
+        if report.passed:
+            return ""
+        if report.skipped and isinstance(report.longrepr, tuple):
+            return str(report.longrepr[2]).removeprefix("Skipped: ")
+        lines = [ln.strip() for ln in report.longreprtext.strip().splitlines()
+                 if ln.strip() and not ln.startswith("[gw")]
+        first = next((ln for ln in lines if "MISMATCH" in ln or "differ" in ln), None)
+        return first or (lines[0] if lines else "")
+
+    @staticmethod
+    def outcome_class(outcome: str, why: str) -> str:
+        if outcome != "skipped":
+            return outcome
+        if why.startswith(SKIP_NOT_MODELLED):
+            return "skipped: not modelled"
+        if why.startswith(SKIP_LACKS):
+            return "skipped: lacks unit"
+        return "skipped: other"
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
-            why = ""
-            if report.skipped and isinstance(report.longrepr, tuple):
-                why = str(report.longrepr[2]).removeprefix("Skipped: ")
-            elif report.failed:
-                why = (report.longreprtext.strip().splitlines() or [""])[-1]
-            self.rows.append((report.nodeid, report.outcome, report.duration, why))
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed") or (
+            report.when == "teardown" and report.failed
+        ):
+            outcome = "error" if report.when != "call" and report.failed else report.outcome
+            self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
         tr.write_sep("=", f"nvdla-hil regression on {spec.kind} ({', '.join(self.config.stash[PROFILES_KEY])})")
+        classes = ("passed", "failed", "error", "skipped: not modelled", "skipped: lacks unit", "skipped: other")
         counts: dict[str, int] = {}
+        per_config: dict[str, dict[str, int]] = {}
         width = min(max((len(n.split("::")[-1]) for n, *_ in self.rows), default=20), 70)
         for nodeid, outcome, dur, why in self.rows:
-            counts[outcome] = counts.get(outcome, 0) + 1
+            cls = self.outcome_class(outcome, why)
+            counts[cls] = counts.get(cls, 0) + 1
             name = nodeid.split("::")[-1]
+            if name.startswith("test_trace[") and "/" in name:
+                cfg = name[len("test_trace[") :].split("/", 1)[0]
+                per_config.setdefault(cfg, {})[cls] = per_config.setdefault(cfg, {}).get(cls, 0) + 1
             name = name if len(name) <= width else "..." + name[-(width - 3):]
-            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {why[:70]}")
+            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {why[:90]}")
         tr.write_line("")
-        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("passed", "failed", "skipped")))
+        if len(per_config) > 1:
+            tr.write_line(f"{'configuration':<22}" + "".join(f"{c.replace('skipped: ', 'skip/'):>18}" for c in classes))
+            for cfg, cc in per_config.items():
+                tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
+            tr.write_line("")
+        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes))

@@ -1,58 +1,81 @@
 """NVDLA's own trace tests, one pytest test per trace folder under ``--nvdla-traces``.
 
-Each trace runs on a fresh target opened on the first configured profile that has the
-features the trace programs (e.g. ``sdp_*_ew_*`` traces need the SDP EW/LUT of
-nv_small_256_full). A unit the target cannot run is a skip naming the unit.
+``--nvdla-traces`` is one configuration's folder (``trace_tests/nv_small``) or a folder of
+configuration folders (nvdla/hw's ``verif/tests/trace_tests``; ``--nvdla-hw PATH`` finds it).
+A trace of a configuration folder runs on that configuration's profile when the run may use it
+(``--nvdla-config``, ``all`` for every shipped profile); a trace that programs a feature its
+configuration lacks (the ``sdp_*_ew_*`` traces of nv_small and nv_small_256) runs on the first
+configured profile that has it, and says so. A unit the target cannot run is a skip naming
+the unit ("not modelled"), counted apart from skips for hardware a configuration lacks.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
-from nvdla_hil.harness.plugin import profile_for, suite_spec
+from nvdla_hil.harness.plugin import (
+    SKIP_LACKS,
+    SKIP_NOT_MODELLED,
+    configured_profiles,
+    profile_for_trace,
+    suite_spec,
+    trace_root,
+)
 from nvdla_hil.harness.targets import layer_timeout, open_target
-from nvdla_hil.harness.traces import find_traces, parse_trace, run_trace, trace_features
-
-
-def _trace_root(config: pytest.Config) -> Path | None:
-    root = config.getoption("--nvdla-traces") or os.environ.get("NVDLA_TRACES")
-    return Path(root) if root else None
+from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace, trace_features
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "trace_path" not in metafunc.fixturenames:
+    if "trace_case" not in metafunc.fixturenames:
         return
-    root = _trace_root(metafunc.config)
-    paths = find_traces(root) if root and root.is_dir() else []
-    if paths:
-        metafunc.parametrize("trace_path", paths, ids=[p.name for p in paths])
+    root = trace_root(metafunc.config)
+    sets = find_trace_sets(root) if root and root.is_dir() else []
+    allowed = set(configured_profiles(metafunc.config))
+    sets = [(c, p) for c, p in sets if c is None or c in allowed]
+    if sets:
+        ids = [p.name if c is None else f"{c}/{p.name}" for c, p in sets]
+        metafunc.parametrize("trace_case", sets, ids=ids)
     else:
-        metafunc.parametrize("trace_path", [None], ids=["no-traces"])
+        metafunc.parametrize("trace_case", [None], ids=["no-traces"])
 
 
-def test_trace(trace_path: Path | None, pytestconfig: pytest.Config) -> None:
-    if trace_path is None:
-        root = _trace_root(pytestconfig)
-        pytest.skip(f"no NVDLA traces found (--nvdla-traces PATH or NVDLA_TRACES; looked in {root})")
-    trace = parse_trace(trace_path)
+def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.Config,
+               record_property) -> None:  # noqa: ANN001  # fmt: skip
+    if trace_case is None:
+        pytest.skip(f"no NVDLA traces found (--nvdla-traces PATH or NVDLA_TRACES; looked in {trace_root(pytestconfig)})")
+    config, trace_path = trace_case
+    bad: TraceError | None = None
+    try:
+        trace = parse_trace(trace_path)
+    except TraceError as e:
+        bad = e
+    if bad is not None:
+        pytest.fail(f"bad trace: {bad}", pytrace=False)
     feats = trace_features(trace)
-    prof = profile_for(pytestconfig, feats)
+    prof, why = profile_for_trace(pytestconfig, config, feats)
     if prof is None:
-        pytest.skip(f"{trace.name} needs {', '.join(sorted(feats))}: add a profile with them to --nvdla-config")
+        pytest.skip(f"{SKIP_LACKS}: {trace.name} {why}")
+    record_property("profile", prof.name)
+    if why:
+        record_property("profile_note", why)
     spec = suite_spec(pytestconfig, prof)
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
-                           timeout=layer_timeout(target))
+        try:
+            result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
+                               timeout=layer_timeout(target))
+        except TraceError as e:
+            bad = e
         link = target.link_report()
+    if bad is not None:
+        pytest.fail(f"bad trace: {bad}", pytrace=False)
     if result.status == "skipped":
-        pytest.skip(f"{trace.name}: {result.message}")
+        pytest.skip(f"{SKIP_NOT_MODELLED}: {trace.name} on {prof.name}: {result.message.removeprefix('unit not modelled: ')}")
     if result.status != "passed":
         tail = "\n".join(log.tail(15))
-        pytest.fail(f"{result.summary()}\nprofile {prof.name}; last register accesses:\n{tail}"
-                    + (f"\n{link}" if link else ""), pytrace=False)
+        pytest.fail(f"{result.summary()}\nprofile {prof.name}" + (f" ({why})" if why else "")
+                    + f"; last register accesses:\n{tail}" + (f"\n{link}" if link else ""), pytrace=False)

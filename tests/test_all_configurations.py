@@ -1,0 +1,161 @@
+"""Every public NVDLA configuration on the model target: NVDLA's own traces of each
+configuration folder run on that configuration's profile, poisoned, and pass their CRCs.
+
+The trace sets (a folder of configuration folders, as nvdla/hw ``verif/tests/trace_tests``)
+come from ``NVDLA_TRACE_SETS`` (CI: ``../shared/nvdla/trace_tests``); tests that need them
+skip cleanly, naming the variable, when it is absent. The golden CRCs are NVDLA's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from nvdla_hil.harness.cli import main
+from nvdla_hil.harness.targets.model import ModelTarget
+from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace
+
+
+@pytest.fixture(scope="module")
+def trace_sets() -> Path:
+    root = os.environ.get("NVDLA_TRACE_SETS")
+    if not root or not Path(root).is_dir():
+        pytest.skip("NVDLA_TRACE_SETS (a folder of per-configuration trace folders, e.g. "
+                    "../shared/nvdla/trace_tests) is not set")
+    return Path(root)
+
+
+def test_every_configuration_passes_poisoned(trace_sets: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    sets = find_trace_sets(trace_sets)
+    configs = sorted({c for c, _ in sets if c})
+    assert len(configs) >= 2 and all(c is not None for c, _ in sets)
+    junit = tmp_path / "junit.xml"
+    code = main(["regress", "--suite", "traces", "--traces", str(trace_sets), "--nvdla-config", "all",
+                 "--poison", "--junit", str(junit)])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    assert f"summary: {len(sets)} passed, 0 failed, 0 error, 0 skipped: not modelled, 0 skipped: lacks unit" in out
+    # one row per configuration in the per-configuration table
+    for c in configs:
+        n = sum(1 for cc, _ in sets if cc == c)
+        assert re.search(rf"^{re.escape(c)}\s+{n}\s+0\s+0\s+0\s+0\s+0$", out, re.M), c
+    cases = list(ET.parse(junit).getroot().iter("testcase"))
+    assert len(cases) == len(sets)
+    # each ran on its own configuration's profile, except traces whose features it lacks
+    props = {c.get("name"): {p.get("name"): p.get("value") for p in c.iter("property")} for c in cases}
+    for name, p in props.items():
+        cfg = name.split("[", 1)[1].split("/", 1)[0]
+        if "ew" in name and cfg in ("nv_small", "nv_small_256"):
+            assert p["profile"] == "nv_small_256_full" and f"which {cfg} lacks" in p["profile_note"], name
+        else:
+            assert p["profile"] == cfg, name
+
+
+def test_ew_trace_on_a_configuration_without_ew(trace_sets: Path, capsys) -> None:  # noqa: ANN001
+    t = trace_sets / "nv_small" / "sdp_3x3x33_ew_int8_reg_0"
+    assert main(["trace", str(t), "--nvdla-config", "nv_small"]) == 2
+    assert "needs sdp_ew, which nv_small lacks" in capsys.readouterr().err
+    assert main(["trace", str(t), "--nvdla-config", "nv_small,nv_small_256_full", "--poison"]) == 0
+    out = capsys.readouterr().out
+    assert "[nv_small_256_full on model]" in out and "PASSED" in out
+
+
+def _variant(src: Path, dst: Path, edits: list[tuple[str, str]]) -> Path:
+    shutil.copytree(src, dst)
+    cfg = dst / f"{src.name}.cfg"
+    text = cfg.read_text()
+    for a, b in edits:
+        assert a in text, a
+        text = text.replace(a, b)
+    cfg.rename(dst / f"{dst.name}.cfg")
+    (dst / f"{dst.name}.cfg").write_text(text)
+    return dst
+
+
+TWO_PORT_CASES = {
+    # SDP: input over MCIF, BN operand (NRDMA) over CVIF
+    "sdp_3x3x33_bn_int8_mem_0": (
+        "0x90000c20, 0x1400", "reg_write(NVDLA_SDP_RDMA.D_NRDMA_CFG_0, 0x32);",
+        "reg_write(NVDLA_SDP_RDMA.D_NRDMA_CFG_0, 0x12);", "NRDMA_RAM_TYPE"),
+    # convolution: features over MCIF, weights over CVIF
+    "dc_13x15x64_5x3x64x16_int8_0": (
+        "0x80004100, 0x3c00", "reg_write(NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0, 0x1);",
+        "reg_write(NVDLA_CDMA.D_WEIGHT_RAM_TYPE_0, 0x0);", "WEIGHT_RAM_TYPE"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TWO_PORT_CASES))
+def test_engines_on_both_ports(trace_sets: Path, tmp_path: Path, name: str) -> None:
+    """One engine of the layer on the secondary port (its RAM_TYPE = CV, its data loaded into
+    sec_mem), the others on the primary: NVDLA's CRC of the one-port trace must still match,
+    poisoned; with the data on the other port than the register says it must not (these two
+    traces are sensitive to that operand: the model reads each engine's own port)."""
+    region, ram_mc, ram_cv, field = TWO_PORT_CASES[name]
+    src = trace_sets / "nv_small_256_full" / name
+    addr = region.split(",")[0]
+    moved = [(f"mem_init(pri_mem, {region}, ALL_ZERO);", f"mem_init(sec_mem, {region}, ALL_ZERO);"),
+             (f'mem_load(pri_mem, {addr}, "', f'mem_load(sec_mem, {addr}, "')]
+    two = _variant(src, tmp_path / "two_port", [*moved, (ram_mc, ram_cv)])
+    with ModelTarget("nv_small_256_full") as t:
+        res = run_trace(two, t, poison=True)
+    assert res.status == "passed", res.summary()
+    assert res.checks[0].poisoned
+    wrong = _variant(src, tmp_path / "wrong_port", moved)  # data on CV, register still says MC
+    with ModelTarget("nv_small_256_full") as t:
+        assert run_trace(wrong, t).status == "failed"
+    with ModelTarget("nv_small_256") as t:  # no secondary port: the data cannot even be loaded
+        res = run_trace(two, t)
+    assert res.status == "error" and "nv_small_256 has no memory port 'sec_mem'" in res.message
+    reg_only = _variant(src, tmp_path / "reg_only", [(ram_mc, ram_cv)])
+    with ModelTarget("nv_small_256") as t:  # ... and a layer that selects it is refused naming the field
+        res = run_trace(reg_only, t)
+    assert res.status == "error" and f"{field} selects the secondary memory port" in res.message
+
+
+def test_poison_spares_inputs_that_share_the_region(trace_sets: Path, tmp_path: Path) -> None:
+    """An output region that also holds the layer's input: only bytes the layer writes and
+    never reads are poisoned, so the trace still passes (and would fail if input bytes were
+    poisoned: the CRC covers them)."""
+    name = "sdp_8x8x32_bypass_int8_0"
+    src = trace_sets / "nv_small" / name
+    text = (src / f"{name}.cfg").read_text()
+    m = re.search(r"check_crc\(\s*(\w+)\s*,\s*(\w+)\s*,\s*(0x[0-9a-f]+)\s*,\s*(0x[0-9a-f]+)", text)
+    assert m
+    with ModelTarget("nv_small", record_reads=True) as t:
+        res = run_trace(src, t, poison=True)
+        assert res.status == "passed" and res.checks[0].poisoned
+        read = t.memories["pri_mem"].read_mask(int(m.group(3), 16), int(m.group(4), 16))
+    assert not read.any()  # a bypass layer reads nothing of its output region
+
+
+def test_sync_notify_and_wait(tmp_path: Path) -> None:
+    ok = tmp_path / "ok"
+    ok.mkdir()
+    (ok / "ok.cfg").write_text(
+        "reg_write(NVDLA_CACC.D_OP_ENABLE_0, 0x1);\n"
+        "sync_notify(NVDLA_CACC, L0_CACC);\n"
+        "sync_wait(NVDLA_CMAC_A, L0_CACC);  // after CACC\n"
+        "reg_write(NVDLA_CMAC_A.D_OP_ENABLE_0, 0x1);\n")
+    t = parse_trace(ok)
+    assert [c.kind for c in t.commands] == ["reg_write", "sync_notify", "sync_wait", "reg_write"]
+    assert t.commands[2].args == ("NVDLA_CMAC_A", "L0_CACC")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "bad.cfg").write_text("sync_wait(NVDLA_CSC, NEVER);\nsync_notify(NVDLA_CACC, NEVER);\n")
+    with pytest.raises(TraceError, match=r"bad\.cfg:1: sync_wait on event 'NEVER' that no earlier sync_notify"):
+        parse_trace(bad)
+
+
+def test_nothing_but_notifies_runs_no_layer(tmp_path: Path) -> None:
+    """sync_* commands issue no bus access: a trace of only those writes no register."""
+    d = tmp_path / "n"
+    d.mkdir()
+    (d / "n.cfg").write_text("sync_notify(NVDLA_CACC, E);\nsync_wait(NVDLA_CSC, E);\n")
+    with ModelTarget("nv_large") as t:
+        res = run_trace(d, t)
+    assert res.register_writes == 0
