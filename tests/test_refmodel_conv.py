@@ -6,6 +6,8 @@ model, and NVDLA's own trace CRCs (dc_*, sdp_pdp_*).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from _regview import RegView, run_on_model
@@ -288,6 +290,11 @@ def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cv
     S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_WIDTH_EXT", W - 1)
     S("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT", H - 1)
     S("CSC", "D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT", C - 1)
+    # CBUF: nv_small's entry is one 8-byte atom, so a line needs W * ceil(C / 8) entries
+    for b in ("CDMA", "CSC"):
+        S(b, "D_ENTRY_PER_SLICE", "ENTRIES", W * -(-C // 8) - 1)
+        S(b, "D_BANK", "DATA_BANK", 15)
+        S(b, "D_BANK", "WEIGHT_BANK", 15)
     v.regs[("CDMA", "D_WEIGHT_ADDR_LOW")] = 0x80000
     S("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL", KW * KH * C - 1)
     S("CDMA", "D_WEIGHT_SIZE_1", "WEIGHT_KERNEL", K - 1)
@@ -424,3 +431,50 @@ def test_cacc_sticky_field_rtl_vs_cmod_beyond_16():
             cacc_truncate(a, t, semantics="rtl")[0].tolist()
             == cacc_truncate(a, t, semantics="cmod")[0].tolist()
         )
+
+
+# ---------------------------------------------------------------------------------------
+# CBUF geometry: entries per slice on every configuration (values from NVDLA's own dc traces:
+# CDMA.D_ENTRY_PER_SLICE + 1 of nvdla/hw master verif/tests/trace_tests/<config>/dc_*)
+
+
+@pytest.mark.parametrize(
+    "profile, width, channels, entries",
+    [
+        ("nv_small", 13, 64, 104),          # dc_13x15x64_5x3x64x16_int8_0
+        ("nv_small", 24, 14, 48),           # dc_24x44x14_5x3x14x41_int8_0
+        ("nv_small_256", 14, 49, 28),       # dc_14x7x49_3x4x49x32_int8_0: tail of 17 ch = 3 atoms -> 4
+        ("nv_small_256", 24, 14, 12),       # dc_24x44x14: tail of 2 atoms -> two pixels per entry
+        ("nv_small_256", 32, 76, 80),       # dc_32x26x76_6x3x76x16_int8_0
+        ("nv_small_256", 8192, 1, 2048),    # dc_8192x1x1_2x3x1x41_int8_0: four pixels per entry
+        ("nv_small_256", 8, 36, 10),        # dc_8x8x36_4x4x36x16_dilation_int8_0
+        ("nv_medium_512", 8, 128, 32),      # dc_8x16x128_3x3x128x32_int8
+        ("nv_large", 8, 32, 4),             # dc_8x8x32_1x1x32x32_int8_0: half an entry per pixel
+        ("nv_large", 8, 128, 16),           # dc_8x16x128_3x3x128x32_int8
+    ],
+)
+def test_entries_per_slice_rule(profile, width, channels, entries):
+    from nvdla_hil.drivers.profiles import load_profile
+    from nvdla_hil.harness.refmodel.conv import feature_entries_per_slice
+
+    assert feature_entries_per_slice(width, channels, ModelOptions.for_profile(load_profile(profile))) == entries
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        ({("CDMA", "D_BANK", "DATA_BANK"): 20, ("CSC", "D_BANK", "DATA_BANK"): 20}, "21 data + 16 weight banks exceed the configuration's 32 CBUF banks"),
+        ({("CSC", "D_BANK", "WEIGHT_BANK"): 3}, "CDMA.D_BANK.WEIGHT_BANK = 15 but CSC.D_BANK.WEIGHT_BANK = 3"),
+        ({("CDMA", "D_ENTRY_PER_SLICE", "ENTRIES"): 10, ("CSC", "D_ENTRY_PER_SLICE", "ENTRIES"): 10},
+         "needs 12 CBUF entries"),
+    ],
+)
+def test_cbuf_programming_the_hardware_cannot_hold_is_refused(edit, message):
+    from nvdla_hil.harness.refmodel.base import InvalidLayer
+
+    rng = np.random.default_rng(3)
+    v, mem, _, _ = _layer(rng.integers(-9, 9, size=(10, 5, 6)), rng.integers(-9, 9, size=(9, 10, 3, 2)))
+    for (b, r, f), val in edit.items():
+        v.set_field(b, r, f, val)
+    with pytest.raises(InvalidLayer, match=re.escape(message)):
+        run_conv(v, mem, ModelOptions())

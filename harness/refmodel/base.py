@@ -14,12 +14,18 @@ from typing import Protocol
 import numpy as np
 
 __all__ = ["RegisterView", "MemoryPort", "DmaPorts", "engine_memory", "ModelOptions", "LayerResult",
-           "UnitNotModelled"]
+           "UnitNotModelled", "InvalidLayer"]
 
 
 class UnitNotModelled(NotImplementedError):
     """The reference model does not cover this unit/mode yet. Reported as a skip, never as
     a pass: the message names the unit and the feature."""
+
+
+class InvalidLayer(ValueError):
+    """The registers describe a layer the hardware cannot run as programmed (e.g. more CBUF
+    banks than the configuration has); the message names the register. The model target
+    refuses such a layer instead of inventing a result."""
 
 
 class RegisterView(Protocol):
@@ -93,12 +99,19 @@ class ModelOptions:
     #: the direct-convolution weight format and of CMAC's accumulation steps
     mac_atomic_c: int = 8
     mac_atomic_k: int = 8
+    #: convolution buffer geometry (profile ``cbuf_*``): banks, and bytes per bank entry
+    cbuf_banks: int = 32
+    cbuf_bank_width: int = 8
+    cbuf_bank_depth: int = 512
 
     @classmethod
     def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:
-        """The options of a hardware profile (``drivers.profiles.HardwareProfile``)."""
+        """The options of a hardware profile (``drivers.profiles.HardwareProfile``); the
+        defaults above are nv_small's, for unit tests of single functions only."""
         return cls(semantics=semantics, atom_bytes=profile.atom_bytes,
-                   mac_atomic_c=profile.mac_atomic_c, mac_atomic_k=profile.mac_atomic_k)  # fmt: skip
+                   mac_atomic_c=profile.mac_atomic_c, mac_atomic_k=profile.mac_atomic_k,
+                   cbuf_banks=profile.cbuf_banks, cbuf_bank_width=profile.cbuf_bank_width,
+                   cbuf_bank_depth=profile.cbuf_bank_depth)  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.semantics not in ("rtl", "cmod"):

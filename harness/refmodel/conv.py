@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_cube
 from .ops import rnd, sx
 
@@ -251,6 +251,45 @@ def _check_modelled(view: RegisterView) -> None:
         raise UnitNotModelled("CSC: channel post-extension not modelled")
 
 
+def feature_entries_per_slice(width: int, channels: int, options: ModelOptions) -> int:
+    """CBUF entries one input line (slice) of a feature cube needs.
+
+    A CBUF entry holds ``mac_atomic_c`` channels (``cbuf_bank_width`` bytes at INT8); a line
+    holds ``width`` pixels of ``C // atomic_c`` full entries each, and the remaining
+    ``C mod atomic_c`` channels take ``t`` memory atoms rounded up to a power of two, so that
+    ``atomic_c / (atom * t)`` pixels share one entry. This is the value every direct-
+    convolution trace of nvdla/hw master carries in ``CDMA/CSC.D_ENTRY_PER_SLICE`` (all 42,
+    on all six configurations); a smaller value makes slices overlap in CBUF."""
+    atoms_per_entry = max(options.mac_atomic_c // options.atom_bytes, 1)
+    full, rest = divmod(channels, options.mac_atomic_c)
+    tail = -(-rest // options.atom_bytes)
+    tail_pad = 0 if tail == 0 else 1 << (tail - 1).bit_length()
+    return -(-width * (full * atoms_per_entry + tail_pad) // atoms_per_entry)
+
+
+def check_cbuf(view: RegisterView, options: ModelOptions) -> None:
+    """Refuse CBUF programming the configuration cannot hold: data + weight banks beyond
+    ``cbuf_banks``, CDMA and CSC disagreeing on banks or entries per slice, or fewer entries
+    per slice than one input line needs (:func:`feature_entries_per_slice`)."""
+    f = lambda b, r, n: int(view.field(b, r, n))  # noqa: E731
+    for reg, flds in (("D_BANK", ("DATA_BANK", "WEIGHT_BANK")), ("D_ENTRY_PER_SLICE", ("ENTRIES",))):
+        for fld in flds:
+            if f("CDMA", reg, fld) != f("CSC", reg, fld):
+                raise InvalidLayer(f"CDMA.{reg}.{fld} = {f('CDMA', reg, fld)} but CSC.{reg}.{fld} = "
+                                   f"{f('CSC', reg, fld)}: the two must describe the same CBUF use")  # fmt: skip
+    data, weight = f("CDMA", "D_BANK", "DATA_BANK") + 1, f("CDMA", "D_BANK", "WEIGHT_BANK") + 1
+    if data + weight > options.cbuf_banks:
+        raise InvalidLayer(f"CDMA.D_BANK: {data} data + {weight} weight banks exceed the configuration's "
+                           f"{options.cbuf_banks} CBUF banks")  # fmt: skip
+    w = f("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH") + 1
+    c = f("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL") + 1
+    need = feature_entries_per_slice(w, c, options)
+    have = f("CDMA", "D_ENTRY_PER_SLICE", "ENTRIES") + 1
+    if have < need:
+        raise InvalidLayer(f"CDMA.D_ENTRY_PER_SLICE.ENTRIES = {have - 1} (+1 = {have} entries) but a {w}-pixel "
+                           f"line of {c} channels needs {need} CBUF entries of {options.cbuf_bank_width} bytes")
+
+
 def decode_conv_config(view: RegisterView) -> ConvConfig:
     f = lambda b, r, n: int(view.field(b, r, n))
     return ConvConfig(
@@ -310,6 +349,7 @@ def run_conv(
     atom = options.atom_bytes
     atomic_c, atomic_k = options.mac_atomic_c, options.mac_atomic_k
     _check_modelled(view)
+    check_cbuf(view, options)
     cfg = decode_conv_config(view)
     d = _fetch_feature(view, mem, atom)
     if d.shape[1:] != (cfg.in_h, cfg.in_w) or d.shape[0] != cfg.in_c:

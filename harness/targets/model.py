@@ -28,7 +28,7 @@ from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from ..memory import RecordingMemory, SparseMemory
-from ..refmodel.base import DmaPorts, LayerResult, ModelOptions, UnitNotModelled
+from ..refmodel.base import DmaPorts, InvalidLayer, LayerResult, ModelOptions, UnitNotModelled
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -331,6 +331,8 @@ class ModelTarget(Transport):
                 result = runner(view, mem, self.options, live=live)
             else:
                 result = runner(view, mem, self.options)
+        except InvalidLayer as e:
+            raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
         finally:
             for m in recorders:
                 m.recording = False
