@@ -10,8 +10,16 @@ It behaves like the hardware at the register level (semantics doc sections 7 and
 * a sparse external memory per port (``pri_mem``; ``sec_mem`` where the profile has one);
 * on ``D_OP_ENABLE`` of a unit's consumer group the layer runs on the reference model once
   every engine of the layer is enabled (e.g. SDP + SDP_RDMA; CDMA/CSC/CMAC/CACC + SDP for a
-  convolution), the group's statistics registers are loaded, OP_EN clears, the consumer
-  pointers toggle and the done interrupts are raised.
+  convolution); its outputs are in memory at once, but it *completes* only as time passes:
+* time passes while the host waits, as on the hardware. Completion events queue in hardware
+  order (CDMA data, CDMA weights, CACC, SDP, PDP); one fires when the host waits for the
+  interrupt (``wait_irq``) or reads GLB ``S_INTR_STATUS`` while nothing it has not seen yet is
+  pending. The first event of a layer completes it (statistics loaded, OP_EN cleared, consumer
+  pointers toggled, a layer waiting in the other group starts); each raises its done bit.
+  So a host that reads ``D_OP_ENABLE`` right after setting it sees 1 (nv_full's traces check
+  that), a host that clears every status bit and waits again sees the next unit finish (nv_full's
+  traces wait once per unit), and a host that waits for one unit's bit sees the others
+  accumulate (the v2 traces) — on a local link and over a serial board alike.
 
 Units the reference model does not cover raise :class:`UnitNotModelled` from the
 ``D_OP_ENABLE`` write, naming the unit: the harness reports the test as skipped.
@@ -19,6 +27,7 @@ Units the reference model does not cover raise :class:`UnitNotModelled` from the
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +48,10 @@ class LayerConfigError(TransportError):
 LUT_DEPTH = {"LE": 65, "LO": 257}
 
 CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
+
+#: the order in which a layer's units finish on the hardware (nv_full's conv traces wait for
+#: CDMA data, CDMA weights, CACC and SDP done in this order, one at a time)
+COMPLETION_ORDER = ("BDMA", "CDMA_DAT", "CDMA_WT", "CACC", "SDP", "CDP", "PDP", "RUBIK")
 
 
 @dataclass(frozen=True)
@@ -122,6 +135,9 @@ class ModelTarget(Transport):
         self._by_addr: dict[int, Register] = {r.address: r for r in self.regmap.registers()}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
+        # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
+        self._events: deque[tuple[int, Callable[[], None] | None]] = deque()
+        self._unseen = 0  # status bits raised that no status read has returned yet
         self._reset_state()
 
     def describe(self) -> str:
@@ -133,15 +149,15 @@ class ModelTarget(Transport):
         for r in self._by_addr.values():
             for g in (0, 1) if r.dual else (0,):
                 self._regs[(r.address, g)] = r.reset
-        # CBUF flush completes right after reset (CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE).
-        try:
-            flush = self.regmap.register("CDMA", "S_CBUF_FLUSH_STATUS")
-            self._regs[(flush.address, 0)] = flush.field("FLUSH_DONE").insert(flush.reset, 1)
-        except RegisterMapError:
-            pass
+        # The CBUF flush after reset takes time (CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE): the first
+        # read of the status after reset still sees it running (nv_full's googlenet trace reads
+        # 0 early on), every later read sees it done (the v2 traces poll for 1).
+        self._flush_reads = 0
         self._luts = {u: {t: np.zeros(n, dtype=np.uint16) for t, n in LUT_DEPTH.items()} for u in ("SDP", "CDP")}
         self._live = {}
         self._lut_ports = {u: _LutPort() for u in ("SDP", "CDP")}
+        self._events = deque()
+        self._unseen = 0
 
     def _reset(self) -> None:
         self._reset_state()
@@ -180,6 +196,12 @@ class ModelTarget(Transport):
             return self._lut_data_read(r.block)
         if r.name == "S_LUT_ACCESS_CFG":
             return self._lut_cfg_read(r.block)
+        if r.block == "CDMA" and r.name == "S_CBUF_FLUSH_STATUS":
+            self._flush_reads += 1
+            return r.field("FLUSH_DONE").insert(self._value(r, 0), int(self._flush_reads > 1))
+        if r.block == "GLB" and r.name == "S_INTR_STATUS":
+            fired = self._fire() if self._events and not (self._pending() & self._unseen) else 0
+            self._unseen &= fired  # everything else this read returns has now been seen
         return self._value(r, self._group_of(r))
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
@@ -336,25 +358,48 @@ class ModelTarget(Transport):
         finally:
             for m in recorders:
                 m.recording = False
+        self.layers_run.append((layer.done[0], group, result))
+        status = self.regmap.register("GLB", "S_INTR_STATUS")
+        units = sorted(layer.done, key=COMPLETION_ORDER.index)
+        bits = [status.field(f"{u}_DONE_STATUS{group}").mask for u in units]
+        self._events.append((bits[0], lambda: self._complete(layer, group, result)))
+        self._events.extend((b, None) for b in bits[1:])
+
+    def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
+        """The layer finishes: statistics loaded, OP_EN cleared, consumer pointers toggled; a
+        layer already enabled in the other group starts."""
         for (b, reg), v in result.stats.items():
             try:
                 self._set(b, reg, int(v) & 0xFFFFFFFF, group)
             except RegisterMapError:
                 pass
-        self.layers_run.append((layer.done[0], group, result))
         for b in layer.blocks:
             self._set(b, "D_OP_ENABLE", 0, group)
             ptr = self.regmap.register(b, "S_POINTER")
             key = (ptr.address, 0)
             self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], group ^ 1)
-        status = self.regmap.register("GLB", "S_INTR_STATUS")
-        for unit in layer.done:
-            self._regs[(status.address, 0)] |= status.field(f"{unit}_DONE_STATUS{group}").mask
-        # a layer already enabled in the other group starts now
         other = group ^ 1
         nxt = self._layer_of(layer.blocks[0], other)
         if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
             self._run(nxt, other)
+
+    def _pending(self) -> int:
+        return self._get("GLB", "S_INTR_STATUS") & ~self._get("GLB", "S_INTR_MASK")
+
+    def _fire(self) -> int:
+        """Time passes until the next completion event; returns the status bits it raised."""
+        bits, complete = self._events.popleft()
+        if complete is not None:
+            complete()
+        status = self.regmap.register("GLB", "S_INTR_STATUS")
+        self._regs[(status.address, 0)] |= bits
+        self._unseen |= bits
+        return bits
+
+    def run_until_idle(self) -> None:
+        """Let every queued completion happen (as if the host had waited long enough)."""
+        while self._events:
+            self._fire()
 
     def _memory_of(self, layer: _Layer, view: _GroupView) -> DmaPorts:
         """The memory ports of the layer's active DMA engines, each chosen by the engine's
@@ -411,8 +456,10 @@ class ModelTarget(Transport):
         return bool(status & ~mask)
 
     def _wait_irq(self, timeout: float | None) -> bool:
-        # Layers complete synchronously inside the OP_EN write: the line is either up now or
-        # will never come up.
+        # Waiting lets the next unit finish unless the line is up for a bit the host has not
+        # seen yet; with nothing queued the line is either up now or will never come up.
+        if self._events and not (self._pending() & self._unseen):
+            self._fire()
         return self.irq_pending()
 
     # ---- memory -----------------------------------------------------------------------------
