@@ -11,6 +11,8 @@ NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
 export NVDLA_TRACES
 NVDLA_TRACE_SETS ?= $(abspath ../shared/nvdla/trace_tests)
 export NVDLA_TRACE_SETS
+NVDLA_TXN_TESTS ?= $(abspath ../shared/nvdla/traceplayer_v1)
+export NVDLA_TXN_TESTS
 JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
