@@ -175,6 +175,9 @@ class BridgeCore:
         reset_address: int | None = DEFAULT_RESET_ADDRESS,
     ) -> None:
         self.target = target
+        # a model behind the bridge completes each layer at once (its host polls the status
+        # over a link with read-back rules; see ModelTarget.run_until_idle)
+        self._settle = getattr(target, "run_until_idle", None)
         self.reset_address = reset_address
         self.map = board_map
         self.stats = stats or EmuStats()
@@ -211,6 +214,8 @@ class BridgeCore:
                     raise ValueError
                 if dec[0] == "csr":
                     self.target.write32(dec[1], int(v))
+                    if self._settle is not None:
+                        self._settle()
                 else:
                     self.target.mem_write(dec[1], int(v).to_bytes(4, "little"))
                 if self.log_writes:
@@ -585,6 +590,47 @@ def _int(s: str) -> int:
     return int(s, 0)
 
 
+def _port(s: str) -> int:
+    """A TCP port for ``--tcp``: 0 (any free port) to 65535."""
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a port number (0..65535)") from None
+    if not 0 <= v <= 65535:
+        raise argparse.ArgumentTypeError(f"port {v} is out of range 0..65535 (0 = any free port)")
+    return v
+
+
+def _prob(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{v!r} is not a probability in 0..1")
+    return v
+
+
+def _seconds(s: str) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not a number of seconds") from None
+    if not (0.0 <= v <= 3600.0):
+        raise argparse.ArgumentTypeError(f"{v!r} is not a number of seconds in 0..3600")
+    return v
+
+
+def _count(s: str) -> int:
+    try:
+        v = int(s, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{s!r} is not an integer") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{v} is negative")
+    return v
+
+
 def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "board-emu",
@@ -593,7 +639,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--pty", action="store_true", help="serve on a pseudo-terminal (default)")
-    where.add_argument("--tcp", type=int, metavar="PORT", help="serve on 127.0.0.1:PORT (0 = any free port)")
+    where.add_argument("--tcp", type=_port, metavar="PORT", help="serve on 127.0.0.1:PORT (0 = any free port)")
     p.add_argument("--profile", default="nv_small", help="hardware profile of the model (default nv_small)")
     p.add_argument("--backend", choices=("model", "regfile"), default="model",
                    help="model = the NVDLA model target; regfile = plain RW registers (link tests)")
@@ -602,10 +648,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dram-nvdla-base", type=_int, default=_DEFAULT_MAP.dram_nvdla_base,
                    help="NVDLA address the DRAM window starts at")
     p.add_argument("--dram-size", type=_int, default=_DEFAULT_MAP.dram_size)
-    p.add_argument("--drop", type=float, default=0.0, help="probability a byte is dropped (each direction)")
-    p.add_argument("--corrupt", type=float, default=0.0, help="probability a byte is corrupted")
-    p.add_argument("--delay", type=float, default=0.0, help="max random delay before each response (s)")
-    p.add_argument("--silent-after", type=int, default=None, help="stop answering after N received bytes")
+    p.add_argument("--drop", type=_prob, default=0.0, help="probability a byte is dropped (each direction)")
+    p.add_argument("--corrupt", type=_prob, default=0.0, help="probability a byte is corrupted")
+    p.add_argument("--delay", type=_seconds, default=0.0, help="max random delay before each response (s)")
+    p.add_argument("--silent-after", type=_count, default=None, help="stop answering after N received bytes")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset-address", type=_int, default=DEFAULT_RESET_ADDRESS,
                    help="board address whose write resets NVDLA (LiteX ctrl_reset CSR; default 0xf0000000)")

@@ -13,9 +13,11 @@ It behaves like the hardware at the register level (semantics doc sections 7 and
   convolution); its outputs are in memory at once, but it *completes* only as time passes:
 * time passes while the host waits, as on the hardware. Completion events queue in hardware
   order (CDMA data, CDMA weights, CACC, SDP, PDP); one fires when the host waits for the
-  interrupt (``wait_irq``) or reads GLB ``S_INTR_STATUS`` while nothing it has not seen yet is
-  pending. The first event of a layer completes it (statistics loaded, OP_EN cleared, consumer
+  interrupt (``wait_irq``) while nothing it has not seen yet is pending. The first event of a layer completes it (statistics loaded, OP_EN cleared, consumer
   pointers toggled, a layer waiting in the other group starts); each raises its done bit.
+  A host that polls ``S_INTR_STATUS`` instead sees the next unit finish on its second read in
+  a row that finds nothing new (nv_full's tests clear the status and read 0 once right after;
+  they also poll for BDMA done without waiting; the serial link has no interrupt line).
   So a host that reads ``D_OP_ENABLE`` right after setting it sees 1 (nv_full's traces check
   that), a host that clears every status bit and waits again sees the next unit finish (nv_full's
   traces wait once per unit), and a host that waits for one unit's bit sees the others
@@ -52,6 +54,11 @@ CONV_BLOCKS = ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")
 #: the order in which a layer's units finish on the hardware (nv_full's conv traces wait for
 #: CDMA data, CDMA weights, CACC and SDP done in this order, one at a time)
 COMPLETION_ORDER = ("BDMA", "CDMA_DAT", "CDMA_WT", "CACC", "SDP", "CDP", "PDP", "RUBIK")
+
+#: a host polling GLB S_INTR_STATUS sees the next unit finish on its second read in a row that
+#: finds nothing new pending (nv_full's sanity3 clears the status and reads 0 once, right away;
+#: its sanity1 polls for BDMA done with no wait; the serial link has no interrupt line and polls)
+IDLE_POLLS_PER_EVENT = 2
 
 
 @dataclass(frozen=True)
@@ -116,12 +123,14 @@ class ModelTarget(Transport):
     """
 
     def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
-                 record_reads: bool = False) -> None:  # fmt: skip
+                 record_reads: bool = False, polls_per_event: int | None = None) -> None:  # fmt: skip
         super().__init__()
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
         self.options = ModelOptions.for_profile(self.profile, semantics)
+        # status polls in a row that let the next unit finish (None: IDLE_POLLS_PER_EVENT; 0: never)
+        self.polls_per_event = IDLE_POLLS_PER_EVENT if polls_per_event is None else polls_per_event
         # record_reads: remember which bytes the layers' DMA engines read (for poisoning only
         # what a layer writes and never what it reads; see harness.traces)
         mem_class = RecordingMemory if record_reads else SparseMemory
@@ -138,6 +147,7 @@ class ModelTarget(Transport):
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
         self._events: deque[tuple[int, Callable[[], None] | None]] = deque()
         self._unseen = 0  # status bits raised that no status read has returned yet
+        self._idle_polls = 0  # status reads in a row that found nothing new pending
         self._reset_state()
 
     def describe(self) -> str:
@@ -158,6 +168,8 @@ class ModelTarget(Transport):
         self._lut_ports = {u: _LutPort() for u in ("SDP", "CDP")}
         self._events = deque()
         self._unseen = 0
+        self._idle_polls = 0
+        self._bdma_queue: list = []  # BDMA commands queued by CFG_OP.EN since the last launch
 
     def _reset(self) -> None:
         self._reset_state()
@@ -200,7 +212,11 @@ class ModelTarget(Transport):
             self._flush_reads += 1
             return r.field("FLUSH_DONE").insert(self._value(r, 0), int(self._flush_reads > 1))
         if r.block == "GLB" and r.name == "S_INTR_STATUS":
-            fired = self._fire() if self._events and not (self._pending() & self._unseen) else 0
+            fired = 0
+            if self.polls_per_event and self._events and not (self._pending() & self._unseen):
+                self._idle_polls += 1
+                if self._idle_polls >= self.polls_per_event:
+                    fired = self._fire()
             self._unseen &= fired  # everything else this read returns has now been seen
         return self._value(r, self._group_of(r))
 
@@ -219,6 +235,9 @@ class ModelTarget(Transport):
         if block == "GLB" and name == "S_INTR_SET":
             self._regs[(self.regmap.register("GLB", "S_INTR_STATUS").address, 0)] |= value & r.writable_mask
             return
+        if block == "BDMA" and (name == "CFG_OP" or name.startswith("CFG_LAUNCH")):
+            self._bdma_write(r, value)
+            return
         if not r.writable:
             return  # the hardware ignores writes to read-only registers
         group = self._group_of(r)
@@ -227,8 +246,6 @@ class ModelTarget(Transport):
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if name == "D_OP_ENABLE" and value & 1:
             self._op_enable(block, group)
-        elif block == "BDMA" and name.startswith("CFG_LAUNCH") and value & 1:
-            raise UnitNotModelled("BDMA: not modelled yet")
 
     # ---- LUT access port (semantics doc 7) --------------------------------------------------
     def _lut_present(self, unit: str) -> bool:
@@ -296,8 +313,6 @@ class ModelTarget(Transport):
         """OP_EN set in ``group`` of ``block``: run the layer once all its engines are enabled
         and the group is the one the unit consumes next."""
         self._clear_stats(block, group)
-        if block in ("BDMA", "RBK"):
-            raise UnitNotModelled(f"{block}: not modelled yet")
         layer = self._layer_of(block, group)
         if layer is None:
             return
@@ -308,6 +323,8 @@ class ModelTarget(Transport):
 
     def _layer_of(self, block: str, group: int) -> _Layer | None:
         """The layer that ``block``'s OP_EN belongs to, decoded from the group's registers."""
+        if block == "RBK":
+            return _Layer(("RBK",), ("RUBIK",), "rubik:run_rubik")
         f = lambda b, r, fld: self._field(b, r, fld, group)  # noqa: E731
         sdp_flying = f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 1
         sdp_to_pdp = f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 1
@@ -383,6 +400,58 @@ class ModelTarget(Transport):
         if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
             self._run(nxt, other)
 
+    # ---- BDMA: a command queue, not a ping-pong unit (refmodel/bdma.py docstring) ------------
+    def _bdma_write(self, r: Register, value: int) -> None:
+        """``CFG_OP.EN`` queues a snapshot of the CFG registers (20 deep); ``CFG_LAUNCHn``
+        runs every command queued since the last launch as group n, which completes with GLB
+        ``BDMA_DONE_STATUSn`` (an empty launch raises nothing). RTL: both keep the value written."""
+        from ..refmodel.bdma import QUEUE_DEPTH, BdmaCommand, run_bdma_group
+
+        self._regs[(r.address, 0)] = value & r.writable_mask
+        if not value & 1:
+            return
+        if r.name == "CFG_OP":
+            if len(self._bdma_queue) >= QUEUE_DEPTH:
+                raise LayerConfigError(f"BDMA refused: CFG_OP with {QUEUE_DEPTH} commands already queued (the queue is full)")
+            self._bdma_queue.append(BdmaCommand.from_registers(_GroupView(self, {})))
+            self._bdma_status()
+            return
+        g = int(r.name[-1])
+        cmds, self._bdma_queue = self._bdma_queue, []
+        st = self.regmap.register("BDMA", "STATUS")
+        self._set("BDMA", "STATUS", st.field(f"GRP{g}_BUSY").insert(self._get("BDMA", "STATUS"), 1))
+        for k in ("READ", "WRITE"):
+            self._set("BDMA", f"STATUS_GRP{g}_{k}_STALL", 0)
+        if not cmds:
+            self._bdma_status()
+            return
+        for i, c in enumerate(cmds):
+            if 0 in (c.src_ram_type, c.dst_ram_type) and "sec_mem" not in self.memories:
+                raise LayerConfigError(f"BDMA refused: command {i} CFG_CMD selects CVSRAM (RAM_TYPE 0), which "
+                                       f"{self.profile.name} does not have")  # fmt: skip
+        try:
+            result = run_bdma_group(cmds, DmaPorts(dict(self.memories)), self.options, group=g)
+        except InvalidLayer as e:
+            raise LayerConfigError(f"BDMA refused: {e}") from None
+        self.layers_run.append(("BDMA", g, result))
+
+        def complete() -> None:
+            for (b, reg), v in result.stats.items():
+                self._set(b, reg, int(v) & 0xFFFFFFFF)
+            self._set("BDMA", "STATUS", st.field(f"GRP{g}_BUSY").insert(self._get("BDMA", "STATUS"), 0))
+            self._bdma_status()
+
+        self._events.append((self.regmap.register("GLB", "S_INTR_STATUS").field(f"BDMA_DONE_STATUS{g}").mask, complete))
+        self._bdma_status()
+
+    def _bdma_status(self) -> None:
+        from ..refmodel.bdma import QUEUE_DEPTH
+
+        st = self.regmap.register("BDMA", "STATUS")
+        v = st.field("FREE_SLOT").insert(self._get("BDMA", "STATUS"), QUEUE_DEPTH - len(self._bdma_queue))
+        idle = not self._bdma_queue and not any(st.field(f"GRP{g}_BUSY").extract(v) for g in (0, 1))
+        self._set("BDMA", "STATUS", st.field("IDLE").insert(v, int(idle)))
+
     def _pending(self) -> int:
         return self._get("GLB", "S_INTR_STATUS") & ~self._get("GLB", "S_INTR_MASK")
 
@@ -394,6 +463,7 @@ class ModelTarget(Transport):
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         self._regs[(status.address, 0)] |= bits
         self._unseen |= bits
+        self._idle_polls = 0
         return bits
 
     def run_until_idle(self) -> None:
@@ -420,6 +490,8 @@ class ModelTarget(Transport):
                 engines.append(("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"))
         if "CDP" in layer.blocks:
             engines += [("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"), ("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")]
+        if "RBK" in layer.blocks:
+            engines += [("RBK", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("RBK", "D_DAOUT_RAM_TYPE", "DATAOUT_RAM_TYPE")]
         if "PDP" in layer.blocks:
             if "PDP_RDMA" in layer.blocks:
                 engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
