@@ -28,7 +28,7 @@ $(BIN)/nvdla-hil: pyproject.toml
 install: $(BIN)/nvdla-hil
 
 regress: install
-	$(BIN)/nvdla-hil regress --target model --junit results/junit.xml
+	$(BIN)/nvdla-hil regress --target model
 
 test: install
 	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)

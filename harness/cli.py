@@ -1,19 +1,46 @@
 """``nvdla-hil`` command line: regression, registers, traces, vectors, layouts, sims, boards.
 
-Every subcommand has ``--help``. Exit codes: 0 success, 1 test/check failure, 2 usage or
-input error (the message names the file/line, register or test).
+Every subcommand has ``--help``.
+
+Exit codes (the contract; ``regress --help`` repeats it):
+
+* **0** only when at least one test (or check) ran and none failed;
+* **1** when a test or check failed (or had an error while running);
+* **2** for bad input or configuration, with a message naming what is wrong: the file and
+  line, the option, the register or the board. For ``regress`` that includes a missing or
+  empty ``--traces``/``--vectors`` folder (or ``NVDLA_TRACES``), ``--target verilator`` without
+  an nvdla/hw checkout, ``--target serial`` without a lab file and board, a board another
+  regression holds, a lab file that does not load, an explicit ``--junit`` file that exists
+  (without ``--force``), a collection error, and a run in which no test ran (every test
+  skipped or deselected, or none collected) unless ``--allow-empty`` was given.
+
+Results are never lost: each ``regress`` writes into its own run directory
+``<results-dir>/<run-id>/`` (run-id: UTC timestamp, PID and a random suffix, created with
+``os.mkdir`` so two runs never share one) holding ``junit.xml``, ``summary.txt`` (the printed
+table), ``logs/`` (one register-access log per test, with the link record when the target
+has one) and ``run.json`` (command, start, end, exit code); ``<results-dir>/latest`` is then
+pointed at it atomically (a temporary symlink moved over it with ``os.replace``). Commands
+that write files (``trace --log``, ``pack``, ``unpack``, ``vectors gen``, ``profile derive
+--out``, ``regress --junit``) refuse to overwrite an existing file unless ``--force``, and
+never overwrite their own input.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
+import secrets
+import shutil
 import sys
+import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from ..drivers.regmap import RegisterMapError
-from .targets import TARGETS, TargetSpec, layer_timeout, open_target
+from .targets import TARGETS, TargetSpec, open_target
 
 __all__ = ["main", "build_parser"]
 
@@ -58,42 +85,168 @@ def _spec(args: argparse.Namespace, profile: str | None = None) -> TargetSpec:
 # ---- regress ------------------------------------------------------------------------------
 
 
+class _Bad(Exception):
+    """Bad input or configuration: exit 2 with this message."""
+
+
+def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
+    """Validate everything that can be checked before pytest starts; the trace root to pass."""
+    import pytest
+
+    from .plugin import check_trace_source, check_vector_source
+
+    if args.target == "verilator":
+        if not args.nvdla_hw:
+            raise _Bad("--target verilator needs an nvdla/hw checkout: pass --nvdla-hw PATH (or set NVDLA_HW)")
+        if not Path(args.nvdla_hw).is_dir():
+            raise _Bad(f"--nvdla-hw {args.nvdla_hw}: no such folder (the nvdla/hw checkout for --target verilator)")
+    if args.target == "serial":
+        from .lab import LabError, resolve_board
+
+        if not args.lab:
+            raise _Bad("--target serial needs a lab file and a board: pass --lab FILE --board NAME "
+                       "(or set NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+        try:
+            resolve_board(args.lab, args.board)
+        except LabError as e:
+            raise _Bad(f"--lab {args.lab}: {e}") from None
+    traces = None
+    try:
+        if "traces" in suites:
+            if args.traces:
+                check_trace_source("--traces", args.traces)
+                traces = args.traces
+            elif os.environ.get("NVDLA_TRACES"):
+                check_trace_source("NVDLA_TRACES", os.environ["NVDLA_TRACES"])
+                traces = os.environ["NVDLA_TRACES"]
+            elif args.nvdla_hw and (Path(args.nvdla_hw) / "verif/tests/trace_tests").is_dir():
+                check_trace_source("--nvdla-hw", str(Path(args.nvdla_hw) / "verif/tests/trace_tests"))
+            else:
+                traces = _default_traces()
+                if traces is None and args.suite == "traces":
+                    raise _Bad("--suite traces: no NVDLA trace tests configured: pass --traces PATH "
+                               "(or set NVDLA_TRACES, or give --nvdla-hw PATH)")
+        elif args.traces:
+            raise _Bad(f"--traces {args.traces} was given but --suite {args.suite} runs no traces")
+        if "vectors" in suites and args.vectors:
+            check_vector_source("--vectors", args.vectors)
+        elif args.vectors:
+            raise _Bad(f"--vectors {args.vectors} was given but --suite {args.suite} runs no vectors")
+    except pytest.UsageError as e:
+        raise _Bad(str(e)) from None
+    if args.junit and Path(args.junit).exists() and not args.force:
+        raise _Bad(f"--junit {args.junit}: the file exists; pass --force to replace it "
+                   "(or leave --junit out: each run writes <results-dir>/<run-id>/junit.xml)")
+    if args.log_dir and Path(args.log_dir).is_dir() and any(Path(args.log_dir).iterdir()) and not args.force:
+        raise _Bad(f"--log-dir {args.log_dir}: the folder is not empty; pass --force to write into it "
+                   "(or leave --log-dir out: each run writes <results-dir>/<run-id>/logs/)")
+    return traces
+
+
+def new_run_dir(results: str | os.PathLike[str]) -> Path:
+    """A fresh ``<results>/<UTC timestamp>-<pid>-<random>`` folder; never an existing one."""
+    root = Path(results)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"{datetime.now(UTC).microsecond // 1000:03d}Z"
+    for _ in range(100):
+        run = root / f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}"
+        try:
+            os.mkdir(run)
+        except FileExistsError:
+            continue
+        return run
+    raise OSError(f"{root}: could not create a new run directory")
+
+
+def point_latest(run: Path) -> Path:
+    """Point ``<results>/latest`` at ``run`` atomically (a temporary symlink moved over it)."""
+    latest = run.parent / "latest"
+    tmp = run.parent / f".latest-{os.getpid()}-{secrets.token_hex(4)}"
+    os.symlink(run.name, tmp)
+    try:
+        os.replace(tmp, latest)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+    return latest
+
+
 def _cmd_regress(args: argparse.Namespace) -> int:
     import pytest
 
     suites = list(SUITES) if args.suite == "all" else [args.suite]
+    try:
+        traces = _check_regress(args, suites)
+    except _Bad as e:
+        print(f"nvdla-hil regress: {e}", file=sys.stderr)
+        return 2
+    run = new_run_dir(args.results_dir)
+    started = datetime.now(UTC).isoformat(timespec="seconds")
+    junit = Path(args.junit) if args.junit else run / "junit.xml"
+    if args.junit:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+    logs = Path(args.log_dir) if args.log_dir else run / "logs"
     argv = ["-p", "no:cacheprovider", "-q", "--nvdla-summary", "--target", args.target,
-            "--model-semantics", args.model_semantics, "-o", "console_output_style=classic"]
+            "--model-semantics", args.model_semantics, "-o", "console_output_style=classic",
+            "--nvdla-summary-file", str(run / "summary.txt"), "--nvdla-log", str(logs)]
     argv += ["--pyargs"] + [SUITES[s] for s in suites]
     if args.profile:
         argv += ["--nvdla-config", args.profile]
-    traces = args.traces or os.environ.get("NVDLA_TRACES")
-    if not traces and not (args.nvdla_hw and (Path(args.nvdla_hw) / "verif/tests/trace_tests").is_dir()):
-        traces = _default_traces()  # else the plugin takes the checkout's verif/tests/trace_tests
     if traces:
         argv += ["--nvdla-traces", traces]
     if args.vectors:
         argv += ["--nvdla-vectors", args.vectors]
-    for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--lab", args.lab), ("--board", args.board),
-                      ("--nvdla-log", args.log_dir)):
+    for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--lab", args.lab), ("--board", args.board)):
         if val:
             argv += [flag, val]
     if args.waves:
         argv.append("--waves")
     if args.poison:
         argv.append("--poison")
-    if args.junit:
-        argv += ["--junitxml", args.junit]
+    if args.allow_empty:
+        argv.append("--nvdla-allow-empty")
+    argv += ["--junitxml", str(junit)]
     if args.keyword:
         argv += ["-k", args.keyword]
     if args.jobs and args.jobs != 1:
         argv += ["-n", str(args.jobs)]
     argv += args.pytest_args
+    t0 = time.monotonic()
     code = pytest.main(argv)
-    if code == pytest.ExitCode.NO_TESTS_COLLECTED:
-        print("nvdla-hil regress: no tests collected", file=sys.stderr)
-        return 1
-    return 0 if code == pytest.ExitCode.OK else 1
+    if code == pytest.ExitCode.OK:
+        rc, why = 0, "passed"
+    elif code == pytest.ExitCode.TESTS_FAILED:
+        rc, why = 1, "a test failed"
+    elif code == pytest.ExitCode.NO_TESTS_COLLECTED:
+        if args.allow_empty:
+            rc, why = 0, "no test ran (allowed by --allow-empty)"
+        else:
+            rc, why = 2, "no test ran (none collected, all deselected or all skipped)"
+            print("nvdla-hil regress: no test ran (none collected, all deselected, or every test skipped); "
+                  "check --traces/--vectors/-k/--nvdla-config, or pass --allow-empty", file=sys.stderr)
+    elif code == pytest.ExitCode.USAGE_ERROR:
+        rc, why = 2, "bad option or configuration (see the ERROR line above)"
+        print("nvdla-hil regress: bad option or configuration (pytest's ERROR above names it)", file=sys.stderr)
+    elif code == pytest.ExitCode.INTERRUPTED:
+        rc, why = 2, "interrupted or a collection error (see above)"
+        print("nvdla-hil regress: interrupted, or a test source could not be collected (see the errors above)",
+              file=sys.stderr)
+    else:
+        rc, why = 2, f"pytest exit code {int(code)}"
+        print(f"nvdla-hil regress: pytest stopped with exit code {int(code)} (internal error)", file=sys.stderr)
+    if args.junit and junit.is_file():
+        shutil.copyfile(junit, run / "junit.xml")
+    (run / "run.json").write_text(json.dumps({
+        "command": ["nvdla-hil", *getattr(args, "_argv", [])], "pytest_argv": argv, "cwd": os.getcwd(),
+        "started": started, "seconds": round(time.monotonic() - t0, 3), "exit_code": rc, "result": why,
+        "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
+    }, indent=2) + "\n", encoding="utf-8")
+    try:
+        latest = point_latest(run)
+        print(f"results: {run} ({latest} -> {run.name})")
+    except OSError as e:
+        print(f"results: {run} (could not update {run.parent / 'latest'}: {e})", file=sys.stderr)
+    return rc
 
 
 # ---- regs ---------------------------------------------------------------------------------
@@ -172,14 +325,37 @@ def _cmd_regs(args: argparse.Namespace) -> int:
 # ---- trace --------------------------------------------------------------------------------
 
 
+def _refuse_log(log: str, trace, force: bool) -> str | None:  # noqa: ANN001
+    """Why ``--log`` must not be written (it is the trace or one of its files; it exists), or None."""
+    dest = Path(log).resolve()
+    own = {trace.path.resolve()}
+    for c in trace.of_kind("mem_load"):
+        own.add((trace.folder / c.args[2]).resolve())
+    if dest in own:
+        return "that is the trace's own file; choose another path"
+    if dest.is_dir():
+        return "is a folder; give a file path"
+    if dest.parent.resolve() == trace.folder.resolve() and not force:
+        return "would be written into the trace's folder; choose another path (or pass --force)"
+    if dest.exists() and not force:
+        return "the file exists; pass --force to replace it"
+    return None
+
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
     from ..drivers.driver import AccessLog, NvdlaDriver
     from ..drivers.profiles import load_profile
-    from .traces import parse_trace, run_trace, trace_features
-
     from ..drivers.profiles import list_profiles
+    from .traces import parse_trace, run_trace, trace_features
+    from .workload import explain_timeout, trace_budget
 
     trace = parse_trace(args.path)
+    if args.log:
+        bad = _refuse_log(args.log, trace, args.force)
+        if bad:
+            print(f"nvdla-hil trace: --log {args.log}: {bad}", file=sys.stderr)
+            return 2
     feats = trace_features(trace)
     if args.profile:
         profiles = args.profile.split(",")
@@ -197,8 +373,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     with open_target(_spec(args, prof.name)) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        timeout = args.timeout if args.timeout is not None else layer_timeout(target)
-        result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=timeout)
+        budget = trace_budget(trace, drv, target)
+        if args.timeout is not None:
+            budget = dataclasses.replace(budget, seconds=args.timeout, source="--timeout")
+        result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=budget.seconds)
         if args.stats:
             for unit in trace.units():
                 if unit in ("SDP", "CDP", "PDP", "CACC"):
@@ -210,6 +388,9 @@ def _cmd_trace(args: argparse.Namespace) -> int:
                     print(f"  statistics {unit} group 0: {st.counters()}")
     print(f"[{prof.name} on {args.target}]")
     print(result.summary())
+    why = explain_timeout(result.message, budget)
+    if why:
+        print(why)
     if args.log:
         with open(args.log, "w", encoding="utf-8") as fh:
             log.dump(fh)
@@ -294,6 +475,23 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 # ---- parser -------------------------------------------------------------------------------
 
 
+REGRESS_EPILOG = """\
+exit codes:
+  0  at least one test ran and none failed
+  1  a test failed (or had an error while running)
+  2  bad input or configuration, named in the message (file and line, option, register,
+     board): a missing or empty --traces/--vectors folder or NVDLA_TRACES, --target verilator
+     without --nvdla-hw/NVDLA_HW, --target serial without --lab/--board, a board held by another
+     regression (PID, host, since when), an existing --junit file without --force, a collection
+     error, or a run in which no test ran (all skipped or deselected) unless --allow-empty
+
+results:
+  every run writes <results-dir>/<run-id>/ (UTC time, PID, random suffix; never reused):
+  junit.xml, summary.txt (the table printed), logs/<test>.log (each test's register accesses
+  and link record), run.json (command, exit code); <results-dir>/latest points at the newest.
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="nvdla-hil",
@@ -302,15 +500,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("regress", help="run a regression suite on a target and print a summary table",
                        description="Run a named suite (NVDLA traces, packed vectors, or all) through pytest "
-                                   "on a target; prints a per-test table with outcome and time, writes JUnit XML.")
+                                   "on a target; prints a per-test table with outcome and time, and keeps every "
+                                   "result in its own run directory.",
+                       epilog=REGRESS_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_target_options(p)
     p.add_argument("--suite", choices=[*SUITES, "all"], default="all", help="suite to run (default: all)")
     p.add_argument("--traces", help="NVDLA trace folder: one configuration's, or a folder of configuration folders "
                                     "(default: NVDLA_TRACES, else the --nvdla-hw checkout's verif/tests/trace_tests, "
-                                    "else ../shared/nvdla/trace_tests/nv_small)")
+                                    "else ../shared/nvdla/trace_tests/nv_small); a missing or empty folder is an error")
     p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")
-    p.add_argument("--junit", default="results/junit.xml", help="JUnit XML output (default results/junit.xml)")
-    p.add_argument("--log-dir", help="write each test's register access log here")
+    p.add_argument("--results-dir", default=os.environ.get("NVDLA_HIL_RESULTS", "results"),
+                   help="where run directories go (default: results, or NVDLA_HIL_RESULTS); each run writes "
+                        "<results-dir>/<run-id>/ and points <results-dir>/latest at it")
+    p.add_argument("--junit", default=None,
+                   help="also write JUnit XML here (default: only <results-dir>/<run-id>/junit.xml); "
+                        "refuses an existing file unless --force")
+    p.add_argument("--log-dir", help="write each test's register access log here "
+                                     "(default: <results-dir>/<run-id>/logs); refuses a non-empty folder unless --force")
+    p.add_argument("--force", action="store_true", help="allow --junit / --log-dir to replace existing results")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="a run in which no test ran (all skipped or deselected) exits 0 instead of 2")
     p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
     p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
@@ -339,10 +548,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_target_options(p)
     p.add_argument("path", help="trace folder or .cfg file")
     p.add_argument("--poison", action="store_true", help="poison checked output regions first")
-    p.add_argument("--log", help="write the full register access log here")
+    p.add_argument("--log", help="write the full register access log here (refuses an existing file unless "
+                                 "--force, and always refuses the trace's own files)")
+    p.add_argument("--force", action="store_true", help="let --log replace an existing file")
     p.add_argument("--stats", action="store_true", help="print the units' statistics registers afterwards")
     p.add_argument("--timeout", type=float, default=None,
-                   help="seconds to wait for each interrupt (default: 30, or the target's own, e.g. 600 on verilator)")
+                   help="seconds to wait for each interrupt (default: estimated from the layers' work on a "
+                        "simulator - factor x expected cycles / simulated cycles per second, with a floor - "
+                        "else the target's own, 30 s)")
     p.set_defaults(func=_cmd_trace)
 
     p = sub.add_parser("profile", help="list, show or derive hardware profiles (from spec/defs/<config>.spec)")
@@ -384,8 +597,14 @@ def _add_optional(sub: argparse._SubParsersAction) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = list(sys.argv[1:] if argv is None else argv)
+    from .lab import BoardBusyError
+
     try:
         return int(args.func(args) or 0)
+    except BoardBusyError as e:
+        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
+        return 2
     except (RegisterMapError, ValueError, OSError) as e:
         print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
         return 2

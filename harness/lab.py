@@ -24,11 +24,22 @@ A lab file is YAML::
                                     # the serial target then resets the board before every test
 
 Selection: ``--lab FILE --board NAME`` or the environment variables ``NVDLA_HIL_LAB`` and
-``NVDLA_HIL_BOARD``. The file is read with ``yaml.safe_load``; unknown fields are errors.
+``NVDLA_HIL_BOARD``. The file is read strictly (:mod:`nvdla_hil.drivers.yamlstrict`: a
+duplicate key is an error naming both lines); unknown fields are errors, and every field's type
+and range is checked, the error naming the file, line, board and field (``lock_dir: 5``,
+``response_timeout: .inf``, ``baud: 0`` are refused).
 
-Locking: one ``fcntl.flock`` on ``<lock_dir>/nvdla-hil-<sanitised port>.lock`` per board port.
-The kernel drops it when the holder exits or crashes; the file holds the holder's PID, host
-and start time for the "board busy" message.
+Locking: one ``fcntl.flock`` on ``<lock_dir>/nvdla-hil-<endpoint>.lock`` per board, where the
+endpoint is resolved (``socket://localhost:7777`` and ``socket://127.0.0.1:7777`` are one board,
+a ``/dev/serial/by-id`` link and its target are one board; see :func:`board_endpoint`), plus one
+on ``nvdla-hil-board-<name>.lock`` for the board's lab name, so the same board reached under two
+names or two URLs is one lock. The kernel drops them when the holder exits or crashes; the file
+holds the holder's PID, host, start time, board and lab for the "board busy" message.
+
+A regression holds the board for its whole pytest session (:class:`SessionBoardLock`, taken by
+the pytest controller before the first test); its tests, in the controller or in xdist workers,
+serialise their use of the link on a second, per-session file (``<lock>.use``) and never touch
+the session lock, so a second regression on the board fails at once and the first is unaffected.
 """
 
 from __future__ import annotations
@@ -36,7 +47,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import ipaddress
 import json
+import math
 import os
 import re
 import socket
@@ -50,6 +63,7 @@ from pathlib import Path
 
 import yaml
 
+from ..drivers import yamlstrict
 from ..drivers.profiles import list_profiles
 from ..drivers.transport import TransportError
 from ..drivers.uartbone import FSM_TIMEOUT, BoardMap, IntegrityPolicy
@@ -60,8 +74,10 @@ __all__ = [
     "BoardBusyError",
     "BoardConfig",
     "BoardLock",
+    "SessionBoardLock",
     "Lab",
     "LabError",
+    "board_endpoint",
     "load_lab",
     "lock_path",
     "locked",
@@ -80,7 +96,7 @@ class LabError(ValueError):
 
 
 class BoardBusyError(RuntimeError):
-    """Another process holds the board's lock."""
+    """Another process holds the board's lock; the message names the holder (PID, host, since)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +149,32 @@ class Lab:
 
 
 # ---- parsing ------------------------------------------------------------------------------------------
-_INT_FIELDS = {"baud", "csr_base", "csr_size", "dram_base", "dram_nvdla_base", "dram_size", "retries", "uniform_reads",
-               "reset_address"}
-_FLOAT_FIELDS = {"response_timeout", "board_timeout", "reset_timeout"}
+_U32 = 2**32
+_U64 = 2**64
+#: field -> (minimum, maximum) inclusive; every integer field of a board entry
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "baud": (1, 100_000_000),
+    "csr_base": (0, _U64 - 1),
+    "csr_size": (1, _U64),
+    "dram_base": (0, _U64 - 1),
+    "dram_nvdla_base": (0, _U64 - 1),
+    "dram_size": (1, _U64),
+    "retries": (0, 100),
+    "uniform_reads": (0, 64),
+    "reset_address": (0, _U64 - 1),
+}
+#: field -> (exclusive minimum, inclusive maximum) in seconds; finite
+_FLOAT_RANGES: dict[str, tuple[float, float]] = {
+    "response_timeout": (0.0, 3600.0),
+    "board_timeout": (0.0, 60.0),
+    "reset_timeout": (0.0, 86400.0),
+}
+_INT_FIELDS = set(_INT_RANGES)
+_FLOAT_FIELDS = set(_FLOAT_RANGES)
 
 
 def _lines(text: str) -> dict[tuple[str, ...], int]:
-    """(board,) and (board, field) -> 1-based line, for error messages."""
+    """(board,), (board, field) and ("", top-level field) -> 1-based line, for error messages."""
     out: dict[tuple[str, ...], int] = {}
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -148,6 +183,7 @@ def _lines(text: str) -> dict[tuple[str, ...], int]:
     if not isinstance(root, yaml.MappingNode):
         return out
     for k, v in root.value:
+        out[("", str(k.value))] = k.start_mark.line + 1
         if k.value == "boards" and isinstance(v, yaml.MappingNode):
             for bk, bv in v.value:
                 out[(str(bk.value),)] = bk.start_mark.line + 1
@@ -155,6 +191,10 @@ def _lines(text: str) -> dict[tuple[str, ...], int]:
                     for fk, _ in bv.value:
                         out[(str(bk.value), str(fk.value))] = fk.start_mark.line + 1
     return out
+
+
+def _hexrange(lo: int, hi: int) -> str:
+    return f"{lo}..{hi:#x}" if hi > 1_000_000_000 else f"{lo}..{hi}"
 
 
 def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]) -> BoardConfig:
@@ -172,31 +212,44 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
         if field not in known:
             raise err(field, f"unknown field; known fields: {', '.join(sorted(known))}")
         if field in _INT_FIELDS:
+            lo, hi = _INT_RANGES[field]
+            if field == "reset_address" and value is None:
+                kw[field] = None
+                continue
             if isinstance(value, str):
                 try:
                     value = int(value, 0)
                 except ValueError:
                     raise err(field, f"expected an integer, got {value!r}") from None
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise err(field, f"expected an integer, got {value!r} ({type(value).__name__})")
+            if value < 0:
                 raise err(field, f"expected a non-negative integer, got {value!r}")
+            if not lo <= value <= hi:
+                raise err(field, f"{value} is out of range {_hexrange(lo, hi)}")
         elif field in _FLOAT_FIELDS:
+            lo_f, hi_f = _FLOAT_RANGES[field]
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 raise err(field, f"expected a positive number of seconds, got {value!r}")
+            if not math.isfinite(value) or value > hi_f:
+                raise err(field, f"{value!r} s is out of range: a finite number of seconds > {lo_f:g} and <= {hi_f:g}")
             value = float(value)
         elif field == "reset_command":
             if value is not None:
-                if not (isinstance(value, list) and value and all(isinstance(a, str | int) for a in value)):
+                if not (isinstance(value, list) and value and all(isinstance(a, str | int) and not isinstance(a, bool)
+                                                                  for a in value)):
                     raise err(field, "expected a non-empty list of arguments (argv, no shell)")
                 value = tuple(str(a) for a in value)
-        elif field in ("url", "profile", "integrity") and not isinstance(value, str):
-            raise err(field, f"expected a string, got {value!r}")
+        elif field in ("url", "profile", "integrity"):
+            if not isinstance(value, str) or not value.strip():
+                raise err(field, f"expected a non-empty string, got {value!r}")
         kw[field] = value
     if "url" not in kw:
         raise err(None, "missing field 'url'")
-    if kw.get("baud", 1) == 0:
-        raise err("baud", "must be > 0")
     if kw.get("profile", "nv_small") not in PROFILES:
         raise err("profile", f"{kw['profile']!r} is not one of {', '.join(PROFILES)}")
+    if kw.get("integrity", "verify") not in ("plain", "verify"):
+        raise err("integrity", f"{kw['integrity']!r} is not one of plain, verify (integrity mode)")
     cfg = BoardConfig(**kw)  # type: ignore[arg-type]
     try:
         _ = cfg.policy
@@ -216,18 +269,32 @@ def load_lab(path: str | os.PathLike[str]) -> Lab:
         text = p.read_text()
     except OSError as e:
         raise LabError(f"cannot read lab file {p}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise LabError(f"{p}: not a text file: {e}") from None
     try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise LabError(f"{p}: not valid YAML: {e}") from None
+        doc = yamlstrict.load(text, str(p))
+    except yamlstrict.YamlError as e:
+        msg = re.sub(r"^(.*?): line (\d+): ", r"\1:\2: ", str(e))  # file:line, as every other lab error
+        raise LabError(msg if "duplicate key" in msg else f"{msg} (not valid YAML)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("boards"), dict):
         raise LabError(f"{p}: expected a top-level mapping with a 'boards:' mapping")
     extra = set(doc) - {"boards", "lock_dir"}
-    if extra:
-        raise LabError(f"{p}: unknown top-level field(s) {', '.join(sorted(map(str, extra)))}; known: boards, lock_dir")
     lines = _lines(text)
+    if extra:
+        first = min(extra, key=lambda k: lines.get(("", str(k)), 0))
+        where = f"{p}:{lines[('', str(first))]}" if ("", str(first)) in lines else str(p)
+        raise LabError(f"{where}: unknown top-level field(s) {', '.join(sorted(map(str, extra)))}; known: boards, lock_dir")
     boards = {str(n): _board(p, str(n), raw, lines) for n, raw in doc["boards"].items()}
-    lock_dir = Path(doc.get("lock_dir") or tempfile.gettempdir())
+    raw_dir = doc.get("lock_dir")
+    if raw_dir is None:
+        lock_dir = Path(tempfile.gettempdir())
+    else:
+        where = f"{p}:{lines[('', 'lock_dir')]}" if ("", "lock_dir") in lines else str(p)
+        if not isinstance(raw_dir, str) or not raw_dir.strip():
+            raise LabError(f"{where}: field 'lock_dir': expected a folder path (a string), got {raw_dir!r}")
+        lock_dir = Path(raw_dir).expanduser()
+        if not lock_dir.is_dir():
+            raise LabError(f"{where}: field 'lock_dir': {raw_dir!r} is not an existing folder")
     return Lab(p, boards, lock_dir)
 
 
@@ -248,53 +315,126 @@ def resolve_board(lab_path: str | os.PathLike[str] | None, board: str | None) ->
 
 
 # ---- locking ------------------------------------------------------------------------------------------
+def _canonical_host(host: str) -> str:
+    """A host as one address: loopback names and addresses are 127.0.0.1; a name resolves to
+    its lowest address (so ``localhost``, ``127.0.0.1`` and ``::1`` are one endpoint)."""
+    h = host.strip("[]").lower()
+    try:
+        ip = ipaddress.ip_address(h)
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(h, None, type=socket.SOCK_STREAM)
+        except (OSError, UnicodeError):
+            return h
+        ips = sorted({ipaddress.ip_address(i[4][0].split("%")[0]) for i in infos}, key=lambda a: (a.version, a))
+        if not ips:
+            return h
+        if any(a.is_loopback for a in ips):
+            return "127.0.0.1"
+        return str(ips[0])
+    return "127.0.0.1" if ip.is_loopback else str(ip)
+
+
+def board_endpoint(url: str) -> str:
+    """The board a pyserial URL reaches, as one canonical string.
+
+    ``socket://localhost:7777`` and ``socket://127.0.0.1:7777`` give ``socket://127.0.0.1:7777``;
+    a device path (a ``/dev/serial/by-id`` link, ``spy://`` around it) gives its real path."""
+    u = url.strip()
+    scheme, sep, rest = u.partition("://")
+    if not sep:
+        return os.path.realpath(u) if os.path.exists(u) else os.path.normpath(u)
+    scheme = scheme.lower()
+    rest = rest.split("?", 1)[0]
+    if scheme in ("socket", "rfc2217"):
+        host, _, port = rest.rstrip("/").rpartition(":")
+        if host and port.isdigit():
+            return f"{scheme}://{_canonical_host(host)}:{int(port)}"
+        return f"{scheme}://{rest}"
+    if scheme in ("spy", "alt", "hwgrep"):
+        inner = rest if rest.startswith("/") else "/" + rest
+        return board_endpoint(inner if os.path.exists(inner) else rest)
+    return f"{scheme}://{rest}"
+
+
+def _safe(key: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", key).strip("_") or "port"
+
+
 def lock_path(url: str, lock_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Lock file for a port; a device path is resolved so aliases (by-id links) share one lock."""
-    key = url
-    if "://" not in url and os.path.exists(url):
-        key = os.path.realpath(url)
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", key).strip("_") or "port"
-    return Path(lock_dir or tempfile.gettempdir()) / f"nvdla-hil-{safe}.lock"
+    """Lock file for a board's endpoint; aliases (by-id links, ``localhost``) share one lock."""
+    return Path(lock_dir or tempfile.gettempdir()) / f"nvdla-hil-{_safe(board_endpoint(url))}.lock"
+
+
+def name_lock_path(name: str, lock_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Lock file for a board's lab name."""
+    return Path(lock_dir or tempfile.gettempdir()) / f"nvdla-hil-board-{_safe(name)}.lock"
 
 
 class BoardLock:
     """Exclusive, crash-safe ownership of one board port (``fcntl.flock``)."""
 
-    def __init__(self, url: str, lock_dir: str | os.PathLike[str] | None = None, *, board: str = "") -> None:
+    def __init__(self, url: str, lock_dir: str | os.PathLike[str] | None = None, *, board: str = "",
+                 path: str | os.PathLike[str] | None = None, info: dict[str, object] | None = None) -> None:
         self.url = url
         self.board = board or url
-        self.path = lock_path(url, lock_dir)
+        self.path = Path(path) if path is not None else lock_path(url, lock_dir)
+        self.info = dict(info or {})
         self._fd: int | None = None
 
-    def holder(self) -> str:
+    def holder_info(self) -> dict[str, object]:
         try:
             info = json.loads(self.path.read_text() or "{}")
-            return f"PID {info['pid']} on {info['host']} since {info['since']}"
-        except (OSError, ValueError, KeyError, TypeError):
-            return "an unknown process"
+        except (OSError, ValueError):
+            return {}
+        return info if isinstance(info, dict) else {}
 
-    def acquire(self, wait: float = 0.0) -> None:
+    def holder(self) -> str:
+        info = self.holder_info()
+        try:
+            text = f"PID {info['pid']} on {info['host']} since {info['since']}"
+        except KeyError:
+            return "an unknown process"
+        extra = []
+        if info.get("board") and info.get("board") != self.board:
+            extra.append(f"as board {info['board']!r}")
+        if info.get("lab"):
+            extra.append(f"lab {info['lab']}")
+        if info.get("what"):
+            extra.append(str(info["what"]))
+        return text + (f" ({', '.join(extra)})" if extra else "")
+
+    def acquire(self, wait: float | None = 0.0) -> None:
+        """Take the lock; ``wait`` seconds to wait for it (0: fail at once; None: wait forever)."""
         if self._fd is not None:
             raise RuntimeError(f"lock {self.path} already held by this object")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        deadline = time.monotonic() + max(0.0, wait)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    os.close(fd)
-                    waited = f" (waited {wait:g} s)" if wait > 0 else ""
-                    raise BoardBusyError(
-                        f"board {self.board!r} busy, held by {self.holder()}{waited}; lock file {self.path}"
-                    ) from None
-                time.sleep(0.05)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        except OSError as e:
+            raise LabError(f"board {self.board!r}: cannot create lock file {self.path}: {e.strerror or e}") from None
+        if wait is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + max(0.0, wait)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        os.close(fd)
+                        waited = f" (waited {wait:g} s)" if wait > 0 else ""
+                        raise BoardBusyError(
+                            f"board {self.board!r} busy, held by {self.holder()}{waited}; lock file {self.path}"
+                        ) from None
+                    time.sleep(0.05)
         info = {
             "pid": os.getpid(),
             "host": socket.gethostname(),
             "since": datetime.now(UTC).isoformat(timespec="seconds"),
             "url": self.url,
+            "board": self.board,
+            **self.info,
         }
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
@@ -313,6 +453,70 @@ class BoardLock:
         return self._fd is not None
 
     def __enter__(self) -> BoardLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def is_held_by(self, pid: int) -> bool:
+        """True when some process holds the lock now and its file names ``pid`` as holder."""
+        if self.holder_info().get("pid") != pid:
+            return False
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True  # held by someone, and the file says by ``pid``
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return False
+        finally:
+            os.close(fd)
+
+
+class SessionBoardLock:
+    """A board held for a whole regression: the endpoint lock and the lab-name lock.
+
+    Taken once by the pytest controller (before collection), released when the session ends
+    or the process dies. Tests of the session use :meth:`use_path` to serialise their link
+    among xdist workers; a second regression gets :class:`BoardBusyError` naming the holder."""
+
+    def __init__(self, lab: Lab, cfg: BoardConfig) -> None:
+        self.lab, self.cfg = lab, cfg
+        info = {"lab": str(lab.path), "what": "regression session", "endpoint": board_endpoint(cfg.url)}
+        self.locks = [
+            BoardLock(cfg.url, lab.lock_dir, board=cfg.name, info=info),
+            BoardLock(cfg.url, board=cfg.name, path=name_lock_path(cfg.name, lab.lock_dir), info=info),
+        ]
+
+    @property
+    def path(self) -> Path:
+        return self.locks[0].path
+
+    @property
+    def use_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".use")
+
+    def acquire(self, wait: float = 0.0) -> None:
+        taken: list[BoardLock] = []
+        try:
+            for lk in self.locks:
+                lk.acquire(wait)
+                taken.append(lk)
+        except BaseException:
+            for lk in reversed(taken):
+                lk.release()
+            raise
+
+    def release(self) -> None:
+        for lk in reversed(self.locks):
+            lk.release()
+
+    def __enter__(self) -> SessionBoardLock:
         self.acquire()
         return self
 

@@ -16,7 +16,27 @@ Options (each with an environment-variable fallback, as labgrid's ``--lg-env``/`
 ``--model-semantics {rtl,cmod}``       the model follows the RTL (default) or NVDLA's C model
 ``--poison``                           poison checked output regions before each trace
 ``--waves``                            verilator: dump FST waves
-``--nvdla-log DIR``                    write each test's register-access log to DIR
+``--nvdla-log DIR``                    write each test's register-access log (and link record) to DIR
+``--nvdla-allow-empty``                a session in which no test ran is not an error
+
+Misconfiguration is never green. Before the first test (``pytest.UsageError``, pytest exit 4;
+``nvdla-hil regress`` exits 2): an explicit ``--nvdla-traces``/``--nvdla-vectors`` that is not a
+folder, or holds no tests; ``--target verilator`` without ``--nvdla-hw``; ``--target serial``
+without a lab file and board (or a lab file that does not load); a board another regression
+holds. At collection (a collection error naming the source, exit 2): ``NVDLA_TRACES`` /
+``NVDLA_HIL_VECTORS`` naming a missing or empty folder. At the end: a session of the shipped
+suites (or of ``nvdla-hil regress``) in which tests were collected but none passed or failed
+(all skipped or deselected) exits 5 (``NO_TESTS_COLLECTED``) unless ``--nvdla-allow-empty``.
+
+Register-access logs: suites call :func:`attach_access_log` with their :class:`AccessLog`
+(and the target's link report); with ``--nvdla-log DIR`` the plugin writes it after the
+test, whatever its outcome. The ``nvdla_target`` fixture does this by itself.
+
+Board lock (serial target): the controller process (the only process without xdist) takes
+the board's :class:`~nvdla_hil.harness.lab.SessionBoardLock` in ``pytest_configure`` and holds
+it until ``pytest_unconfigure``; xdist workers receive the lock file and the controller's PID
+(``workerinput``), check in their own ``pytest_configure`` that the controller holds it, and
+each test's target takes only the session's ``.use`` lock, so workers take turns on the link.
 
 Fixtures: ``nvdla_spec`` (session :class:`TargetSpec`), ``nvdla_target`` (an open target per
 test), ``nvdla_driver`` (:class:`NvdlaDriver` on it), ``nvdla_profile``.
@@ -38,6 +58,9 @@ from .targets import TARGETS, TargetSpec, open_target
 
 SPEC_KEY = pytest.StashKey[TargetSpec]()
 PROFILES_KEY = pytest.StashKey[list[str]]()
+LOCK_KEY = pytest.StashKey[object]()
+LOGS_KEY = pytest.StashKey[dict]()
+COUNTS_KEY = pytest.StashKey[dict]()
 
 DEFAULT_PROFILES = "nv_small,nv_small_256_full"
 
@@ -61,6 +84,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--waves", action="store_true", help="verilator target: dump FST waves")
     g.addoption("--nvdla-log", default=None, help="folder for per-test register access logs")
     g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
+    g.addoption("--nvdla-summary-file", default=None, help="also write the summary table to this file")
+    g.addoption("--nvdla-allow-empty", action="store_true",
+                help="a session in which no test ran (all skipped or deselected) is not an error")
 
 
 def _opt(config: pytest.Config, name: str, env: str, default: str | None = None) -> str | None:
@@ -68,27 +94,99 @@ def _opt(config: pytest.Config, name: str, env: str, default: str | None = None)
     return v if v is not None else os.environ.get(env, default)
 
 
+def _check_folder(opt: str, value: str, what: str) -> Path:
+    p = Path(value)
+    if not p.exists():
+        raise pytest.UsageError(f"{opt} {value}: no such folder ({what})")
+    if not p.is_dir():
+        raise pytest.UsageError(f"{opt} {value}: not a folder ({what})")
+    return p
+
+
+def check_trace_source(opt: str, value: str) -> list:
+    """The trace sets under ``value``; UsageError naming ``opt`` when missing or empty."""
+    from .traces import find_trace_sets
+
+    p = _check_folder(opt, value, "expected NVDLA trace tests: one configuration's folder or a folder of them")
+    sets = find_trace_sets(p)
+    if not sets:
+        raise pytest.UsageError(f"{opt} {value}: no NVDLA trace tests in this folder (no <trace>/<name>.cfg, "
+                                f"nor <config>/<trace>/<name>.cfg)")
+    return sets
+
+
+def check_vector_source(opt: str, value: str) -> list:
+    """The packed-vector cases under ``value``; UsageError naming ``opt`` when missing or empty."""
+    from .vectors import find_cases
+
+    p = _check_folder(opt, value, "expected packed test vectors")
+    cases = find_cases(p)
+    if not cases:
+        raise pytest.UsageError(f"{opt} {value}: no packed test vectors in this folder (no case.yaml below it)")
+    return cases
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nvdla_feature(*features): needs hardware features (skipped when absent)")
     config.addinivalue_line("markers", "nvdla_targets(*kinds): runs only on these targets")
+    config.stash[LOGS_KEY] = {}
+    config.stash[COUNTS_KEY] = {"ran": 0, "suite": 0, "reports": 0}
     kind = _opt(config, "--target", "NVDLA_HIL_TARGET", "model")
     if kind not in TARGETS:
         raise pytest.UsageError(f"NVDLA_HIL_TARGET={kind!r}: expected one of {', '.join(TARGETS)}")
+    if config.getoption("--nvdla-traces") is not None:
+        check_trace_source("--nvdla-traces", config.getoption("--nvdla-traces"))
+    if config.getoption("--nvdla-vectors") is not None:
+        check_vector_source("--nvdla-vectors", config.getoption("--nvdla-vectors"))
     profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", DEFAULT_PROFILES) or "").split(",") if p.strip()]
     if profiles == ["all"]:
         from ..drivers.profiles import list_profiles
 
         profiles = list_profiles()
     lab, board = _opt(config, "--lab", "NVDLA_HIL_LAB"), _opt(config, "--board", "NVDLA_HIL_BOARD")
-    if kind == "serial" and lab and board:
-        from .lab import LabError, resolve_board
-
-        try:
-            _, cfg = resolve_board(lab, board)
-        except LabError as e:
-            raise pytest.UsageError(str(e)) from None
-        profiles = [cfg.profile]  # a board is one hardware build
     hw = _opt(config, "--nvdla-hw", "NVDLA_HW")
+    extra: dict = {}
+    if kind == "verilator" and not hw:
+        raise pytest.UsageError("--target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+    if kind == "verilator" and not Path(hw).is_dir():
+        raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --target verilator)")
+    if kind == "serial":
+        from .lab import BoardBusyError, LabError, SessionBoardLock, resolve_board
+
+        if not lab:
+            raise pytest.UsageError("--target serial needs a lab file and a board: --lab FILE --board NAME "
+                                    "(or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+        try:
+            lab_obj, cfg = resolve_board(lab, board)
+        except LabError as e:
+            raise pytest.UsageError(f"--lab {lab}: {e}") from None
+        board = cfg.name
+        profiles = [cfg.profile]  # a board is one hardware build
+        if _is_worker(config):
+            held = config.workerinput.get("nvdla_board_lock")  # type: ignore[attr-defined]
+            if held:
+                from .lab import BoardLock
+
+                if not BoardLock(cfg.url, board=cfg.name, path=held["path"]).is_held_by(int(held["pid"])):
+                    raise pytest.UsageError(f"board {cfg.name!r}: the regression controller (PID {held['pid']}) "
+                                            f"does not hold the board lock {held['path']}")
+                extra = {"session_lock": held}
+        else:
+            slock = SessionBoardLock(lab_obj, cfg)
+            try:
+                slock.acquire()
+            except BoardBusyError as e:
+                raise pytest.UsageError(str(e)) from None
+            except LabError as e:
+                raise pytest.UsageError(str(e)) from None
+            config.stash[LOCK_KEY] = slock
+            extra = {"session_lock": {"path": str(slock.path), "pid": os.getpid()}}
+            if config.pluginmanager.hasplugin("xdist"):
+                config.pluginmanager.register(_XdistLockForwarder(extra["session_lock"]), "nvdla-hil-lock-forwarder")
     for i, p in enumerate(profiles):
         try:
             profiles[i] = load_profile(p, nvdla_hw=hw).name if not p.endswith(".spec") else p
@@ -99,13 +197,137 @@ def pytest_configure(config: pytest.Config) -> None:
         kind=kind,
         profile=profiles[0],
         semantics=config.getoption("--model-semantics"),
-        nvdla_hw=_opt(config, "--nvdla-hw", "NVDLA_HW"),
+        nvdla_hw=hw,
         waves=config.getoption("--waves"),
         lab=lab,
         board=board,
+        extra=extra,
     )
+    config.pluginmanager.register(_RunCounter(config), "nvdla-hil-run-counter")
     if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
+
+
+class _XdistLockForwarder:
+    """Tells each xdist worker which session lock its controller holds."""
+
+    def __init__(self, info: dict) -> None:
+        self.info = info
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node) -> None:  # noqa: ANN001
+        node.workerinput["nvdla_board_lock"] = dict(self.info)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    lock = config.stash.get(LOCK_KEY, None)
+    if lock is not None:
+        lock.release()  # type: ignore[attr-defined]
+        del config.stash[LOCK_KEY]
+
+
+# ---- register-access logs of every test ----------------------------------------------------------
+
+
+def _safe_nodeid(nodeid: str) -> str:
+    return nodeid.replace("/", "_").replace("::", "__").replace("[", "_").replace("]", "")
+
+
+def log_dir(config: pytest.Config) -> Path | None:
+    """``--nvdla-log`` (the folder for per-test register-access logs), or None."""
+    d = config.getoption("--nvdla-log", default=None)
+    return Path(d) if d else None
+
+
+def attach_access_log(request_or_config, nodeid: str | None, log: AccessLog,  # noqa: ANN001
+                      link_report=None) -> None:  # noqa: ANN001
+    """Have the plugin write ``log`` (every register access of the test) to ``--nvdla-log`` once
+    the test ``nodeid`` ends, whatever its outcome; ``link_report`` (a string, or a callable
+    returning one, e.g. ``target.link_report``) is written after it. Without ``--nvdla-log``
+    nothing is written. ``request_or_config``: the test's ``request`` or the pytest config."""
+    config = getattr(request_or_config, "config", request_or_config)
+    if nodeid is None:
+        nodeid = request_or_config.node.nodeid
+    if log_dir(config) is None:
+        return
+    config.stash[LOGS_KEY][nodeid] = (log, link_report)
+
+
+def set_link_report(request_or_config, nodeid: str, link_report) -> None:  # noqa: ANN001
+    """Replace the link report attached with :func:`attach_access_log` (e.g. once computed)."""
+    config = getattr(request_or_config, "config", request_or_config)
+    entry = config.stash[LOGS_KEY].get(nodeid)
+    if entry is not None:
+        config.stash[LOGS_KEY][nodeid] = (entry[0], link_report)
+
+
+def write_access_log(config: pytest.Config, nodeid: str, log: AccessLog, link_report=None) -> Path | None:  # noqa: ANN001
+    d = log_dir(config)
+    if d is None:
+        return None
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{_safe_nodeid(nodeid)}.log"
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"# {nodeid}: {len(log.records)} register accesses\n")
+        log.dump(fh)
+        try:
+            link = link_report() if callable(link_report) else link_report
+        except Exception as e:  # noqa: BLE001 - the log matters more than the link record
+            link = f"(link record unavailable: {e})"
+        if link:
+            fh.write(f"# link record\n{link}\n")
+    return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
+    yield
+    entry = item.config.stash[LOGS_KEY].pop(item.nodeid, None)
+    if entry is not None:
+        write_access_log(item.config, item.nodeid, *entry)
+
+
+# ---- nothing ran is not green -------------------------------------------------------------------------
+
+_SUITE_FILES = ("suites/test_traces.py", "suites/test_vectors.py")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    counts = config.stash[COUNTS_KEY]
+    counts["suite"] += sum(1 for it in items if any(f in it.nodeid.replace("\\", "/") for f in _SUITE_FILES))
+
+
+class _RunCounter:
+    def __init__(self, config: pytest.Config) -> None:
+        self.counts = config.stash[COUNTS_KEY]
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.counts["reports"] += 1
+        if any(f in report.nodeid.replace("\\", "/") for f in _SUITE_FILES):
+            self.counts["suite"] += 1
+        if report.when == "call" and report.outcome in ("passed", "failed"):
+            self.counts["ran"] += 1
+        elif report.failed:  # an error in set-up or teardown is a result too
+            self.counts["ran"] += 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if _is_worker(config) or config.getoption("--nvdla-allow-empty"):
+        return
+    counts = config.stash.get(COUNTS_KEY, None)
+    if counts is None:
+        return
+    ours = counts["suite"] > 0 or config.getoption("--nvdla-summary")
+    if ours and session.exitstatus == pytest.ExitCode.OK and counts["ran"] == 0:
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        msg = ("nvdla-hil: no test ran (every collected test was skipped or deselected); "
+               "this is an error unless --nvdla-allow-empty")
+        if tr is not None:
+            tr.write_line(msg, red=True)
 
 
 def configured_profiles(config: pytest.Config) -> list[str]:
@@ -215,19 +437,16 @@ def nvdla_target(request: pytest.FixtureRequest, nvdla_spec: TargetSpec, nvdla_p
     """An open target for this test, released afterwards (even on failure)."""
     target = open_target(suite_spec(request.config, nvdla_profile))
     with target:
-        log_dir = request.config.getoption("--nvdla-log")
-        log = None
-        if log_dir:
+        if log_dir(request.config) is not None:
             log = AccessLog(nvdla_profile.regmap)
             target.add_observer(log)
-        try:
+            attach_access_log(request.config, request.node.nodeid, log, target.link_report())
+            try:
+                yield target
+            finally:
+                set_link_report(request.config, request.node.nodeid, target.link_report())
+        else:
             yield target
-        finally:
-            if log is not None:
-                Path(log_dir).mkdir(parents=True, exist_ok=True)
-                safe = request.node.nodeid.replace("/", "_").replace("::", "__").replace("[", "_").replace("]", "")
-                with open(Path(log_dir) / f"{safe}.log", "w", encoding="utf-8") as fh:
-                    log.dump(fh)
 
 
 @pytest.fixture
@@ -279,7 +498,18 @@ class RegressionSummary:
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
-        tr.write_sep("=", f"nvdla-hil regression on {spec.kind} ({', '.join(self.config.stash[PROFILES_KEY])})")
+        title = f"nvdla-hil regression on {spec.kind} ({', '.join(self.config.stash[PROFILES_KEY])})"
+        tr.write_sep("=", title)
+        lines: list[str] = [title]
+        write_line = tr.write_line
+
+        class _Tee:
+            @staticmethod
+            def write_line(line: str) -> None:
+                lines.append(line)
+                write_line(line)
+
+        tr = _Tee
         classes = ("passed", "failed", "error", "skipped: not modelled", "skipped: lacks unit", "skipped: other")
         counts: dict[str, int] = {}
         per_config: dict[str, dict[str, int]] = {}
@@ -300,3 +530,7 @@ class RegressionSummary:
                 tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
             tr.write_line("")
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes))
+        path = self.config.getoption("--nvdla-summary-file", default=None)
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -8,6 +8,8 @@
     nvdla-hil vectors list [FOLDER]
 
 Exit codes: 0 success, 1 a case failed / cases differ, 2 bad input (message names file and field).
+``gen`` refuses to replace a case folder that exists (pass ``--force``), and never writes a case
+over the manifest it regenerates from.
 """
 
 from __future__ import annotations
@@ -36,8 +38,19 @@ def _err(msg: str) -> int:
 def _cmd_gen(args: argparse.Namespace) -> int:
     from .vectors_gen import SUITES, generate_suite, regenerate
 
+    from .vectors_gen import case_name
+
     try:
         if args.from_manifest:
+            src = load_case(args.from_manifest)
+            p = src.provenance
+            if p.get("suite") is not None and p.get("seed") is not None and p.get("index") is not None:
+                dest = Path(args.out) / case_name(str(p["suite"]), int(p["seed"]), int(p["index"]))
+                if dest.resolve() == src.folder.resolve():
+                    return _err(f"--out {args.out}: would write {dest} over the case it regenerates from "
+                                f"({args.from_manifest}); choose another --out")
+                if dest.exists() and not args.force:
+                    return _err(f"--out {args.out}: case {dest} exists; pass --force to replace it")
             path = regenerate(args.from_manifest, args.out)
             print(f"regenerated {path}")
             return 0
@@ -45,6 +58,13 @@ def _cmd_gen(args: argparse.Namespace) -> int:
             return _err(f"give a SUITE ({', '.join(SUITES)}) or --from-manifest CASE/case.yaml")
         if args.suite not in SUITES:
             return _err(f"unknown suite {args.suite!r}; suites: {', '.join(SUITES)}")
+        if args.count < 1:
+            return _err(f"--count {args.count}: give at least 1")
+        existing = [Path(args.out) / case_name(args.suite, args.seed, i) for i in range(args.count)]
+        existing = [d for d in existing if d.exists()]
+        if existing and not args.force:
+            more = f" and {len(existing) - 1} more" if len(existing) > 1 else ""
+            return _err(f"--out {args.out}: case {existing[0]}{more} exists; pass --force to replace")
         paths = generate_suite(args.suite, args.seed, args.count, args.out, semantics=args.semantics)
     except (VectorError, ValueError) as e:
         return _err(str(e))
@@ -258,6 +278,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--out", required=True, help="output folder (one sub-folder per case)")
     g.add_argument("--semantics", choices=("rtl", "cmod"), default="rtl")
     g.add_argument("--from-manifest", help="regenerate the case of this case.yaml byte for byte")
+    g.add_argument("--force", action="store_true", help="replace case folders that exist")
     g.set_defaults(func=_cmd_gen)
 
     r = sub.add_parser("run", help="run a case or every case below a folder (default: bundled suites)")

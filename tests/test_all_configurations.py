@@ -36,7 +36,7 @@ def test_every_configuration_passes_poisoned(trace_sets: Path, tmp_path: Path, c
     assert len(configs) >= 2 and all(c is not None for c, _ in sets)
     junit = tmp_path / "junit.xml"
     code = main(["regress", "--suite", "traces", "--traces", str(trace_sets), "--nvdla-config", "all",
-                 "--poison", "--junit", str(junit)])
+                 "--poison", "--junit", str(junit), "--results-dir", str(tmp_path / "results")])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
     assert f"summary: {len(sets)} passed, 0 failed, 0 error, 0 skipped: not modelled, 0 skipped: lacks unit" in out

@@ -76,7 +76,7 @@ def test_trace_command_bad_trace_is_exit_2(tmp_path, capsys):
 def test_regress_writes_junit_and_summary(trace_root, tmp_path, capsys):
     junit = tmp_path / "junit.xml"
     code = main(["regress", "--suite", "traces", "--traces", str(trace_root), "--junit", str(junit),
-                 "-k", "cdp_8x8x32_lrn3_int8_0 or sdp_8x8x32_bypass_int8_0"])
+                 "--results-dir", str(tmp_path / "results"), "-k", "cdp_8x8x32_lrn3_int8_0 or sdp_8x8x32_bypass_int8_0"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "nvdla-hil regression on model" in out

@@ -1,6 +1,8 @@
 """`nvdla-hil pack / unpack / layouts` subcommands (wired into the main CLI by the lead).
 
 Files are read with ``np.load(..., allow_pickle=False)`` and written with ``np.save``.
+The output may never be the input (``pack a.npy a.npy``), and an existing output is replaced
+only with ``--force``; both are exit 2 naming the file.
 """
 
 from __future__ import annotations
@@ -21,8 +23,27 @@ def _params(spec: Any, items: list[str] | None) -> dict[str, Any]:
     return spec.parse_params(items or [])
 
 
+def _same_file(a: str, b: str) -> bool:
+    pa, pb = Path(a), Path(b)
+    try:
+        if pa.exists() and pb.exists():
+            return pa.samefile(pb)
+    except OSError:
+        pass
+    return pa.resolve() == pb.resolve()
+
+
+def _check_output(cmd: str, args: argparse.Namespace, output: str) -> None:
+    """Refuse to write over the input, or over an existing file without --force."""
+    if _same_file(args.input, output):
+        raise LayoutError(f"{cmd}: output {output} is the input {args.input}; choose another output file")
+    if Path(output).exists() and not getattr(args, "force", False):
+        raise LayoutError(f"{cmd}: output {output} exists; pass --force to replace it")
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     try:
+        _check_output("pack", args, args.output)
         spec = get_layout(args.layout)
         params = _params(spec, args.param)
         try:
@@ -40,6 +61,10 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 def cmd_unpack(args: argparse.Namespace) -> int:
     try:
+        out = args.output if str(args.output).endswith(".npy") else f"{args.output}.npy"  # np.save appends .npy
+        if _same_file(args.input, args.output):
+            raise LayoutError(f"unpack: output {args.output} is the input {args.input}; choose another output file")
+        _check_output("unpack", args, out)
         spec = get_layout(args.layout)
         params = _params(spec, args.param)
         shape = tuple(int(s) for s in args.shape.replace("x", ",").split(",") if s.strip())
@@ -87,6 +112,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--param", action="append", metavar="K=V", help=param_help)
     p.add_argument("input", metavar="IN.npy", help="input array (.npy, no pickles)")
     p.add_argument("output", metavar="OUT.bin", help="output binary file")
+    p.add_argument("--force", action="store_true", help="replace OUT.bin if it exists")
     p.set_defaults(func=cmd_pack)
 
     u = subparsers.add_parser("unpack", help="unpack a memory image into a .npy array",
@@ -97,6 +123,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     u.add_argument("--param", action="append", metavar="K=V", help=param_help)
     u.add_argument("input", metavar="IN.bin", help="input binary file")
     u.add_argument("output", metavar="OUT.npy", help="output array (.npy)")
+    u.add_argument("--force", action="store_true", help="replace OUT.npy if it exists")
     u.set_defaults(func=cmd_unpack)
 
     ls = subparsers.add_parser("layouts", help="list memory layouts and their parameters",

@@ -7,10 +7,19 @@ A trace of a configuration folder runs on that configuration's profile when the 
 configuration lacks (the ``sdp_*_ew_*`` traces of nv_small and nv_small_256) runs on the first
 configured profile that has it, and says so. A unit the target cannot run is a skip naming
 the unit ("not modelled"), counted apart from skips for hardware a configuration lacks.
+
+A trace source that was asked for (``--nvdla-traces``, ``NVDLA_TRACES``, ``--nvdla-hw``) but is
+missing, empty, or has no configuration the run may use is a collection error naming the
+option, never a skip. Only when no trace source is configured at all (a run of the vectors
+suite alone) is the suite one skipped test, ``no-trace-source``, saying what to pass.
+
+Each layer's wait is bounded by an estimate of its work (:mod:`nvdla_hil.harness.workload`):
+a hung layer fails after that time, and the message says how long it waited and why.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,33 +28,61 @@ from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.harness.plugin import (
     SKIP_LACKS,
     SKIP_NOT_MODELLED,
+    attach_access_log,
     configured_profiles,
     profile_for_trace,
+    set_link_report,
     suite_spec,
     trace_root,
 )
-from nvdla_hil.harness.targets import layer_timeout, open_target
+from nvdla_hil.harness.targets import open_target
 from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace, trace_features
+from nvdla_hil.harness.workload import explain_timeout, trace_budget
+
+SKIP_NO_SOURCE = "no trace source configured"
+
+
+def _source(config: pytest.Config) -> str | None:
+    """Which option named the trace root (for messages), or None when none was configured."""
+    if config.getoption("--nvdla-traces", default=None):
+        return "--nvdla-traces"
+    if os.environ.get("NVDLA_TRACES"):
+        return "NVDLA_TRACES"
+    return "--nvdla-hw" if trace_root(config) is not None else None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "trace_case" not in metafunc.fixturenames:
         return
-    root = trace_root(metafunc.config)
-    sets = find_trace_sets(root) if root and root.is_dir() else []
-    allowed = set(configured_profiles(metafunc.config))
-    sets = [(c, p) for c, p in sets if c is None or c in allowed]
-    if sets:
-        ids = [p.name if c is None else f"{c}/{p.name}" for c, p in sets]
-        metafunc.parametrize("trace_case", sets, ids=ids)
-    else:
-        metafunc.parametrize("trace_case", [None], ids=["no-traces"])
+    config = metafunc.config
+    root = trace_root(config)
+    source = _source(config)
+    if root is None or source is None:
+        metafunc.parametrize("trace_case", [None], ids=["no-trace-source"])
+        return
+    if not root.is_dir():
+        raise pytest.Collector.CollectError(
+            f"{source} {root}: " + ("no such folder" if not root.exists() else "not a folder")
+            + " (expected NVDLA trace tests)")
+    sets = find_trace_sets(root)
+    if not sets:
+        raise pytest.Collector.CollectError(f"{source} {root}: no NVDLA trace tests in this folder")
+    allowed = set(configured_profiles(config))
+    usable = [(c, p) for c, p in sets if c is None or c in allowed]
+    if not usable:
+        have = sorted({c for c, _ in sets if c})
+        raise pytest.Collector.CollectError(
+            f"{source} {root}: its configurations ({', '.join(have)}) are none of --nvdla-config "
+            f"({', '.join(sorted(allowed))}); pass --nvdla-config all or one of them")
+    ids = [p.name if c is None else f"{c}/{p.name}" for c, p in usable]
+    metafunc.parametrize("trace_case", usable, ids=ids)
 
 
 def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.Config,
-               record_property) -> None:  # noqa: ANN001  # fmt: skip
+               record_property, request: pytest.FixtureRequest) -> None:  # noqa: ANN001  # fmt: skip
     if trace_case is None:
-        pytest.skip(f"no NVDLA traces found (--nvdla-traces PATH or NVDLA_TRACES; looked in {trace_root(pytestconfig)})")
+        pytest.skip(f"{SKIP_NO_SOURCE}: pass --nvdla-traces PATH (or NVDLA_TRACES, or --nvdla-hw PATH) "
+                    "to run NVDLA's trace tests")
     config, trace_path = trace_case
     bad: TraceError | None = None
     try:
@@ -62,20 +99,26 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
     if why:
         record_property("profile_note", why)
     spec = suite_spec(pytestconfig, prof)
+    nodeid = request.node.nodeid
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
+        attach_access_log(pytestconfig, nodeid, log, target.link_report)
+        budget = trace_budget(trace, drv, target)
         try:
             result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
-                               timeout=layer_timeout(target))
+                               timeout=budget.seconds)
         except TraceError as e:
             bad = e
         link = target.link_report()
+        set_link_report(pytestconfig, nodeid, link)
     if bad is not None:
         pytest.fail(f"bad trace: {bad}", pytrace=False)
     if result.status == "skipped":
         pytest.skip(f"{SKIP_NOT_MODELLED}: {trace.name} on {prof.name}: {result.message.removeprefix('unit not modelled: ')}")
     if result.status != "passed":
         tail = "\n".join(log.tail(15))
-        pytest.fail(f"{result.summary()}\nprofile {prof.name}" + (f" ({why})" if why else "")
+        why_timeout = explain_timeout(result.message, budget)
+        pytest.fail(f"{result.summary()}" + (f"\n{why_timeout}" if why_timeout else "")
+                    + f"\nprofile {prof.name}" + (f" ({why})" if why else "")
                     + f"; last register accesses:\n{tail}" + (f"\n{link}" if link else ""), pytrace=False)

@@ -5,6 +5,9 @@ A layer case runs on a fresh target opened on a configured profile that has the 
 the case needs and the case's memory atom (its surfaces and strides are laid out for it):
 the case's own profile when configured, else the first compatible one; otherwise the test is
 skipped with the reason. Layout cases (pack / unpack round trips) need no target.
+
+An explicit ``--nvdla-vectors`` / ``NVDLA_HIL_VECTORS`` that is missing or holds no case is a
+collection error naming the option, never a skip.
 """
 
 from __future__ import annotations
@@ -16,9 +19,16 @@ import pytest
 
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
-from nvdla_hil.harness.plugin import PROFILES_KEY, suite_spec
-from nvdla_hil.harness.targets import layer_timeout, open_target
+from nvdla_hil.harness.plugin import PROFILES_KEY, attach_access_log, set_link_report, suite_spec
+from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.workload import case_budget, explain_timeout
 from nvdla_hil.harness.vectors import Case, VectorError, bundled_root, find_cases, load_case, run_case
+
+
+def _source(config: pytest.Config) -> str | None:
+    if config.getoption("--nvdla-vectors", default=None):
+        return "--nvdla-vectors"
+    return "NVDLA_HIL_VECTORS" if os.environ.get("NVDLA_HIL_VECTORS") else None
 
 
 def _root(config: pytest.Config) -> Path:
@@ -30,7 +40,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "vector_case" not in metafunc.fixturenames:
         return
     root = _root(metafunc.config)
+    source = _source(metafunc.config)
     paths = find_cases(root) if root.is_dir() else []
+    if source and not paths:
+        what = "no such folder" if not root.exists() else "not a folder" if not root.is_dir() else \
+            "no packed test vectors in this folder (no case.yaml below it)"
+        raise pytest.Collector.CollectError(f"{source} {root}: {what}")
     if paths:
         ids = [p.relative_to(root).as_posix() if p != root else p.name for p in paths]
         metafunc.parametrize("vector_case", paths, ids=ids)
@@ -51,7 +66,7 @@ def _profile_for(config: pytest.Config, case: Case) -> tuple[HardwareProfile | N
                   f"(generated on {own.name}); no configured profile ({', '.join(names)}) has them")
 
 
-def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
+def test_vector(vector_case: Path | None, pytestconfig: pytest.Config, request: pytest.FixtureRequest) -> None:
     if vector_case is None:
         pytest.skip(f"no packed test vectors found under {_root(pytestconfig)}")
     try:
@@ -70,15 +85,20 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config) -> None:
     sem = case.provenance.get("semantics")
     if spec.kind == "model" and sem and sem != spec.semantics:
         pytest.skip(f"{case.name}: golden follows {sem} semantics, the model target runs {spec.semantics}")
+    nodeid = request.node.nodeid
     with open_target(spec) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
-        result = run_case(case, target, drv, target_kind=spec.kind,
-                          timeout=layer_timeout(target))
+        attach_access_log(pytestconfig, nodeid, log, target.link_report)
+        budget = case_budget(case, drv, target)
+        result = run_case(case, target, drv, target_kind=spec.kind, timeout=budget.seconds)
         link = target.link_report()
+        set_link_report(pytestconfig, nodeid, link)
     if result.status == "skipped":
         pytest.skip(f"{case.name}: {result.message}")
     if not result.passed:
         tail = "\n".join(log.tail(12))
-        pytest.fail(f"{result.summary()}\nprofile {prof.name}, target {spec.kind}; last register accesses:\n{tail}"
+        why_timeout = explain_timeout(result.message, budget)
+        pytest.fail(f"{result.summary()}" + (f"\n{why_timeout}" if why_timeout else "")
+                    + f"\nprofile {prof.name}, target {spec.kind}; last register accesses:\n{tail}"
                     + (f"\n{link}" if link else ""), pytrace=False)

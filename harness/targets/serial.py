@@ -1,4 +1,12 @@
-"""Serial (LiteX UARTBone) target from a lab file: lock the board, open the link, release both."""
+"""Serial (LiteX UARTBone) target from a lab file: lock the board, open the link, release both.
+
+Outside a regression (``regs``, ``trace``, scripts) each :func:`open_serial_target` takes the
+board's lock itself. Inside a regression the pytest controller holds the board for the whole
+session (:class:`~nvdla_hil.harness.lab.SessionBoardLock`) and passes ``session_lock`` (the
+lock file and the holder's PID) to every test's target: the target checks that the session
+still holds the board, then waits on the session's ``.use`` file so that xdist workers take
+turns on the link, and never takes (or drops) the board lock itself.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +16,7 @@ from collections.abc import Callable, Iterator
 
 from ...drivers.transport import TransportError
 from ...drivers.uartbone import SerialTransport
-from ..lab import BoardConfig, BoardLock, resolve_board, run_reset
+from ..lab import BoardBusyError, BoardConfig, BoardLock, resolve_board, run_reset
 
 __all__ = ["make_serial_transport", "open_serial_target"]
 
@@ -71,6 +79,7 @@ def open_serial_target(
     wait: float = 0,
     *,
     readback_ok: Callable[[int], bool] | None = None,
+    session_lock: dict | None = None,
 ) -> Iterator[SerialTransport]:
     """Lock ``board_name`` from the lab file, open its link and yield the transport.
 
@@ -78,10 +87,23 @@ def open_serial_target(
     long to wait for a busy board (0: fail at once with who holds it). The lock is held for the
     life of the context and dropped by the kernel if the process dies. ``readback_ok`` tells the
     verify policy which registers read back (from the register map).
+
+    ``session_lock`` (``{"path": ..., "pid": ...}``, set by the pytest plugin) says a regression
+    session holds the board: the target checks that it still does, and only takes the
+    session's per-use lock (waiting for the other workers' tests).
     """
     lab, cfg = resolve_board(lab_path, board_name)
-    lock = BoardLock(cfg.url, lab.lock_dir, board=cfg.name)
-    lock.acquire(wait)
+    if session_lock:
+        held = BoardLock(cfg.url, board=cfg.name, path=session_lock["path"])
+        if not held.is_held_by(int(session_lock["pid"])):
+            raise BoardBusyError(
+                f"board {cfg.name!r}: this regression (PID {session_lock['pid']}) no longer holds its lock "
+                f"{session_lock['path']}; now held by {held.holder()}")
+        lock = BoardLock(cfg.url, board=cfg.name, path=str(session_lock["path"]) + ".use")
+        lock.acquire(None)
+    else:
+        lock = BoardLock(cfg.url, lab.lock_dir, board=cfg.name)
+        lock.acquire(wait)
     try:
         transport = make_serial_transport(cfg, readback_ok)
         try:
