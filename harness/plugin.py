@@ -73,7 +73,8 @@ SKIP_LACKS = "lacks unit"
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nvdla-hil", "NVDLA hardware-in-the-loop")
     g.addoption("--target", choices=TARGETS, default=None, help="where tests run (default: model, or NVDLA_HIL_TARGET)")
-    g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated (default {DEFAULT_PROFILES})")
+    g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated, or all (default: all on the model target, "
+                     f"{DEFAULT_PROFILES} elsewhere)")
     g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
     g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
     g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
@@ -142,7 +143,11 @@ def pytest_configure(config: pytest.Config) -> None:
         check_trace_source("--nvdla-traces", config.getoption("--nvdla-traces"))
     if config.getoption("--nvdla-vectors") is not None:
         check_vector_source("--nvdla-vectors", config.getoption("--nvdla-vectors"))
-    profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", DEFAULT_PROFILES) or "").split(",") if p.strip()]
+    # the model target can be every configuration at no cost: by default a run may use them all,
+    # so no bundled vector or trace is skipped for a profile nobody asked for; a simulator or a
+    # board is one build: the default there is nv_small (+ nv_small_256_full for SDP EW)
+    default = "all" if kind == "model" else DEFAULT_PROFILES
+    profiles = [p.strip() for p in (_opt(config, "--nvdla-config", "NVDLA_HIL_CONFIG", default) or "").split(",") if p.strip()]
     if profiles == ["all"]:
         from ..drivers.profiles import list_profiles
 

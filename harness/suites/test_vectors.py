@@ -19,7 +19,7 @@ import pytest
 
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
-from nvdla_hil.harness.plugin import PROFILES_KEY, attach_access_log, set_link_report, suite_spec
+from nvdla_hil.harness.plugin import PROFILES_KEY, SKIP_LACKS, attach_access_log, set_link_report, suite_spec
 from nvdla_hil.harness.targets import open_target
 from nvdla_hil.harness.workload import case_budget, explain_timeout
 from nvdla_hil.harness.vectors import Case, VectorError, bundled_root, find_cases, load_case, run_case
@@ -62,7 +62,7 @@ def _profile_for(config: pytest.Config, case: Case) -> tuple[HardwareProfile | N
         if p.atom_bytes == own.atom_bytes and all(p.has(f) for f in case.features) and p.has_unit(case.unit or "SDP"):
             return p, ""
     need = ", ".join(sorted(case.features)) or "-"
-    return None, (f"{case.name} needs features [{need}] and a {own.atom_bytes}-byte memory atom "
+    return None, (f"{SKIP_LACKS}: {case.name} needs features [{need}] and a {own.atom_bytes}-byte memory atom "
                   f"(generated on {own.name}); no configured profile ({', '.join(names)}) has them")
 
 
