@@ -256,9 +256,12 @@ def _width(expr: str) -> int | None:
 def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[str]:
     """Find constructs in the generated RTL that Verilator rejects and the user must change.
 
-    Known case (nv_small_256_full, NV_NVDLA_CSC_dl.v): a multi-bit output port redeclared as
-    a 1-bit ``wire`` of the same name (``wire sc2buf_dat_rd_shift = {9{1'b0}};`` in the
-    active `ifdef branch). Returns one message per finding, naming file, line and the fix.
+    Known case (NV_NVDLA_CSC_dl.v of nv_small_256, nv_small_256_full, nv_medium_512 and
+    nv_large; nv_small is not affected): a multi-bit output port redeclared as a 1-bit
+    ``wire`` of the same name (``wire sc2buf_dat_rd_shift = {9{1'b0}};`` in the active
+    `ifdef CBUF_NO_SUPPORT_READ_JUMPING branch). Returns one message per finding, naming the
+    generated file and line, the fix, and the line of the checkout's ``vmod/`` source that
+    NVDLA's tmake generates it from (a fix there survives regenerating the RTL).
     """
     problems: list[str] = []
     for f in sorted((vmod / "nvdla").rglob("*.v")):
@@ -283,13 +286,31 @@ def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -
             init = re.search(r"=\s*([^;]*);", src)
             fix = (f"`assign {name} = {init.group(1).strip()};`" if init
                    else "nothing (delete the line)")
+            origin = _source_line(vmod, f, name)
             problems.append(
                 f"{f}:{line}: `{src}` redeclares the {width}-bit {direction} port `{name}` "
                 f"(declared at line {decl_line}) as a 1-bit wire, which Verilator rejects.\n"
                 f"  Change that line in your own nvdla/hw tree to {fix} and rerun "
                 f"`nvdla-hil sim build` (nvdla-hil does not modify NVDLA sources)."
+                + (f"\n  It is generated from {origin[0]}:{origin[1]} (`{origin[2]}`): change `wire` to "
+                   f"`assign` there too, or regenerating the RTL (tmake) undoes the fix." if origin else "")
             )
     return problems
+
+
+def _source_line(vmod: Path, generated: Path, name: str) -> tuple[Path, int, str] | None:
+    """The line of the checkout's ``vmod/`` source (``<hw>/outdir/<cfg>/vmod`` is generated
+    from ``<hw>/vmod``) that declares ``wire <name> =``, or None."""
+    try:
+        src = vmod.resolve().parents[2] / "vmod" / generated.resolve().relative_to(vmod.resolve())
+        lines = src.read_text(errors="replace").split("\n")
+    except (IndexError, ValueError, OSError):
+        return None
+    rx = re.compile(rf"^\s*wire\s+{re.escape(name)}\s*=")
+    for no, text in enumerate(lines, 1):
+        if rx.match(text):
+            return src, no, text.strip()
+    return None
 
 
 def _strip_comments_keep_lines(text: str) -> str:

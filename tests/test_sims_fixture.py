@@ -111,6 +111,18 @@ def test_known_rtl_issue_names_file_line_and_fix(tmp_path: Path) -> None:
     assert simbuild.check_known_rtl_issues(clean) == []
 
 
+def test_known_rtl_issue_names_the_source_line_tmake_generates_from(tmp_path: Path) -> None:
+    """A fix in outdir/<cfg>/vmod is undone by the next tmake run: the message also names the
+    line of <checkout>/vmod that the generated file comes from."""
+    hw = _vmod_tree(tmp_path, bad_csc=True)
+    src = hw / "vmod" / "nvdla" / "csc" / "NV_NVDLA_CSC_dl.v"
+    src.parent.mkdir(parents=True)
+    src.write_text("module NV_NVDLA_CSC_dl (x);\n// source\n\n  wire sc2buf_dat_rd_shift = {W{1'b0}};\nendmodule\n")
+    problems = simbuild.check_known_rtl_issues(simbuild.find_vmod(hw, "nv_small"))
+    assert f"It is generated from {src.resolve()}:4" in problems[0]
+    assert "change `wire` to `assign` there too" in problems[0]
+
+
 def test_cli_registers_sim_build() -> None:
     import argparse
 
