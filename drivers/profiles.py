@@ -137,8 +137,11 @@ class HardwareProfile:
 
     @property
     def cbuf_entry_bytes(self) -> int:
-        """One CBUF entry (bank row) in bytes: the CSC reads one per cycle."""
-        return self.cbuf_bank_width
+        """One CBUF entry in bytes, the unit of ``D_ENTRY_PER_SLICE``: a bank row on the v2
+        designs (``cbuf_bank_width``, which equals MAC atomic C at INT8 in every public .spec);
+        128 bytes on nvdlav1's nv_full (its C model's ``CBUF_ENTRY_SIZE``, four 32-byte atoms,
+        at INT8 and INT16 alike)."""
+        return 128 if self.generation == "v1" else self.cbuf_bank_width
 
 
 _RESTRICTED: dict[HardwareProfile, RegisterMap] = {}

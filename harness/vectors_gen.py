@@ -14,6 +14,11 @@ Suites (``SUITES``):
 ``cdp_lut``        CDP (LRN) LUT on nv_small: random LUT over the square-sum range, convertors
 ``sdp_cvt``        SDP output convertor / saturation (int8 and int16 outputs), nv_small
 ``sdp_bsbn``       SDP BS/BN ALU/MUL/PReLU/ReLU with register and memory operands, nv_small
+``sdp_int16``      SDP on nv_full with INT16: 16->16, 16->8 (PROC INT8) and 8->16; BS/BN with
+                   16-bit register/memory operands, PReLU/ReLU, output convertor at the edges
+``pdp_int16``      PDP INT16 (nv_full): max/min/average, padding values, reciprocals
+``cdp_int16``      CDP LRN INT16 (nv_full): 17-bit input convertor, 37-bit square sums, LUT,
+                   INT16 output convertor and saturation
 ``layout_nvdla``   NVDLA feature / weight / pixel layouts: array + packed image
 ``layout_dmp``     DMP dv-sdk layouts
 ``layout_sophgo``  Sophgo TPU local-memory layouts
@@ -73,6 +78,8 @@ class Draft:
     inputs: list[tuple[dict[str, Any], np.ndarray]] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
     statistics: bool = False
+    launch: tuple[str, ...] | None = None  # blocks to enable (None: the loader's default for the unit)
+    features: tuple[str, ...] = ()  # declared profile features (the loader derives the others)
     # layout cases
     layout: dict[str, Any] | None = None  # {name, params, dtype, shape}
     array: np.ndarray | None = None
@@ -358,6 +365,245 @@ def gen_sdp_bsbn(rng: np.random.Generator, index: int) -> Draft:
     return d
 
 
+# ---- INT16 suites (nv_full) ------------------------------------------------------------------------
+
+_I16_EDGES = np.array([-32768, -32767, -16384, -1, 0, 1, 16383, 32766, 32767], dtype=np.int16)
+NV_FULL_ATOM = 32
+
+
+def _byte_fields(d: Draft) -> Draft:
+    """Address and stride fields given in bytes -> field values: the v1 (nv_full) map declares
+    them as bits [31:5] (32-byte units), so a byte value is shifted by the field's lsb. Also
+    declares the ``int16`` feature, so an INT16 case never runs on an INT8-only profile."""
+    d.features = tuple(sorted(set(d.features) | {"int16"}))
+    rm = load_profile(d.profile).regmap
+    for r in d.registers:
+        blk, reg = r["reg"].split(".", 1)
+        for name, v in list(r["fields"].items()):
+            if "ADDR_LOW" in name or name.endswith(("LINE_STRIDE", "SURFACE_STRIDE")):
+                lsb = rm.register(blk, reg).field(name).lsb
+                assert int(v) % (1 << lsb) == 0, f"{r['reg']}.{name} = {int(v):#x} is not {1 << lsb}-byte aligned"
+                r["fields"][name] = Hex(int(v) >> lsb) if "ADDR_LOW" in name else int(v) >> lsb
+    return d
+
+
+def _feature_io(d: Draft, name: str, arr: np.ndarray, addr: int, *, output: bool = False,
+                atom: int = NV_FULL_ATOM) -> None:
+    meta = {"name": name, "layout": "nvdla.feature", "params": {"atom_bytes": atom}, "dtype": str(arr.dtype),
+            "shape": list(arr.shape), "address": Hex(addr), "port": "pri_mem"}
+    if output:
+        d.outputs.append({**meta, "rule": "bitexact"})
+    else:
+        d.inputs.append((meta, arr))
+
+
+def gen_sdp_int16(rng: np.random.Generator, index: int) -> Draft:
+    """SDP with INT16 on nv_full. Modes by ``index % 3``: 16->16 (IN = PROC = OUT = INT16),
+    16->8 (IN INT16, PROC = OUT INT8, seed 000 "processing precision ... always INT8"),
+    8->16 (IN = PROC INT8, OUT INT16). Channel counts avoid the lanes the hardware reads or
+    writes beyond the declared cubes (16->8 reads int16 surfaces in pairs, 8->16 writes two
+    int16 surfaces per int8 atom)."""
+    d = Draft(unit="SDP", profile="nv_full", statistics=True)
+    atom = NV_FULL_ATOM
+    mode = ("16to16", "16to8", "8to16")[index % 3]
+    in16, out16 = mode != "8to16", mode != "16to8"
+    proc16 = mode == "16to16"
+    w, h = int(rng.integers(1, 6)), int(rng.integers(1, 4))
+    k = int(rng.integers(1, 3))
+    if mode == "16to8":
+        c = 32 * k - int(rng.integers(0, 16))  # an even number of int16 surfaces
+    elif mode == "8to16":
+        c = 32 * (k - 1) + int(rng.integers(17, 33))  # 2*ceil(C/32) int16 surfaces = ceil(C/16)
+    else:
+        c = int(rng.integers(1, 50))
+    in_dt = np.int16 if in16 else np.int8
+    info = np.iinfo(in_dt)
+    if index % 4 == 0:
+        x = rng.choice(_I16_EDGES if in16 else np.array([-128, -127, -1, 0, 1, 126, 127]), size=(c, h, w)).astype(in_dt)
+    else:
+        x = rng.integers(int(info.min), int(info.max) + 1, size=(c, h, w)).astype(in_dt)
+    in_lanes, out_lanes = atom // (2 if in16 else 1), atom // (2 if out16 else 1)
+    line, surf = w * atom, w * h * atom
+    src, dst = PRI_BASE, PRI_BASE + 0x10000
+    assert -(-c // min(in_lanes, out_lanes)) * surf <= 0x10000
+    _feature_io(d, "src", x, src)
+    _feature_io(d, "dst", np.zeros((c, h, w), dtype=np.int16 if out16 else np.int8), dst, output=True)
+    prec = {"IN_PRECISION": int(in16), "PROC_PRECISION": int(proc16), "OUT_PRECISION": int(out16)}
+    for blk in ("SDP_RDMA", "SDP"):
+        d.registers += [_reg(f"{blk}.D_DATA_CUBE_WIDTH", WIDTH=w - 1), _reg(f"{blk}.D_DATA_CUBE_HEIGHT", HEIGHT=h - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_CHANNEL", CHANNEL=c - 1)]
+    d.registers += [
+        _reg("SDP_RDMA.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src), _reg("SDP_RDMA.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+        _reg("SDP_RDMA.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line), _reg("SDP_RDMA.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
+        _reg("SDP_RDMA.D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, BATCH_NUMBER=0, **prec),
+        _reg("SDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("SDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+        _reg("SDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line), _reg("SDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf),
+        _reg("SDP.D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0, BATCH_NUMBER=0),
+        _reg("SDP.D_DATA_FORMAT", PROC_PRECISION=prec["PROC_PRECISION"], OUT_PRECISION=prec["OUT_PRECISION"]),
+        _reg("SDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=1), _reg("SDP.D_DST_DMA_CFG", DST_RAM_TYPE=1),
+    ]
+    # BS: ALU + MUL (+ PReLU / ReLU); the ALU operand from memory on every other case
+    proc_lanes = atom // (2 if proc16 else 1)
+    cpad = -(-c // proc_lanes) * proc_lanes
+    alu_mem = index % 2 == 1
+    prelu = int(rng.integers(0, 3) == 0)
+    d.registers += [
+        _reg("SDP.D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=0, BS_ALU_ALGO=int(rng.integers(0, 3)), BS_MUL_BYPASS=0,
+             BS_MUL_PRELU=prelu, BS_RELU_BYPASS=int(rng.integers(0, 2))),
+        _reg("SDP.D_DP_BS_ALU_CFG", BS_ALU_SRC=int(alu_mem), BS_ALU_SHIFT_VALUE=int(rng.integers(0, 5))),
+        _reg("SDP.D_DP_BS_ALU_SRC_VALUE", BS_ALU_OPERAND=int(rng.integers(-32768, 32768)) & 0xFFFF),
+        _reg("SDP.D_DP_BS_MUL_CFG", BS_MUL_SRC=0, BS_MUL_SHIFT_VALUE=int(rng.integers(0, 25))),
+        _reg("SDP.D_DP_BS_MUL_SRC_VALUE", BS_MUL_OPERAND=int(rng.integers(-32768, 32768)) & 0xFFFF),
+    ]
+    if alu_mem:
+        per_element = bool(rng.integers(0, 2))
+        addr = PRI_BASE + 0x20000
+        if per_element:
+            arr = rng.integers(-32768, 32768, size=(c, h, w)).astype(np.int16)
+            # operand lanes follow PROC: 2 bytes x proc_lanes per "atom"
+            meta = {"layout": "nvdla.feature", "params": {"atom_bytes": 2 * proc_lanes}, "shape": [c, h, w]}
+            ls, ss = w * 2 * proc_lanes, w * h * 2 * proc_lanes
+        else:
+            arr = rng.integers(-32768, 32768, size=(cpad,)).astype(np.int16)
+            meta = {"layout": "raw", "params": {}, "shape": [cpad]}
+            ls = ss = 0
+        d.inputs.append(({"name": "bs_alu", **meta, "dtype": "int16", "address": Hex(addr), "port": "pri_mem"}, arr))
+        d.registers += [
+            _reg("SDP_RDMA.D_BRDMA_CFG", BRDMA_DISABLE=0, BRDMA_DATA_USE=1, BRDMA_DATA_SIZE=1,
+                 BRDMA_DATA_MODE=int(per_element), BRDMA_RAM_TYPE=1),
+            _reg("SDP_RDMA.D_BS_BASE_ADDR_LOW", BS_BASE_ADDR_LOW=addr), _reg("SDP_RDMA.D_BS_BASE_ADDR_HIGH", BS_BASE_ADDR_HIGH=0),
+            _reg("SDP_RDMA.D_BS_LINE_STRIDE", BS_LINE_STRIDE=ls), _reg("SDP_RDMA.D_BS_SURFACE_STRIDE", BS_SURFACE_STRIDE=ss),
+        ]
+    else:
+        _rdma_off(d, "BRDMA")
+    _bypass(d, "BN", "EW")
+    _rdma_off(d, "NRDMA", "ERDMA")
+    d.convertors["sdp_out"] = {"offset": int(rng.integers(-4096, 4097)),
+                               "scale": int(rng.integers(1, 1025)) * (1 if rng.integers(0, 2) else -1), "shift": 0}
+    d.tune = ("sdp_out", range(0, 48))  # the output shift giving the most distinct values
+    d.description = (f"SDP INT16 mode {mode} (IN/PROC/OUT = {'/'.join('INT16' if prec[k] else 'INT8' for k in prec)}), "
+                     f"BS ALU operand from {'memory' if alu_mem else 'register'}, "
+                     f"{'PReLU' if prelu else 'MUL'}, cube {c}x{h}x{w}")
+    return _byte_fields(d)
+
+
+def gen_pdp_int16(rng: np.random.Generator, index: int) -> Draft:
+    """PDP INT16 pooling (nv_full): AVERAGE / MAX / MIN, padding on every side with the
+    pre-multiplied padding values P1..P7 (19-bit fields), reciprocals RW/RH."""
+    d = Draft(unit="PDP", profile="nv_full", statistics=False, launch=("PDP_RDMA", "PDP"))
+    atom = NV_FULL_ATOM
+    method = (0, 1, 2)[index % 3]
+    kw, kh = int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    sw, sh = int(rng.integers(1, kw + 1)), int(rng.integers(1, kh + 1))
+    pl, pr = int(rng.integers(0, min(kw, 3))), int(rng.integers(0, min(kw, 3)))
+    pt, pb = int(rng.integers(0, min(kh, 3))), int(rng.integers(0, min(kh, 3)))
+    w, h, c = int(rng.integers(kw, 9)), int(rng.integers(kh, 7)), int(rng.integers(1, 40))
+    ow, oh = (w + pl + pr - kw) // sw + 1, (h + pt + pb - kh) // sh + 1
+    if index % 4 == 0:
+        x = rng.choice(_I16_EDGES, size=(c, h, w)).astype(np.int16)
+    else:
+        x = rng.integers(-32768, 32768, size=(c, h, w)).astype(np.int16)
+    src, dst = PRI_BASE, PRI_BASE + 0x10000
+    _feature_io(d, "src", x, src)
+    _feature_io(d, "dst", np.zeros((c, oh, ow), dtype=np.int16), dst, output=True)
+    pv = int(rng.integers(-32768, 32768))
+    pads = [int(np.clip(n * pv, -(1 << 18), (1 << 18) - 1)) & 0x7FFFF for n in range(1, 8)]
+    rw = int(round(65536 / kw)) if rng.integers(0, 4) else int(rng.integers(0, 1 << 17))
+    rh = int(round(65536 / kh)) if rng.integers(0, 4) else int(rng.integers(0, 1 << 17))
+    for blk in ("PDP_RDMA", "PDP"):
+        d.registers += [_reg(f"{blk}.D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=w - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=h - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=c - 1),
+                        _reg(f"{blk}.D_DATA_FORMAT", INPUT_DATA=1),
+                        _reg(f"{blk}.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src),
+                        _reg(f"{blk}.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+                        _reg(f"{blk}.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=w * atom),
+                        _reg(f"{blk}.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=w * h * atom)]
+    d.registers += [
+        _reg("PDP_RDMA.D_FLYING_MODE", FLYING_MODE=1), _reg("PDP_RDMA.D_SRC_RAM_CFG", SRC_RAM_TYPE=1),
+        _reg("PDP_RDMA.D_OPERATION_MODE_CFG", SPLIT_NUM=0),
+        _reg("PDP_RDMA.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sw - 1),
+        _reg("PDP_RDMA.D_POOLING_PADDING_CFG", PAD_WIDTH=pl),
+        _reg("PDP_RDMA.D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=w - 1, PARTIAL_WIDTH_IN_LAST=0, PARTIAL_WIDTH_IN_MID=0),
+        _reg("PDP.D_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=ow - 1), _reg("PDP.D_DATA_CUBE_OUT_HEIGHT", CUBE_OUT_HEIGHT=oh - 1),
+        _reg("PDP.D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=c - 1),
+        _reg("PDP.D_OPERATION_MODE_CFG", POOLING_METHOD=method, FLYING_MODE=1, SPLIT_NUM=0),
+        _reg("PDP.D_PARTIAL_WIDTH_IN", PARTIAL_WIDTH_IN_FIRST=w - 1, PARTIAL_WIDTH_IN_LAST=0, PARTIAL_WIDTH_IN_MID=0),
+        _reg("PDP.D_PARTIAL_WIDTH_OUT", PARTIAL_WIDTH_OUT_FIRST=ow - 1, PARTIAL_WIDTH_OUT_LAST=0, PARTIAL_WIDTH_OUT_MID=0),
+        _reg("PDP.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_HEIGHT=kh - 1, KERNEL_STRIDE_WIDTH=sw - 1,
+             KERNEL_STRIDE_HEIGHT=sh - 1),
+        _reg("PDP.D_RECIP_KERNEL_WIDTH", RECIP_KERNEL_WIDTH=rw), _reg("PDP.D_RECIP_KERNEL_HEIGHT", RECIP_KERNEL_HEIGHT=rh),
+        _reg("PDP.D_POOLING_PADDING_CFG", PAD_LEFT=pl, PAD_TOP=pt, PAD_RIGHT=pr, PAD_BOTTOM=pb),
+        *[_reg(f"PDP.D_POOLING_PADDING_VALUE_{n}_CFG", **{f"PAD_VALUE_{n}X": pads[n - 1]}) for n in range(1, 8)],
+        _reg("PDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("PDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+        _reg("PDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=ow * atom), _reg("PDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=ow * oh * atom),
+        _reg("PDP.D_DST_RAM_CFG", DST_RAM_TYPE=1),
+    ]
+    d.description = (f"PDP INT16 {('average', 'max', 'min')[method]} {kw}x{kh} stride {sw}x{sh}, padding "
+                     f"l/t/r/b {pl}/{pt}/{pr}/{pb} value {pv}, recip {rw}/{rh}, cube {c}x{h}x{w}")
+    return _byte_fields(d)
+
+
+def gen_cdp_int16(rng: np.random.Generator, index: int) -> Draft:
+    """CDP LRN INT16 (nv_full): tables aimed at the layer's square sums (up to ~2^36)."""
+    d = Draft(unit="CDP", profile="nv_full", statistics=True)
+    atom = NV_FULL_ATOM
+    w, h, c = int(rng.integers(1, 5)), int(rng.integers(1, 4)), int(rng.integers(1, 40))
+    if index % 4 == 0:
+        x = rng.choice(_I16_EDGES, size=(c, h, w)).astype(np.int16)
+    else:
+        x = rng.integers(-32768, 32768, size=(c, h, w)).astype(np.int16)
+    src, dst = PRI_BASE, PRI_BASE + 0x10000
+    line, surf = w * atom, w * h * atom
+    _feature_io(d, "src", x, src)
+    _feature_io(d, "dst", np.zeros((c, h, w), dtype=np.int16), dst, output=True)
+    nl = int(rng.integers(0, 4))
+    sqsum_bypass = int(index % 5 == 4)
+    mul_bypass = int(rng.integers(0, 2))
+    d.registers += [
+        _reg("CDP_RDMA.D_DATA_CUBE_WIDTH", WIDTH=w - 1), _reg("CDP_RDMA.D_DATA_CUBE_HEIGHT", HEIGHT=h - 1),
+        _reg("CDP_RDMA.D_DATA_CUBE_CHANNEL", CHANNEL=c - 1),
+        _reg("CDP_RDMA.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src), _reg("CDP_RDMA.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+        _reg("CDP_RDMA.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line), _reg("CDP_RDMA.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf),
+        _reg("CDP_RDMA.D_DATA_FORMAT", INPUT_DATA=1),
+        _reg("CDP.D_DATA_FORMAT", INPUT_DATA_TYPE=1),
+        _reg("CDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("CDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+        _reg("CDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line), _reg("CDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf),
+        _reg("CDP.D_LRN_CFG", NORMALZ_LEN=nl),
+        _reg("CDP.D_FUNC_BYPASS", SQSUM_BYPASS=sqsum_bypass, MUL_BYPASS=mul_bypass),
+        _reg("CDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=1), _reg("CDP.D_DST_DMA_CFG", DST_RAM_TYPE=1),
+    ]
+    din_scale, din_shift = int(rng.integers(1, 5)), int(rng.integers(0, 4))
+    d.convertors["cdp_in"] = {"offset": int(rng.integers(-512, 513)), "scale": din_scale, "shift": din_shift}
+    d.convertors["cdp_out"] = {"offset": int(rng.integers(-(1 << 24), (1 << 24) + 1)),
+                               "scale": int(rng.integers(1, 256)), "shift": int(rng.integers(8, 30))}
+    taps = 2 * (nl + 1) + 1
+    cin = d.convertors["cdp_in"]
+    x17 = (x.astype(np.int64) - cin["offset"]) * din_scale
+    x17 = np.clip(np.where(din_shift > 0, (x17 + (1 << max(din_shift - 1, 0))) >> din_shift, x17), -(1 << 16), (1 << 16) - 1)
+    if sqsum_bypass:
+        ss = x17
+    else:
+        sq = np.pad(x17 * x17, ((nl + 1, nl + 1), (0, 0), (0, 0)))
+        ss = sum(sq[k : k + c] for k in range(taps))
+    lo_v, top = (int(v) for v in np.percentile(ss, [5, 95]))
+    top = max(top, lo_v + 64)
+    prio = PRIORITIES[index % 8]
+    le_fn = ("exponent", "linear")[(index // 8) % 2]
+    cfg = _lut_config(rng, lo_v, top, le_fn, prio, max_select=40, cdp=True)
+    for k in ("le_index_select", "lo_index_select"):  # INT16: 7-bit signed selects
+        cfg[k] = int(np.clip(cfg[k], -64, 63))
+    if le_fn == "exponent":  # the LE table spans up to 2^36 at INT16
+        cfg["le_end"] = int(min(cfg["le_start"] + (1 << min(max(int(np.log2(max(top - cfg["le_start"], 2))) - 1,
+                                                                cfg["le_index_offset"] + 1), 36)), (1 << 37) - 1))
+    d.lut = {"unit": "CDP", "config": cfg}
+    d.lut_tables = _lut_tables(rng)
+    d.tune = ("cdp_out", range(0, 40))
+    d.description = (f"CDP LRN INT16 window {taps}{' (sqsum bypass)' if sqsum_bypass else ''}, LE {le_fn}, priorities "
+                     f"{'/'.join(prio)}, cube {c}x{h}x{w}")
+    return _byte_fields(d)
+
+
 # ---- layout suites -------------------------------------------------------------------------------
 
 
@@ -471,6 +717,9 @@ SUITES: dict[str, Callable[[np.random.Generator, int], Draft]] = {
     "cdp_lut": gen_cdp_lut,
     "sdp_cvt": gen_sdp_cvt,
     "sdp_bsbn": gen_sdp_bsbn,
+    "sdp_int16": gen_sdp_int16,
+    "pdp_int16": gen_pdp_int16,
+    "cdp_int16": gen_cdp_int16,
     "layout_nvdla": gen_layout_nvdla,
     "layout_dmp": gen_layout_dmp,
     "layout_sophgo": gen_layout_sophgo,
@@ -489,6 +738,10 @@ def _manifest_layer(name: str, d: Draft, prov: dict[str, Any], golden: dict[str,
     blobs: dict[str, bytes] = {}
     man: dict[str, Any] = {"format": FORMAT, "name": name, "kind": "layer", "description": d.description,
                            "unit": d.unit, "profile": d.profile}
+    if d.features:
+        man["features"] = list(d.features)
+    if d.launch is not None:
+        man["launch"] = list(d.launch)
     man["registers"] = [dict(r) for r in d.registers]
     if d.lut is not None:
         lut = {"unit": d.lut["unit"], "config": dict(d.lut["config"])}

@@ -103,6 +103,7 @@ class ModelOptions:
     cbuf_banks: int = 32
     cbuf_bank_width: int = 8
     cbuf_bank_depth: int = 512
+    cbuf_entry_bytes: int = 8
 
     @classmethod
     def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:
@@ -111,7 +112,8 @@ class ModelOptions:
         return cls(semantics=semantics, atom_bytes=profile.atom_bytes,
                    mac_atomic_c=profile.mac_atomic_c, mac_atomic_k=profile.mac_atomic_k,
                    cbuf_banks=profile.cbuf_banks, cbuf_bank_width=profile.cbuf_bank_width,
-                   cbuf_bank_depth=profile.cbuf_bank_depth)  # fmt: skip
+                   cbuf_bank_depth=profile.cbuf_bank_depth,
+                   cbuf_entry_bytes=profile.cbuf_entry_bytes)  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.semantics not in ("rtl", "cmod"):

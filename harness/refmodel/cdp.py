@@ -1,4 +1,4 @@
-"""Bit-exact reference model of NVDLA's CDP (cross-channel data processor: LRN), INT8.
+"""Bit-exact reference model of NVDLA's CDP (cross-channel data processor: LRN), INT8 and INT16.
 
 Pipeline per element (w, h, c) of a C-channel cube (docs/nvdla-precision-semantics.md
 section 6; cmod ``cmod/cdp/NV_NVDLA_cdp.cpp`` ``lookup_lut_int8``, RTL ``vmod/nvdla/cdp``):
@@ -17,6 +17,31 @@ counters are mutually exclusive per element, padding lanes included (6.5).
 Semantics ``"rtl"`` (default, nv_small RTL) vs ``"cmod"`` differ only where the spec says
 [DIFF]: index-select sign extension (6.3), the low 22 bits of START in the RTL compare
 (6.7), the RTL LO select of -32 (6.7) and ``D_OUT_SATURATION`` (tied to 0 in the RTL).
+
+INT16 (``D_DATA_FORMAT.INPUT_DATA_TYPE = INT16`` with ``CDP_RDMA.D_DATA_FORMAT.INPUT_DATA``
+INT16; nv_full: nvdla/hw nvdlav1 cmod ``cmod/cdp/NV_NVDLA_cdp.cpp`` ``lookup_lut`` (the INT16
+variant, compiled with ``USE_HLS``), ``cmod/hls/cdp_libs/cdp_icvt.cpp`` / ``cdp_ocvt.cpp``;
+RTL ``vmod/nvdla/cdp/NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``, ``NV_NVDLA_CDP_DP_cvtout.v``). LRN
+converts no precision (seed 000), so the output is INT16 too:
+
+1. input converter    ``x17 = RSAT((b - sx(DATIN_OFFSET, 16)) * scale16, shifter, 17)``
+                      (``HLS_cdp_icvt``: ``IntSubExt<16,16,17>``, ``IntMulExt<17,16,33>``,
+                      ``IntShiftRight<33,5,17>``); 2-byte elements, ``atom / 2`` channels
+                      per memory atom
+2. square sum         ``sum(x17[j]^2)`` (``sc_uint<33>`` squares, ``sc_int<38>`` sum; RTL
+                      ``sum2itp_pd[36:0]``), or the signed ``x17[c]`` with SQSUM_BYPASS
+3. LUT                as INT8, except: index selects are 7-bit signed (RTL
+                      ``shift_bits_int16_abs[6:0]``, bit 7 ignored; cmod sign-extends from
+                      bit 6 only when bit 6 is set, [DIFF] like 6.3); the RTL compares and
+                      subtracts all 38 bits of START (``reg2dp_X_offset[37:0]``, no 22-bit
+                      [DIFF]); the RTL LO select of -64 wraps to 0
+                      (``Y_shift_bits_int16_abs[5:0]``, [DIFF] like 6.7)
+4. multiply           ``v = r * x17[c]`` (``sc_int<33>``) or ``r``
+5. output converter   ``out = RSAT((v - sx(DATOUT_OFFSET, 32)) * scale16, shifter, 16)``
+                      (``HLS_cdp_ocvt``: ``IntSubExt<33,32,34>``, ``IntMulExt<34,16,50>``,
+                      ``IntShiftRightSat<50,6,16>``); ``D_OUT_SATURATION`` counts the RSAT
+                      flag (cmod rule 1.2; the nv_full RTL counts too,
+                      ``NV_NVDLA_CDP_DP_cvtout.v`` ``dp2reg_d*_out_saturation``, RTL rule)
 """
 
 from __future__ import annotations
@@ -63,50 +88,57 @@ class CdpConfig:
     normalz_len: int = 0  # D_LRN_CFG.NORMALZ_LEN: window 3/5/7/9 for 0..3
     sqsum_bypass: bool = False
     mul_bypass: bool = False
-    datin_offset: int = 0  # sx(D_DATIN_OFFSET[7:0], 8)
+    datin_offset: int = 0  # sx(D_DATIN_OFFSET[7:0], 8); INT16: sx(D_DATIN_OFFSET, 16)
     datin_scale: int = 1  # sx(16)
     datin_shifter: int = 0  # 0..31
-    datout_offset: int = 0  # sx(D_DATOUT_OFFSET[24:0], 25)
+    datout_offset: int = 0  # sx(D_DATOUT_OFFSET[24:0], 25); INT16: sx(D_DATOUT_OFFSET, 32)
     datout_scale: int = 1  # sx(16)
     datout_shifter: int = 0  # 0..63
+    bits: int = 8  # element width: 8 (INT8) or 16 (INT16)
 
 
-def _decode_select(byte: int, semantics: str) -> int:
+def _decode_select(byte: int, semantics: str, bits: int = 8) -> int:
     """LE/LO index select byte -> signed shift (6.3 [DIFF]).
 
-    RTL: bits 5:0 as a 6-bit signed value, bits 7:6 ignored. cmod: sign-extends from bit 5
-    only when bit 5 is set; otherwise the whole (unsigned) byte is the shift.
+    INT8 — RTL: bits 5:0 as a 6-bit signed value, bits 7:6 ignored. cmod: sign-extends from
+    bit 5 only when bit 5 is set; otherwise the whole (unsigned) byte is the shift.
+    INT16 (``bits`` 16) — the same with bit 6: RTL bits 6:0 as a 7-bit signed value
+    (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` ``shift_bits_int16_abs``); cmod ``lookup_lut``:
+    ``sel & (1 << 6) ? sel | 0xFFFFFF80 : sel``.
     """
     byte &= 0xFF
-    if semantics == "cmod" and not byte & 0x20:
+    sign = 0x20 if bits == 8 else 0x40
+    if semantics == "cmod" and not byte & sign:
         return byte
-    return sx(byte & 0x3F, 6)
+    return sx(byte & (2 * sign - 1), 6 if bits == 8 else 7)
 
 
-def decode_cdp_lut(view: RegisterView, semantics: str = "rtl") -> LutParams:
+def decode_cdp_lut(view: RegisterView, semantics: str = "rtl", bits: int = 8) -> LutParams:
     """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed,
     the driver's :func:`~nvdla_hil.drivers.precision.lut_config_from_fields`); the index
-    selects follow ``semantics`` (6.3 [DIFF], :func:`_decode_select`)."""
+    selects follow ``semantics`` and the precision (6.3 [DIFF], :func:`_decode_select`)."""
     f = lambda reg, fld: int(view.field("CDP", reg, fld))  # noqa: E731
     return replace(
         lut_config_from_fields("CDP", f),
-        le_index_select=_decode_select(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), semantics),
-        lo_index_select=_decode_select(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), semantics),
+        le_index_select=_decode_select(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), semantics, bits),
+        lo_index_select=_decode_select(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), semantics, bits),
     )
 
 
-def decode_cdp_config(view: RegisterView) -> CdpConfig:
+def decode_cdp_config(view: RegisterView, bits: int = 8) -> CdpConfig:
+    """Datapath registers; ``bits`` 16 reads the INT16 offsets (DATIN 16-bit, DATOUT 32-bit)."""
     f = lambda reg, fld: view.field("CDP", reg, fld)
     return CdpConfig(
         normalz_len=f("D_LRN_CFG", "NORMALZ_LEN"),
         sqsum_bypass=bool(f("D_FUNC_BYPASS", "SQSUM_BYPASS")),
         mul_bypass=bool(f("D_FUNC_BYPASS", "MUL_BYPASS")),
-        datin_offset=sx(f("D_DATIN_OFFSET", "DATIN_OFFSET"), 8),
+        datin_offset=sx(f("D_DATIN_OFFSET", "DATIN_OFFSET"), 8 if bits == 8 else 16),
         datin_scale=sx(f("D_DATIN_SCALE", "DATIN_SCALE"), 16),
         datin_shifter=f("D_DATIN_SHIFTER", "DATIN_SHIFTER"),
-        datout_offset=sx(view.reg("CDP", "D_DATOUT_OFFSET"), 25),
+        datout_offset=sx(view.reg("CDP", "D_DATOUT_OFFSET"), 25 if bits == 8 else 32),
         datout_scale=sx(f("D_DATOUT_SCALE", "DATOUT_SCALE"), 16),
         datout_shifter=f("D_DATOUT_SHIFTER", "DATOUT_SHIFTER"),
+        bits=bits,
     )
 
 
@@ -211,11 +243,14 @@ def cdp_lut(
     lo: np.ndarray,
     p: LutParams,
     semantics: str = "rtl",
+    bits: int = 8,
 ) -> tuple[np.ndarray, LutStats, np.ndarray, np.ndarray]:
     """CDP two-table LUT on square sums ``s`` (int64).
 
     ``le``/``lo``: the 65/257 stored entries (any integer dtype; the low 16 bits are used as
     int16). Returns ``(r, stats, le_state, lo_state)`` with ``r`` the selected 16-bit value.
+    ``bits`` 16 (INT16): the RTL compares all 38 START bits and its |select| fields are 7
+    (LE) / 6 (LO) bits wide (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v``).
     """
     s = np.asarray(s, dtype=I64)
     le = sx(np.asarray(le, dtype=I64), 16)
@@ -224,7 +259,9 @@ def cdp_lut(
         raise ValueError(f"CDP LUT needs {LE_ENTRIES}/{LO_ENTRIES} entries, got {le.size}/{lo.size}")
 
     def cmp(start: int) -> int:
-        return sx(start, _RTL_START_BITS) if semantics == "rtl" else start
+        return sx(start, _RTL_START_BITS) if semantics == "rtl" and bits == 8 else start
+
+    le_abs, lo_abs = (6, 5) if bits == 8 else (7, 6)
 
     le_v, le_s = _table(
         s, le, start=p.le_start, end=p.le_end, cmp_start=cmp(p.le_start),
@@ -232,14 +269,14 @@ def cdp_lut(
         select=p.le_index_select,
         uflow_scale=p.le_slope_uflow_scale, uflow_shift=p.le_slope_uflow_shift,
         oflow_scale=p.le_slope_oflow_scale, oflow_shift=p.le_slope_oflow_shift,
-        semantics=semantics, rtl_abs_bits=6,
+        semantics=semantics, rtl_abs_bits=le_abs,
     )  # fmt: skip
     lo_v, lo_s = _table(
         s, lo, start=p.lo_start, end=p.lo_end, cmp_start=cmp(p.lo_start),
         exponent=False, index_offset=0, select=p.lo_index_select,
         uflow_scale=p.lo_slope_uflow_scale, uflow_shift=p.lo_slope_uflow_shift,
         oflow_scale=p.lo_slope_oflow_scale, oflow_shift=p.lo_slope_oflow_shift,
-        semantics=semantics, rtl_abs_bits=5,
+        semantics=semantics, rtl_abs_bits=lo_abs,
     )  # fmt: skip
 
     both_uf = (le_s == UF) & (lo_s == UF)
@@ -279,12 +316,15 @@ def cdp_lrn(
     lut: LutParams,
     semantics: str = "rtl",
 ) -> tuple[np.ndarray, LutStats, int]:
-    """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``).
+    """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``; int16
+    values when ``cfg.bits`` is 16).
 
     Lanes ``>= channels`` are padding: their input counts as 0 in every window but they
-    still produce an output. Returns ``(out int8 [..., Cp], lut stats, saturated outputs)``
-    where the saturation count follows ``semantics`` (RTL: always 0).
+    still produce an output. Returns ``(out int8/int16 [..., Cp], lut stats, saturated
+    outputs)`` where the saturation count follows ``semantics`` (INT8 RTL: always 0).
     """
+    if cfg.bits == 16:
+        return _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics)
     b = np.asarray(x, dtype=I64)
     x9 = rsat((b - cfg.datin_offset) * cfg.datin_scale, cfg.datin_shifter, 9)
     lane = np.arange(b.shape[-1])
@@ -308,6 +348,32 @@ def cdp_lrn(
     return out.astype(np.int8), stats, nsat
 
 
+def _window_sum(sq: np.ndarray, half: int) -> np.ndarray:
+    """``sum(sq[c-half .. c+half])`` along the last axis, zero outside (exact int64)."""
+    pad = [(0, 0)] * (sq.ndim - 1) + [(half, half)]
+    sqp = np.pad(sq, pad)
+    cs = np.concatenate([np.zeros(sqp.shape[:-1] + (1,), I64), np.cumsum(sqp, axis=-1)], axis=-1)
+    n = sq.shape[-1]
+    return cs[..., 2 * half + 1 : 2 * half + 1 + n] - cs[..., 0:n]
+
+
+def _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics):
+    """INT16 LRN (module docstring, INT16 steps 1-5). Widths: x17 17 bits, squares < 2^33,
+    window sum < 2^37, ``r * x17`` 33 bits, output product 50 bits: all exact in int64."""
+    b = np.asarray(x, dtype=I64)
+    x17 = rsat((b - cfg.datin_offset) * cfg.datin_scale, cfg.datin_shifter, 17)
+    lane = np.arange(b.shape[-1])
+    x17 = np.where(lane < channels, x17, 0)
+    s = x17 if cfg.sqsum_bypass else _window_sum(x17 * x17, cfg.normalz_len + 1)
+    r, stats, _, _ = cdp_lut(s, le, lo, lut, semantics, bits=16)
+    v = r if cfg.mul_bypass else r * x17
+    t = (v - cfg.datout_offset) * cfg.datout_scale
+    rtl = semantics == "rtl"
+    out = rsat(t, cfg.datout_shifter, 16, in_bits=50 if rtl else None)
+    flag = rsat_flag(t, cfg.datout_shifter, 16, semantics=semantics, in_bits=50 if rtl else None)
+    return out.astype(np.int16), stats, int(flag.sum())
+
+
 # --------------------------------------------------------------------------------------
 # Memory access (feature-data layout, seed 000)
 # --------------------------------------------------------------------------------------
@@ -318,19 +384,22 @@ def _addr(view: RegisterView, block: str, low: str, high: str) -> int:
 
 
 def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
-    """Execute one CDP layer from the executing register group (INT8 only)."""
+    """Execute one CDP layer (INT8 or INT16) from the executing register group."""
     sem = options.semantics
     fmt = view.field("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE")
     rfmt = view.field("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA")
-    if fmt != 0 or rfmt != 0:
+    if fmt != rfmt or fmt not in (0, 1):
         names = {0: "INT8", 1: "INT16", 2: "FP16"}
         raise UnitNotModelled(
-            f"CDP: input data type {names.get(fmt, fmt)} (RDMA {names.get(rfmt, rfmt)}) not modelled; INT8 only"
+            f"CDP: input data type {names.get(fmt, fmt)} (RDMA {names.get(rfmt, rfmt)}) not modelled; "
+            "INT8 or INT16 with CDP and CDP_RDMA agreeing"
         )
+    bits = 8 if fmt == 0 else 16
+    bpe = bits // 8
     w = view.field("CDP_RDMA", "D_DATA_CUBE_WIDTH", "WIDTH") + 1
     h = view.field("CDP_RDMA", "D_DATA_CUBE_HEIGHT", "HEIGHT") + 1
     c = view.field("CDP_RDMA", "D_DATA_CUBE_CHANNEL", "CHANNEL") + 1
-    atom = options.atom_bytes
+    atom = options.atom_bytes // bpe  # channels per memory atom (dma.py: group = atom // bpe)
     groups = -(-c // atom)
 
     src = read_surfaces(
@@ -339,24 +408,26 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
             base=_addr(view, "CDP_RDMA", "D_SRC_BASE_ADDR_LOW", "D_SRC_BASE_ADDR_HIGH"),
             line_stride=view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE"),
             surface_stride=view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"),
-            width=w, height=h, channels=c, group=atom,
+            width=w, height=h, channels=c, group=atom, bpe=bpe,
         ),
     )  # fmt: skip  [g, h, w, lane]
     # [g, h, w, lane] -> [h, w, channel]
-    x = src.view(np.int8).transpose(1, 2, 0, 3).reshape(h, w, groups * atom)
+    x = np.ascontiguousarray(src).view(np.int8 if bpe == 1 else "<i2")
+    x = x.transpose(1, 2, 0, 3).reshape(h, w, groups * atom)
 
-    cfg = decode_cdp_config(view)
-    lut = decode_cdp_lut(view, sem)
+    cfg = decode_cdp_config(view, bits)
+    lut = decode_cdp_lut(view, sem, bits)
     out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem)
 
-    dst = out.reshape(h, w, groups, atom).transpose(2, 0, 1, 3).view(np.uint8)
+    dst = np.ascontiguousarray(out.astype("<i2") if bpe == 2 else out).reshape(h, w, groups, atom)
+    dst = np.ascontiguousarray(dst.transpose(2, 0, 1, 3)).view(np.uint8)
     write_surfaces(
         engine_memory(mem, view, "CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"),
         CubeGeometry(
             base=_addr(view, "CDP", "D_DST_BASE_ADDR_LOW", "D_DST_BASE_ADDR_HIGH"),
             line_stride=view.reg("CDP", "D_DST_LINE_STRIDE"),
             surface_stride=view.reg("CDP", "D_DST_SURFACE_STRIDE"),
-            width=w, height=h, channels=c, group=atom,
+            width=w, height=h, channels=c, group=atom, bpe=bpe,
         ),
         dst,
     )  # fmt: skip

@@ -1,4 +1,4 @@
-"""Bit-exact numpy model of NVDLA's direct-convolution pipeline, INT8 (nv_small).
+"""Bit-exact numpy model of NVDLA's direct-convolution pipeline, INT8 (all profiles) and INT16 (nv_full).
 
 CDMA -> CSC -> CMAC -> CACC -> SDP (flying mode) -> memory or PDP.
 
@@ -23,6 +23,39 @@ CDMA -> CSC -> CMAC -> CACC -> SDP (flying mode) -> memory or PDP.
   flagged by the RSAT rule of section 1.2 (RTL) or whose rounded value leaves int32 (cmod)
   are counted in ``CACC.D_OUT_SATURATION``.
 * Output channel lanes ``K .. 8*ceil(K/8)-1`` of the last kernel group carry 0 into SDP.
+
+INT16 (``D_MISC_CFG.IN_PRECISION = PROC_PRECISION = INT16`` in CDMA/CSC/CMAC/CACC; nv_full,
+nvdla/hw branch nvdlav1 cmod and RTL; seed 000 allows no conversion in direct convolution):
+
+* Features: 2-byte elements, ``atom / 2`` channels per memory atom (dma.py ``group = atom // bpe``;
+  cmod ``NV_NVDLA_cdma.cpp`` ``ELEMENT_PER_ATOM_INT16``). The CDMA convertor takes the 16-bit
+  datum sign-extended to 17 bits (``cdma_hls_wrapper.cpp``, ``PIXEL_SIGNED_INT16``) and ends in
+  ``IntSaturation<17, 16>`` (``cmod/hls/cdma_libs/cdma_cvt.cpp``, ``cfg_out_precision == ENUM_INT16``):
+  ``SAT16(RSAT((x - CVT_OFFSET) * CVT_SCALE, CVT_TRUNCATE, 17))``.
+* Padding: the whole 16-bit ``D_ZERO_PADDING_VALUE`` (cmod ``NV_NVDLA_csc.cpp``: INT8 sends
+  ``pad_value.range(7,0)``, INT16 both bytes of ``pad_value``).
+* Weights: kernel groups of ``atomic_k / 2`` kernels (seed 000: "For int16 and fp16 weight, one
+  group has 16 kernels. For int8, one group has 32 kernels"; cmod ``NV_NVDLA_csc.h``
+  ``KERNEL_PER_GROUP_INT16 16`` vs ``KERNEL_PER_GROUP_INT8 32``: a MAC cell multiplies one
+  int16 kernel where it multiplies two int8 ones, ``NV_NVDLA_cmac.h``
+  ``PARALLEL_KERNEL_NUM_INT16 8`` per CMAC half), channel slices of ``atomic_c`` *elements*
+  (seed 000: "1x1x64-element small cubes. For int16/fp16 the small cube is 128 bytes";
+  ``PARALLEL_CHANNEL_NUM 64`` for both precisions), 2 bytes per weight.
+* CMAC: one step = sum over a 64-channel slice of 16 x 16-bit products (cmod
+  ``calculation_int16``, ``sc_int<OUTPUT_BIT_WIDTH_INT16 = 44>``; RTL CACC input
+  ``in_data[37:0]``), exact.
+* CACC: 48-bit partial sums, saturated to 48 bits after every step, in both models (RTL
+  ``NV_NVDLA_CACC_CALC_int16.v``: 49-bit sum, ``i_sat_pd3`` clamps on overflow; cmod
+  ``NV_NVDLA_cacc.cpp`` ``mac2accu_b_transport``: ``MAX_INT_48BITS``/``MIN_INT_48BITS``).
+  The final truncation is the INT8 rule on the 48-bit value (``{i_pre_sft_pd, 16'b0} >>>
+  cfg_truncate``, guard bit, 15-bit sticky, ``i_sft_need_sat``), cmod: double rounding, legal
+  ``CLIP_TRUNCATE`` 0..16 (``cacc_clip_truncate_ + 32 > 48`` fails).
+* Output lanes ``K .. 16*ceil(K/16)-1`` (``atom / 2`` per atom) carry 0 into SDP, which runs
+  with PROC_PRECISION INT16 (seed 000: on the fly SDP keeps the bit depth).
+* CBUF: an entry holds ``atomic_c`` elements (128 bytes at INT16 on nv_full: nvdlav1 cmod
+  ``CBUF_ENTRY_SIZE 128``; ``NV_NVDLA_cdma.cpp`` ``DirectConvDataResponseSequencerCommon``:
+  ``atom_per_channel / 4`` full entries per pixel, then 1/2/3 remaining atoms take a quarter /
+  half / whole entry), see :func:`feature_entries_per_slice`.
 
 Entry points :func:`run_conv` (whole flying layer) and :func:`run_sdp_pdp` (SDP from memory
 streaming into PDP).
@@ -53,7 +86,10 @@ __all__ = [
 ]
 
 I64 = np.int64
-PSUM_BITS = 34  # RTL nv_small CACC partial-sum width
+PSUM_BITS = 34  # RTL nv_small CACC partial-sum width (INT8)
+PSUM_BITS_INT16 = 48  # nvdlav1 NV_NVDLA_CACC_CALC_int16.v / cmod MAX_INT_48BITS (INT16)
+PREC_INT8, PREC_INT16 = 0, 1
+_PREC_NAMES = {0: "INT8", 1: "INT16", 2: "FP16"}
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 
@@ -75,7 +111,7 @@ class ConvConfig:
     dil_y: int = 1
     pad_left: int = 0
     pad_top: int = 0
-    pad_value: int = 0  # int8, already sign-extended
+    pad_value: int = 0  # int8 (int16 at INT16), already sign-extended
 
 
 def _addr(view: RegisterView, block: str, high: str, low: str) -> int:
@@ -114,12 +150,13 @@ def weight_offsets(k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: in
 
 
 def read_dc_weights(
-    mem: MemoryPort, base: int, k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int
+    mem: MemoryPort, base: int, k: int, c: int, kh: int, kw: int, atomic_k: int, atomic_c: int, bpe: int = 1
 ) -> np.ndarray:
-    """Weights as int64 array (K, C, KH, KW) from the direct-convolution format at ``base``."""
+    """Weights as int64 array (K, C, KH, KW) from the direct-convolution format at ``base``;
+    ``bpe`` 2 reads little-endian int16 weights (offsets in elements, :func:`weight_offsets`)."""
     off = weight_offsets(k, c, kh, kw, atomic_k, atomic_c)
-    raw = np.asarray(mem.read(base, k * c * kh * kw), dtype=np.uint8)
-    return raw.view(np.int8).astype(I64)[off]
+    raw = np.asarray(mem.read(base, k * c * kh * kw * bpe), dtype=np.uint8)
+    return np.ascontiguousarray(raw).view(np.int8 if bpe == 1 else "<i2").astype(I64)[off]
 
 
 def pad_input(d: np.ndarray, cfg: ConvConfig) -> tuple[np.ndarray, int, int]:
@@ -149,18 +186,20 @@ def _tap(padded: np.ndarray, cfg: ConvConfig, ky: int, kx: int) -> np.ndarray:
 
 
 def conv_accumulate(
-    d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 8, semantics: str = "rtl"
-) -> np.ndarray:
+    d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 8, semantics: str = "rtl",
+    psum_bits: int = PSUM_BITS, cmod_saturates: bool = False,
+) -> np.ndarray:  # fmt: skip
     """CMAC + CACC accumulation: (K, OH, OW) int64 sums of ``w[k,c,ky,kx] * d[c, y, x]``.
 
-    ``d`` is the converted (C, H, W) input, ``w`` (K, C, KH, KW). RTL: 34-bit saturating
+    ``d`` is the converted (C, H, W) input, ``w`` (K, C, KH, KW). INT8: RTL 34-bit saturating
     partial sums, one step per (channel slice, kernel position) with the slice outer
-    ([DIFF] 4a); cmod: exact."""
+    ([DIFF] 4a); cmod: exact. INT16 (``psum_bits`` 48, ``cmod_saturates``): both models
+    saturate the 48-bit partial sum after every step."""
     padded, _, _ = pad_input(d, cfg)
     k, c = w.shape[0], w.shape[1]
     bound = int(np.abs(w).sum(axis=(1, 2, 3)).max(initial=0)) * int(np.abs(padded).max(initial=0))
-    lim = (1 << (PSUM_BITS - 1)) - 1
-    exact = semantics == "cmod" or bound <= lim
+    lim = (1 << (psum_bits - 1)) - 1
+    exact = (semantics == "cmod" and not cmod_saturates) or bound <= lim
     acc = np.zeros((k, cfg.out_h, cfg.out_w), dtype=I64)
     use_float = bound < (1 << 52)  # float64 BLAS is exact below 2^53
     if exact:
@@ -177,7 +216,9 @@ def conv_accumulate(
                 else:
                     acc += (wk @ t).reshape(acc.shape)
         return acc
-    lo = -(1 << (PSUM_BITS - 1))
+    lo = -(1 << (psum_bits - 1))
+    # one step: |sum of atomic_c products| <= atomic_c * 2^30 (INT16), the running sum stays
+    # within 48 bits + one step: int64 is exact
     for s in range(0, c, atomic_c):
         for ky in range(cfg.k_h):
             for kx in range(cfg.k_w):
@@ -218,24 +259,38 @@ def cacc_truncate(
 
 
 def direct_conv(d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, truncate: int, atomic_c: int = 8,
-                semantics: str = "rtl") -> tuple[np.ndarray, int]:  # fmt: skip
-    """Convolution + CACC clip: (K, OH, OW) int32 values as int64, saturation count."""
-    return cacc_truncate(conv_accumulate(d, w, cfg, atomic_c=atomic_c, semantics=semantics), truncate,
-                         semantics=semantics)  # fmt: skip
+                semantics: str = "rtl", precision: int = PREC_INT8) -> tuple[np.ndarray, int]:  # fmt: skip
+    """Convolution + CACC clip: (K, OH, OW) int32 values as int64, saturation count.
+    ``precision`` INT16 selects the 48-bit saturating partial sums of both models."""
+    if precision == PREC_INT16:
+        acc = conv_accumulate(d, w, cfg, atomic_c=atomic_c, semantics=semantics, psum_bits=PSUM_BITS_INT16,
+                              cmod_saturates=True)  # fmt: skip
+    else:
+        acc = conv_accumulate(d, w, cfg, atomic_c=atomic_c, semantics=semantics)
+    return cacc_truncate(acc, truncate, semantics=semantics)
 
 
 # ---------------------------------------------------------------------------------------
 # register decoding
 
 
-def _check_modelled(view: RegisterView) -> None:
+def _check_modelled(view: RegisterView) -> int:
+    """Refuse what the model does not cover; returns the precision code (INT8 0 / INT16 1)."""
+    prec = int(view.field("CDMA", "D_MISC_CFG", "PROC_PRECISION"))
     for b in ("CDMA", "CSC", "CACC"):
         if view.field(b, "D_MISC_CFG", "CONV_MODE"):
             raise UnitNotModelled(f"{b}: Winograd convolution not modelled")
-        if view.field(b, "D_MISC_CFG", "PROC_PRECISION") != 0:
-            raise UnitNotModelled(f"{b}: INT16/FP16 convolution not modelled; INT8 only")
-    if view.field("CDMA", "D_MISC_CFG", "IN_PRECISION") != 0:
-        raise UnitNotModelled("CDMA: INT16/FP16 input not modelled; INT8 only")
+        p = int(view.field(b, "D_MISC_CFG", "PROC_PRECISION"))
+        if p not in (PREC_INT8, PREC_INT16):
+            raise UnitNotModelled(f"{b}: FP16 convolution not modelled; INT8/INT16 only")
+        if p != prec:
+            raise UnitNotModelled(f"{b}.D_MISC_CFG.PROC_PRECISION = {_PREC_NAMES.get(p, p)} differs from CDMA's "
+                                  f"{_PREC_NAMES.get(prec, prec)}: mixed-precision convolution not modelled")  # fmt: skip
+    for b in ("CDMA", "CSC"):
+        i = int(view.field(b, "D_MISC_CFG", "IN_PRECISION"))
+        if i != prec:
+            raise UnitNotModelled(f"{b}: IN_PRECISION {_PREC_NAMES.get(i, i)} != PROC_PRECISION "
+                                  f"{_PREC_NAMES.get(prec, prec)}: direct convolution converts no precision (seed 000)")
     if view.field("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") or view.field(
         "CSC", "D_DATAIN_FORMAT", "DATAIN_FORMAT"
     ):
@@ -249,9 +304,10 @@ def _check_modelled(view: RegisterView) -> None:
             raise UnitNotModelled(f"{b}: batch > 1 not modelled")
     if view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION"):
         raise UnitNotModelled("CSC: channel post-extension not modelled")
+    return prec
 
 
-def feature_entries_per_slice(width: int, channels: int, options: ModelOptions) -> int:
+def feature_entries_per_slice(width: int, channels: int, options: ModelOptions, bpe: int = 1) -> int:
     """CBUF entries one input line (slice) of a feature cube needs.
 
     A CBUF entry holds ``mac_atomic_c`` channels (``cbuf_bank_width`` bytes at INT8); a line
@@ -259,9 +315,17 @@ def feature_entries_per_slice(width: int, channels: int, options: ModelOptions) 
     ``C mod atomic_c`` channels take ``t`` memory atoms rounded up to a power of two, so that
     ``atomic_c / (atom * t)`` pixels share one entry. This is the value every direct-
     convolution trace of nvdla/hw master carries in ``CDMA/CSC.D_ENTRY_PER_SLICE`` (all 42,
-    on all six configurations); a smaller value makes slices overlap in CBUF."""
-    atoms_per_entry = max(options.mac_atomic_c // options.atom_bytes, 1)
-    full, rest = divmod(channels, options.mac_atomic_c)
+    on all six configurations); a smaller value makes slices overlap in CBUF. An entry is
+    the profile's ``cbuf_entry_bytes`` (nv_full: 128 bytes at INT8 and INT16 alike).
+
+    INT16 (``bpe`` 2): an entry holds ``atomic_c`` int16 channels (``2 * atomic_c`` bytes, the
+    nvdlav1 cmod's 128-byte ``CBUF_ENTRY_SIZE``), the same rule in bytes: nvdlav1
+    ``NV_NVDLA_cdma.cpp`` ``DirectConvDataResponseSequencerCommon`` computes
+    ``(atom_per_channel / 4) * W`` plus ``W``, ``(W + 1) / 2`` or ``(W + 3) / 4`` for 3, 2, 1
+    remaining atoms (v1 traces: 8 x 8 x 32 int16 -> ENTRIES 3, 19 x 19 x 64 -> 18)."""
+    entry = max(options.cbuf_entry_bytes, options.mac_atomic_c * bpe)
+    atoms_per_entry = max(entry // options.atom_bytes, 1)
+    full, rest = divmod(channels * bpe, entry)
     tail = -(-rest // options.atom_bytes)
     tail_pad = 0 if tail == 0 else 1 << (tail - 1).bit_length()
     return -(-width * (full * atoms_per_entry + tail_pad) // atoms_per_entry)
@@ -283,15 +347,18 @@ def check_cbuf(view: RegisterView, options: ModelOptions) -> None:
                            f"{options.cbuf_banks} CBUF banks")  # fmt: skip
     w = f("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH") + 1
     c = f("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL") + 1
-    need = feature_entries_per_slice(w, c, options)
+    bpe = 2 if f("CDMA", "D_MISC_CFG", "PROC_PRECISION") == PREC_INT16 else 1
+    need = feature_entries_per_slice(w, c, options, bpe)
     have = f("CDMA", "D_ENTRY_PER_SLICE", "ENTRIES") + 1
     if have < need:
         raise InvalidLayer(f"CDMA.D_ENTRY_PER_SLICE.ENTRIES = {have - 1} (+1 = {have} entries) but a {w}-pixel "
-                           f"line of {c} channels needs {need} CBUF entries of {options.cbuf_bank_width} bytes")
+                           f"line of {c} {'int16' if bpe == 2 else 'int8'} channels needs {need} CBUF entries "
+                           f"of {options.mac_atomic_c * bpe if bpe == 2 else options.cbuf_bank_width} bytes")
 
 
 def decode_conv_config(view: RegisterView) -> ConvConfig:
     f = lambda b, r, n: int(view.field(b, r, n))
+    pad_bits = 16 if f("CSC", "D_MISC_CFG", "PROC_PRECISION") == PREC_INT16 else 8
     return ConvConfig(
         in_w=f("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_WIDTH_EXT") + 1,
         in_h=f("CSC", "D_DATAIN_SIZE_EXT_0", "DATAIN_HEIGHT_EXT") + 1,
@@ -307,12 +374,12 @@ def decode_conv_config(view: RegisterView) -> ConvConfig:
         dil_y=f("CSC", "D_DILATION_EXT", "Y_DILATION_EXT") + 1,
         pad_left=f("CSC", "D_ZERO_PADDING", "PAD_LEFT"),
         pad_top=f("CSC", "D_ZERO_PADDING", "PAD_TOP"),
-        pad_value=int(sx(f("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE"), 8)),
+        pad_value=int(sx(f("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE"), pad_bits)),
     )
 
 
-def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray:
-    """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only)."""
+def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1) -> np.ndarray:
+    """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only); ``bpe`` 2 = INT16."""
     w = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH")) + 1
     h = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT")) + 1
     c = int(view.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")) + 1
@@ -323,8 +390,8 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray
         width=w,
         height=h,
         channels=c,
-        group=atom,
-        bpe=1,
+        group=atom // bpe,
+        bpe=bpe,
     )
     d = read_cube(engine_memory(mem, view, "CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), geo)[0][:c]
     if view.field("CDMA", "D_CVT_CFG", "CVT_EN"):
@@ -333,6 +400,7 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int) -> np.ndarray
             offset=int(sx(view.field("CDMA", "D_CVT_OFFSET", "CVT_OFFSET"), 16)),
             scale=int(sx(view.field("CDMA", "D_CVT_SCALE", "CVT_SCALE"), 16)),
             truncate=int(view.field("CDMA", "D_CVT_CFG", "CVT_TRUNCATE")),
+            out_bits=8 * bpe,
         )
     return d
 
@@ -348,10 +416,13 @@ def run_conv(
     sem = options.semantics
     atom = options.atom_bytes
     atomic_c, atomic_k = options.mac_atomic_c, options.mac_atomic_k
-    _check_modelled(view)
+    prec = _check_modelled(view)
+    bpe = 2 if prec == PREC_INT16 else 1
+    if bpe == 2:
+        atomic_k = max(atomic_k // 2, 1)  # one int16 kernel per MAC cell where int8 has two
     check_cbuf(view, options)
     cfg = decode_conv_config(view)
-    d = _fetch_feature(view, mem, atom)
+    d = _fetch_feature(view, mem, atom, bpe)
     if d.shape[1:] != (cfg.in_h, cfg.in_w) or d.shape[0] != cfg.in_c:
         raise UnitNotModelled(f"CDMA input cube {d.shape[::-1]} differs from CSC DATAIN_SIZE_EXT "
                               f"{(cfg.in_w, cfg.in_h, cfg.in_c)} (channel extension not modelled)")  # fmt: skip
@@ -362,17 +433,18 @@ def run_conv(
             f"CSC: weight C/K {wc}/{wk} differ from data C {cfg.in_c} / output K {cfg.out_k}"
         )
     bpk = int(view.field("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL")) + 1
-    if bpk != cfg.k_w * cfg.k_h * cfg.in_c:
+    if bpk != cfg.k_w * cfg.k_h * cfg.in_c * bpe:
         raise UnitNotModelled(
-            f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c} (not modelled)"
+            f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c}x{bpe} bytes (not modelled)"
         )
     w = read_dc_weights(
         engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE"), _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
-        cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atomic_k, atomic_c,
+        cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atomic_k, atomic_c, bpe,
     )  # fmt: skip
     y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")), atomic_c=atomic_c,
-                         semantics=sem)  # fmt: skip
-    kpad = -(-cfg.out_k // atom) * atom
+                         semantics=sem, precision=prec)  # fmt: skip
+    lanes = atom // bpe  # output channels per memory atom
+    kpad = -(-cfg.out_k // lanes) * lanes
     x = np.zeros((kpad, cfg.out_h, cfg.out_w), dtype=I64)
     x[: cfg.out_k] = y
     notes: list[str] = []

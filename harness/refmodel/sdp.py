@@ -9,6 +9,33 @@ Input comes from SDP_RDMA (memory) or, in flying mode, from the caller (CACC's 3
 results, :func:`nvdla_hil.harness.refmodel.conv.run_conv`). The output goes to memory (WDMA)
 or, with ``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``, on the fly into PDP (``pdp.run_pdp``).
 
+Precisions (nv_full; seed 000 "Precision Conversion": SDP converts int8 <-> int16 with the
+processing precision "always INT8"; nvdla/hw nvdlav1 cmod ``cmod/sdp/NV_NVDLA_sdp.cpp`` and RTL
+``vmod/nvdla/sdp``):
+
+* INT16 -> INT16 (IN = PROC = OUT = INT16): 2-byte input elements, ``atom / 2`` channels per
+  memory atom (dma.py ``group = atom // bpe``; cmod ``ELEMENT_PER_GROUP_INT16``), sign-extended
+  to 32 bits (``NV_NVDLA_SDP_MRDMA_EG_dout.v``); the BS/BN/EW arithmetic is the INT8 one
+  (section 3: 16-bit ALU/MUL operands, 6-bit ALU left shift into 32 bits, 6 used bits of the
+  MUL shift, 49-bit products, RSAT to 32 bits); the output convertor ends in
+  ``IntSaturation<17, 16>`` (``cmod/hls/sdp/sdp_c.cpp``, ``cfg_out_precision == ENUM_INT16``).
+  Operand cubes (BRDMA/NRDMA/ERDMA) use the PROC precision's group (cmod
+  ``SdpRdmaSequence``: ``precision = eRdDma == SDP_RDMA_INPUT ? in_precision : proc_precision``).
+* INT16 -> INT8 (IN = INT16, PROC = OUT = INT8; cmod ``is_int16_to_int8``, RTL
+  ``NV_NVDLA_SDP_MRDMA_ig.v`` ``cfg_mode_16to8``): SDP_RDMA reads the int16 cube in pairs of
+  surfaces (the surface count rounded up to even: ``surf_num = ((surf_num+1)/2)*2``,
+  ``size_of_surf = reg2dp_channel[12:5]``), so a pixel's ``atom`` channels come from two
+  int16 surfaces and the int8 output atom holds all of them; operands, processing and the
+  output use the INT8 group ``atom``; the convertor ends in ``IntSaturation<17, 8>``.
+* INT8 -> INT16 (IN = PROC = INT8, OUT = INT16; cmod ``is_int8_to_int16``, RTL
+  ``NV_NVDLA_SDP_WDMA_cmd.v`` ``cfg_mode_8to16``): every int8 input atom of ``atom``
+  channels is written as two int16 surfaces (``surface_num = ((C + 31)/32)*2``), so
+  ``2 * ceil(C / atom)`` output surfaces, padding lanes included.
+* PROC = INT16 with OUT = INT8 is refused (``UnitNotModelled``): the cmod WDMA then packs two
+  consecutive 16-element transactions of the INT16 stream into one int8 atom
+  (``SendDmaWriteRequest``), which is not the feature format; seed 000 programs this
+  conversion with PROC = INT8.
+
 Entry point: :func:`run_sdp`, called by the virtual NVDLA when SDP's ``D_OP_ENABLE`` fires.
 """
 
@@ -339,12 +366,15 @@ def _check_modelled(view: RegisterView, flying: bool) -> tuple[int, int, int]:
         rproc = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION"))
     if PREC_FP16 in (in_p, proc, out, rproc) or in_p > 2 or proc > 2 or out > 2:
         raise UnitNotModelled("SDP: FP16 input/processing/output not modelled")
-    if in_p != proc or rproc != proc:
+    if rproc != proc or not (in_p == proc or (in_p == PREC_INT16 and proc == PREC_INT8)):
         raise UnitNotModelled(
-            f"SDP: precision conversion IN={in_p} PROC={proc} (RDMA PROC={rproc}) not modelled"
+            f"SDP: precision conversion IN={in_p} PROC={proc} (RDMA PROC={rproc}) not modelled "
+            "(modelled: IN = PROC, or INT16 input with INT8 processing)"
         )
     if proc == PREC_INT16 and out == PREC_INT8:
-        raise UnitNotModelled("SDP: INT16 processing with INT8 output not modelled")
+        raise UnitNotModelled("SDP: INT16 processing with INT8 output not modelled (the cmod WDMA packs two "
+                              "16-element INT16 transactions into one int8 atom); program PROC_PRECISION = INT8 "
+                              "for INT16 -> INT8 (seed 000)")  # fmt: skip
     return in_p, proc, out
 
 
@@ -381,14 +411,14 @@ def run_sdp(
         raise UnitNotModelled("SDP: flying mode (input from CACC) needs the convolution pipeline (conv.run_conv)")
     if not flying and source is not None:
         raise ValueError("SDP: a flying-mode source was given but D_FEATURE_MODE_CFG.FLYING_MODE is OFF")
-    _, proc, out_prec = _check_modelled(view, flying)
+    in_prec, proc, out_prec = _check_modelled(view, flying)
     to_pdp = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST"))
     w, h, c = _dims(view, "SDP")
     if not flying and (w, h, c) != _dims(view, "SDP_RDMA"):
         raise UnitNotModelled(f"SDP: SDP_RDMA cube {_dims(view, 'SDP_RDMA')} differs from SDP cube {(w, h, c)}")
     atom = options.atom_bytes
-    in_bpe = 1 if proc == PREC_INT8 else 2
-    group = atom // in_bpe
+    proc_bpe = 1 if proc == PREC_INT8 else 2
+    group = atom // proc_bpe  # processing / operand group (cmod: proc_precision for BS/BN/EW DMAs)
     cube = _Cube(w, h, c, group)
     notes: list[str] = []
 
@@ -397,12 +427,16 @@ def run_sdp(
         x = np.asarray(source, dtype=I64)
         if x.shape != (cube.cpad, h, w):
             raise ValueError(f"SDP: flying input shape {x.shape} != {(cube.cpad, h, w)} (SDP D_DATA_CUBE_*)")
+    elif in_prec == PREC_INT16 and proc == PREC_INT8:
+        # 16 -> 8: int16 surfaces read in pairs (cube.cpad = atom * ceil(C / atom) lanes)
+        x = _read_main(view, mem, w, h, cube.cpad, atom // 2, 2)
     else:
-        x = _read_main(view, mem, w, h, c, group, in_bpe)
+        x = _read_main(view, mem, w, h, c, group, proc_bpe)
 
     x, notes_extra, eql, lstats, lut_on, ew_on = _datapath(view, mem, x, cube, options)
     notes.extend(notes_extra)
-    return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp)
+    return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
+                   proc=proc)  # fmt: skip
 
 
 def _surface(view: RegisterView, block: str, prefix: str, w: int, h: int, c: int, group: int, bpe: int) -> CubeGeometry:
@@ -475,7 +509,8 @@ def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, o
     return x, notes, eql, lstats, lut_on, ew_on
 
 
-def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp) -> LayerResult:
+def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
+            proc: int = PREC_INT8) -> LayerResult:  # fmt: skip
     """Output convertor (C), WDMA or PDP, statistics."""
     sem = options.semantics
     atom = options.atom_bytes
@@ -500,6 +535,10 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
             semantics=sem,
         )
         ocube = _Cube(w, h, c, out_group)
+        if proc == PREC_INT8 and out_bits == 16 and not to_pdp:
+            # 8 -> 16: each int8 atom becomes two int16 surfaces (cmod WdmaSequence
+            # ``surface_num = ((C+31)/32)*2``, RTL NV_NVDLA_SDP_WDMA_cmd.v cfg_mode_8to16)
+            ocube = _Cube(w, h, surfaces(c, atom) * atom, out_group)
         if ocube.cpad > y.shape[0]:
             raise UnitNotModelled("SDP: output padding lanes beyond the input's not modelled")
         y = y[: ocube.cpad]
@@ -508,11 +547,9 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
         if to_pdp:
             from .pdp import run_pdp
 
-            if out_bits != 8:
-                raise UnitNotModelled("SDP->PDP on the fly: INT16 output not modelled; INT8 only")
             pdp_res = run_pdp(view, mem, options, source=y)
         else:
-            _write_dst(view, mem, y, w, h, c, out_group, out_bpe)
+            _write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
 
     stats.update(_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
     if pdp_res is not None:
