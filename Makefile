@@ -27,8 +27,12 @@ $(BIN)/nvdla-hil: pyproject.toml
 
 install: $(BIN)/nvdla-hil
 
+# the main job: NVDLA's traces of every public configuration, nv_full's own tests and the
+# bundled vectors on the model target (the shared folders are used when they are there)
 regress: install
-	$(BIN)/nvdla-hil regress --target model
+	$(BIN)/nvdla-hil regress --target model \
+	  $(if $(wildcard $(NVDLA_TRACE_SETS)),--traces $(NVDLA_TRACE_SETS)) \
+	  $(if $(wildcard $(NVDLA_TXN_TESTS)),--txn $(NVDLA_TXN_TESTS))
 
 test: install
 	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)

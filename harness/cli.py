@@ -40,12 +40,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ..drivers.regmap import RegisterMapError
-from .targets import TARGETS, TargetSpec, open_target
+from .targets import TARGETS, TargetSpec, layer_timeout, open_target
 
 __all__ = ["main", "build_parser"]
 
 SUITES = {
     "traces": "nvdla_hil.harness.suites.test_traces",
+    "txn": "nvdla_hil.harness.suites.test_txn",
     "vectors": "nvdla_hil.harness.suites.test_vectors",
 }
 
@@ -57,6 +58,18 @@ def _default_traces() -> str | None:
         return env
     here = Path(__file__).resolve().parents[1]
     for cand in (Path.cwd() / "../shared/nvdla/trace_tests/nv_small", here / "../shared/nvdla/trace_tests/nv_small"):
+        if cand.is_dir():
+            return str(cand.resolve())
+    return None
+
+
+def _default_txn() -> str | None:
+    """NVDLA_TXN_TESTS, else ../shared/nvdla/traceplayer_v1 next to a source checkout."""
+    env = os.environ.get("NVDLA_TXN_TESTS")
+    if env:
+        return env
+    here = Path(__file__).resolve().parents[1]
+    for cand in (Path.cwd() / "../shared/nvdla/traceplayer_v1", here / "../shared/nvdla/traceplayer_v1"):
         if cand.is_dir():
             return str(cand.resolve())
     return None
@@ -128,6 +141,17 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
                                "(or set NVDLA_TRACES, or give --nvdla-hw PATH)")
         elif args.traces:
             raise _Bad(f"--traces {args.traces} was given but --suite {args.suite} runs no traces")
+        if "txn" in suites:
+            if args.txn:
+                if not Path(args.txn).is_dir() or not any(Path(args.txn).rglob("input.txn")):
+                    raise _Bad(f"--txn {args.txn}: {'no such folder' if not Path(args.txn).is_dir() else 'no input.txn test below it'}")
+            else:
+                args.txn = _default_txn()
+                if args.txn is None and args.suite == "txn":
+                    raise _Bad("--suite txn: no nv_full traceplayer tests configured: pass --txn PATH "
+                               "(or set NVDLA_TXN_TESTS)")
+        elif args.txn:
+            raise _Bad(f"--txn {args.txn} was given but --suite {args.suite} runs no nv_full tests")
         if "vectors" in suites and args.vectors:
             check_vector_source("--vectors", args.vectors)
         elif args.vectors:
@@ -188,6 +212,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     logs = Path(args.log_dir) if args.log_dir else run / "logs"
     argv = ["-p", "no:cacheprovider", "-q", "--nvdla-summary", "--target", args.target,
             "--model-semantics", args.model_semantics, "-o", "console_output_style=classic",
+            "-o", "junit_family=xunit1",  # per-test <properties> (profile, target)
             "--nvdla-summary-file", str(run / "summary.txt"), "--nvdla-log", str(logs)]
     argv += ["--pyargs"] + [SUITES[s] for s in suites]
     if args.profile:
@@ -196,6 +221,8 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv += ["--nvdla-traces", traces]
     if args.vectors:
         argv += ["--nvdla-vectors", args.vectors]
+    if args.txn:
+        argv += ["--nvdla-txn", args.txn]
     for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--lab", args.lab), ("--board", args.board)):
         if val:
             argv += [flag, val]
@@ -350,6 +377,9 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     from .traces import parse_trace, run_trace, trace_features
     from .workload import explain_timeout, trace_budget
 
+    p = Path(args.path)
+    if (p / "input.txn").is_file() or p.name == "input.txn":
+        return _cmd_txn(args)
     trace = parse_trace(args.path)
     if args.log:
         bad = _refuse_log(args.log, trace, args.force)
@@ -391,6 +421,43 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     why = explain_timeout(result.message, budget)
     if why:
         print(why)
+    if args.log:
+        with open(args.log, "w", encoding="utf-8") as fh:
+            log.dump(fh)
+        print(f"register access log: {args.log} ({len(log.records)} accesses)")
+    elif result.status in ("failed", "error"):
+        print("last register accesses:")
+        print("\n".join("  " + line for line in log.tail(15)))
+    if result.status == "skipped":
+        print(f"nvdla-hil trace: nothing was checked: {result.message}", file=sys.stderr)
+        return 2
+    return 0 if result.status == "passed" else 1
+
+
+def _cmd_txn(args: argparse.Namespace) -> int:
+    """``trace`` on one of nv_full's traceplayer tests (a folder with ``input.txn``)."""
+    from ..drivers.driver import AccessLog
+    from ..drivers.profiles import load_profile
+    from .txn import parse_txn, run_txn
+
+    test = parse_txn(args.path)
+    prof = load_profile((args.profile or "nv_full").split(",")[0], nvdla_hw=args.nvdla_hw)
+    if prof.generation != "v1":
+        print(f"{test.name} is an nvdlav1 (nv_full) test; --nvdla-config {prof.name} is a {prof.generation} design",
+              file=sys.stderr)
+        return 2
+    if args.log and Path(args.log).exists() and not args.force:
+        print(f"nvdla-hil trace: --log {args.log}: the file exists; pass --force to replace it", file=sys.stderr)
+        return 2
+    if args.log and Path(args.log).resolve().parent == test.folder.resolve():
+        print(f"nvdla-hil trace: --log {args.log}: refusing to write into the test's own folder", file=sys.stderr)
+        return 2
+    with open_target(_spec(args, prof.name)) as target:
+        log = AccessLog(prof.regmap)
+        target.add_observer(log)
+        result = run_txn(test, target, profile=prof, timeout=args.timeout or layer_timeout(target))
+    print(f"[{prof.name} on {args.target}]")
+    print(result.summary())
     if args.log:
         with open(args.log, "w", encoding="utf-8") as fh:
             log.dump(fh)
@@ -508,6 +575,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", help="NVDLA trace folder: one configuration's, or a folder of configuration folders "
                                     "(default: NVDLA_TRACES, else the --nvdla-hw checkout's verif/tests/trace_tests, "
                                     "else ../shared/nvdla/trace_tests/nv_small); a missing or empty folder is an error")
+    p.add_argument("--txn", help="folder of nv_full's traceplayer tests (input.txn; default: NVDLA_TXN_TESTS, else "
+                                 "../shared/nvdla/traceplayer_v1)")
     p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")
     p.add_argument("--results-dir", default=os.environ.get("NVDLA_HIL_RESULTS", "results"),
                    help="where run directories go (default: results, or NVDLA_HIL_RESULTS); each run writes "

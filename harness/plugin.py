@@ -76,6 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated, or all (default: all on the model target, "
                      f"{DEFAULT_PROFILES} elsewhere)")
     g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
+    g.addoption("--nvdla-txn", default=None, help="folder of nv_full's traceplayer tests, input.txn (or NVDLA_TXN_TESTS)")
     g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
     g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
     g.addoption("--lab", default=None, help="lab file for the serial target (or NVDLA_HIL_LAB)")

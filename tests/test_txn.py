@@ -173,3 +173,27 @@ def test_public_tests_pass_on_the_model(txn_root: Path, name: str) -> None:
     assert res.status == "passed", res.summary()
     if name == "sdp_relu_int16":  # the whole output feature map, against NVDLA's file
         assert any(c.kind == "dump_mem" and c.passed and "all 4096 bytes match" in c.message for c in res.checks)
+
+
+def test_regress_runs_nv_fulls_tests(txn_root: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    from nvdla_hil.harness.cli import main
+
+    n = len(find_txns(txn_root))
+    code = main(["regress", "--suite", "txn", "--txn", str(txn_root), "--results-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0, out[-2000:]
+    assert f"summary: {n} passed, 0 failed" in out
+    # a run that may not use nv_full runs none of them: lacks-unit skips, and nothing ran is exit 2
+    code = main(["regress", "--suite", "txn", "--txn", str(txn_root), "--nvdla-config", "nv_small",
+                 "--results-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2 and f"{n} skipped: lacks unit" in out
+
+
+def test_trace_command_plays_a_txn_test(txn_root: Path, capsys) -> None:  # noqa: ANN001
+    from nvdla_hil.harness.cli import main
+
+    assert main(["trace", str(txn_root / "pdp_max_pooling_int16")]) == 0
+    out = capsys.readouterr().out
+    assert "[nv_full on model]" in out and "dump_mem ok" in out
+    assert main(["trace", str(txn_root / "sanity0"), "--nvdla-config", "nv_small"]) == 2
