@@ -214,8 +214,10 @@ def check_config(field: Field, units: Iterable[str] = ("sdp",)) -> dict[str, Pre
 
     Per unit (register names as in NVDLA_*.rdl):
     * ``conv``: CDMA D_MISC_CFG.IN_PRECISION/PROC_PRECISION, D_DATAIN_FORMAT.DATAIN_FORMAT
-      (PIXEL = image mode) and PIXEL_FORMAT (float formats -> FP16 image); CACC
-      D_MISC_CFG.PROC_PRECISION must equal the CDMA PROC_PRECISION.
+      (PIXEL = image mode) and PIXEL_FORMAT (float formats -> FP16 image); every engine of
+      the pipeline must agree with CDMA: CSC IN/PROC_PRECISION, CMAC_A/CMAC_B/CACC
+      PROC_PRECISION, and CONV_MODE of CSC/CMAC_A/CMAC_B/CACC (each engine is programmed
+      separately; a lone INT16 in CMAC would otherwise go unnoticed).
     * ``sdp``: SDP.D_DATA_FORMAT.PROC_PRECISION/OUT_PRECISION and D_FEATURE_MODE_CFG.FLYING_MODE;
       input = SDP_RDMA D_FEATURE_MODE_CFG.IN_PRECISION (offline) or CACC PROC_PRECISION
       (on the fly); SDP_RDMA PROC/OUT_PRECISION must agree with SDP's.
@@ -235,7 +237,14 @@ def check_config(field: Field, units: Iterable[str] = ("sdp",)) -> dict[str, Pre
             if image:
                 fmt = int(field("CDMA", "D_DATAIN_FORMAT", "PIXEL_FORMAT"))
                 i = "fp16" if fmt in FLOAT_PIXEL_FORMATS else "int8"
-            _same(field, ("CDMA", "D_MISC_CFG", "PROC_PRECISION"), ("CACC", "D_MISC_CFG", "PROC_PRECISION"))
+            for blk in ("CSC", "CMAC_A", "CMAC_B", "CACC"):
+                _same(field, ("CDMA", "D_MISC_CFG", "PROC_PRECISION"), (blk, "D_MISC_CFG", "PROC_PRECISION"))
+                ma, mb = int(field("CDMA", "D_MISC_CFG", "CONV_MODE")), int(field(blk, "D_MISC_CFG", "CONV_MODE"))
+                if ma != mb:
+                    modes = {0: "DIRECT", 1: "WINOGRAD"}
+                    raise InvalidPrecisionConfig(f"CDMA.D_MISC_CFG.CONV_MODE = {modes.get(ma, ma)} but {blk}.D_MISC_CFG."
+                                                 f"CONV_MODE = {modes.get(mb, mb)}; they must agree")
+            _same(field, ("CDMA", "D_MISC_CFG", "IN_PRECISION"), ("CSC", "D_MISC_CFG", "IN_PRECISION"))
             out[u] = check_precisions("conv", i, p, mode="image" if image else "feature")
         elif u == "sdp":
             flying = int(field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE")) == 1

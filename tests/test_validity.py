@@ -131,15 +131,23 @@ def test_config_conv_image_and_feature():
                CDMA__D_MISC_CFG__PROC_PRECISION=0)
     with pytest.raises(InvalidPrecisionConfig, match="FP16 image -> output INT8"):
         check_config(img, ["conv"])
-    img8 = Regs(CDMA__D_DATAIN_FORMAT__DATAIN_FORMAT=1, CDMA__D_DATAIN_FORMAT__PIXEL_FORMAT=12,
-                CDMA__D_MISC_CFG__PROC_PRECISION=2, CACC__D_MISC_CFG__PROC_PRECISION=2)
+    fp16_engines = {f"{b}__D_MISC_CFG__PROC_PRECISION": 2 for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC")}
+    img8 = Regs(CDMA__D_DATAIN_FORMAT__DATAIN_FORMAT=1, CDMA__D_DATAIN_FORMAT__PIXEL_FORMAT=12, **fp16_engines)
     assert check_config(img8, ["conv"])["conv"].pipeline == "fp16"
-    feat = Regs(CDMA__D_MISC_CFG__IN_PRECISION=1, CDMA__D_MISC_CFG__PROC_PRECISION=0)
+    feat = Regs(CDMA__D_MISC_CFG__IN_PRECISION=1, CSC__D_MISC_CFG__IN_PRECISION=1, CDMA__D_MISC_CFG__PROC_PRECISION=0)
     with pytest.raises(InvalidPrecisionConfig, match="Convolution conversion table: input INT16 -> output INT8"):
         check_config(feat, ["conv"])
-    cacc = Regs(CDMA__D_MISC_CFG__IN_PRECISION=1, CDMA__D_MISC_CFG__PROC_PRECISION=1)
-    with pytest.raises(InvalidPrecisionConfig, match="CACC.D_MISC_CFG.PROC_PRECISION"):
+    int16 = {f"{b}__D_MISC_CFG__PROC_PRECISION": 1 for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B")}
+    cacc = Regs(CDMA__D_MISC_CFG__IN_PRECISION=1, CSC__D_MISC_CFG__IN_PRECISION=1, **int16)
+    with pytest.raises(InvalidPrecisionConfig, match="CACC.D_MISC_CFG.PROC_PRECISION = INT8"):
         check_config(cacc, ["conv"])
+    # INT16 programmed in one CMAC half only: refused naming it (the engines are separate)
+    lone = Regs(CMAC_B__D_MISC_CFG__PROC_PRECISION=1)
+    with pytest.raises(InvalidPrecisionConfig, match="CMAC_B.D_MISC_CFG.PROC_PRECISION = INT16; they must agree"):
+        check_config(lone, ["conv"])
+    wino = Regs(CSC__D_MISC_CFG__CONV_MODE=1)
+    with pytest.raises(InvalidPrecisionConfig, match="CDMA.D_MISC_CFG.CONV_MODE = DIRECT but CSC.D_MISC_CFG.CONV_MODE = WINOGRAD"):
+        check_config(wino, ["conv"])
 
 
 def test_config_cdp_pdp():
