@@ -400,13 +400,26 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         print(f"{trace.name} needs {', '.join(missing)}, which {lacking} lack{'s' if len(profs) == 1 else ''}; "
               f"give --nvdla-config a profile that has it (e.g. nv_small_256_full)", file=sys.stderr)
         return 2
-    with open_target(_spec(args, prof.name)) as target:
+    if args.model_bug and args.target != "model":
+        print("nvdla-hil trace: --model-bug injects a bug into the model target only (--target model)", file=sys.stderr)
+        return 2
+    if args.model_bug:
+        from .targets.model import ModelTarget
+
+        opened = ModelTarget(prof, semantics=args.model_semantics, bugs=args.model_bug)
+    else:
+        opened = open_target(_spec(args, prof.name))
+    actual: dict[int, object] = {}
+    with opened as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
         budget = trace_budget(trace, drv, target)
         if args.timeout is not None:
             budget = dataclasses.replace(budget, seconds=args.timeout, source="--timeout")
         result = run_trace(trace, target, driver=drv, poison=args.poison, timeout=budget.seconds)
+        if result.status == "failed":  # what the target left in each failing region, for the diff
+            actual = {ck.line: target.mem_read(ck.address, ck.size, port=ck.port)
+                      for ck in result.checks if ck.kind == "crc" and not ck.passed}
         if args.stats:
             for unit in trace.units():
                 if unit in ("SDP", "CDP", "PDP", "CACC"):
@@ -421,6 +434,11 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     why = explain_timeout(result.message, budget)
     if why:
         print(why)
+    if actual and not args.no_diagnose:
+        from .triage import diagnose_trace
+
+        diag = diagnose_trace(trace, actual, prof, semantics=args.model_semantics, budget=args.hint_budget)  # type: ignore[arg-type]
+        print(diag.summary())
     if args.log:
         with open(args.log, "w", encoding="utf-8") as fh:
             log.dump(fh)
@@ -621,6 +639,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  "--force, and always refuses the trace's own files)")
     p.add_argument("--force", action="store_true", help="let --log replace an existing file")
     p.add_argument("--stats", action="store_true", help="print the units' statistics registers afterwards")
+    p.add_argument("--model-bug", action="append", metavar="SPEC",
+                   help="model target: inject a datapath bug into the target (never the reference), e.g. "
+                        "SDP.D_CVT_OFFSET.CVT_OFFSET+1 or stuck:SDP:3:0 (harness/targets/faults.py); repeatable")
+    p.add_argument("--no-diagnose", action="store_true",
+                   help="on a failed check, skip the model-vs-target diff and the suspect-register search")
+    p.add_argument("--hint-budget", type=float, default=20.0,
+                   help="seconds the suspect-register search may take (default 20)")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for each interrupt (default: estimated from the layers' work on a "
                         "simulator - factor x expected cycles / simulated cycles per second, with a floor - "

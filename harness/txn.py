@@ -43,8 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from ..drivers.profiles import HardwareProfile, load_profile
-from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
+from .outputs import cube_for, diff_region
 from .refmodel.base import UnitNotModelled
 from .traces import TraceError
 
@@ -247,115 +247,6 @@ class TxnResult:
         return "\n".join(lines)
 
 
-# ---- output geometry of a dumped region --------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _OutCube:
-    unit: str
-    base: int
-    width: int
-    height: int
-    channels: int
-    line_stride: int
-    surface_stride: int
-    bpe: int
-    atom: int
-
-    @property
-    def group(self) -> int:
-        return self.atom // self.bpe
-
-    def locate(self, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(c, h, w) of byte offsets from ``base`` (-1 outside the cube) and the in-cube mask."""
-        off = offsets.astype(np.int64)
-        s, r = np.divmod(off, max(self.surface_stride, 1))
-        h, r = np.divmod(r, max(self.line_stride, 1))
-        w, r = np.divmod(r, self.atom)
-        lane = r // self.bpe
-        c = s * self.group + lane
-        inside = (h < self.height) & (w < self.width) & (c < self.channels) & (s * self.group < self.channels)
-        if self.line_stride < self.atom * self.width or self.surface_stride < self.line_stride * self.height:
-            inside &= False  # packed/overlapping strides: no unambiguous location
-        return np.stack([c, h, w], axis=-1), inside
-
-
-def _out_cubes(regs: dict[int, int], profile: HardwareProfile) -> list[_OutCube]:
-    rm = profile.regmap
-    atom = profile.atom_bytes
-
-    def f(block: str, reg: str, fld: str) -> int:
-        r = rm.register(block, reg)
-        return r.field(fld).extract(regs.get(r.address, r.reset))
-
-    def v(block: str, reg: str) -> int:
-        r = rm.register(block, reg)
-        return regs.get(r.address, r.reset)
-
-    cubes = []
-    try:
-        if rm.has_block("SDP"):
-            out16 = f("SDP", "D_DATA_FORMAT", "OUT_PRECISION") != 0
-            cubes.append(_OutCube("SDP", v("SDP", "D_DST_BASE_ADDR_HIGH") << 32 | v("SDP", "D_DST_BASE_ADDR_LOW"),
-                                  f("SDP", "D_DATA_CUBE_WIDTH", "WIDTH") + 1, f("SDP", "D_DATA_CUBE_HEIGHT", "HEIGHT") + 1,
-                                  f("SDP", "D_DATA_CUBE_CHANNEL", "CHANNEL") + 1, v("SDP", "D_DST_LINE_STRIDE"),
-                                  v("SDP", "D_DST_SURFACE_STRIDE"), 2 if out16 else 1, atom))  # fmt: skip
-        if rm.has_block("PDP"):
-            in16 = f("PDP", "D_DATA_FORMAT", "INPUT_DATA") != 0
-            cubes.append(_OutCube("PDP", v("PDP", "D_DST_BASE_ADDR_HIGH") << 32 | v("PDP", "D_DST_BASE_ADDR_LOW"),
-                                  f("PDP", "D_DATA_CUBE_OUT_WIDTH", "CUBE_OUT_WIDTH") + 1,
-                                  f("PDP", "D_DATA_CUBE_OUT_HEIGHT", "CUBE_OUT_HEIGHT") + 1,
-                                  f("PDP", "D_DATA_CUBE_OUT_CHANNEL", "CUBE_OUT_CHANNEL") + 1,
-                                  v("PDP", "D_DST_LINE_STRIDE"), v("PDP", "D_DST_SURFACE_STRIDE"), 2 if in16 else 1, atom))  # fmt: skip
-        if rm.has_block("CDP"):
-            in16 = f("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE") != 0
-            cubes.append(_OutCube("CDP", v("CDP", "D_DST_BASE_ADDR_HIGH") << 32 | v("CDP", "D_DST_BASE_ADDR_LOW"),
-                                  f("CDP_RDMA", "D_DATA_CUBE_WIDTH", "WIDTH") + 1, f("CDP_RDMA", "D_DATA_CUBE_HEIGHT", "HEIGHT") + 1,
-                                  f("CDP_RDMA", "D_DATA_CUBE_CHANNEL", "CHANNEL") + 1, v("CDP", "D_DST_LINE_STRIDE"),
-                                  v("CDP", "D_DST_SURFACE_STRIDE"), 2 if in16 else 1, atom))  # fmt: skip
-    except RegisterMapError:
-        pass
-    return cubes
-
-
-def explain_region(expected: np.ndarray, actual: np.ndarray, address: int, cube: _OutCube | None,
-                   limit: int = 3) -> str:  # fmt: skip
-    """One line: how many bytes/elements differ, the first and worst by (c, h, w) when the
-    region is a known output cube, bytes outside the cube counted apart."""
-    diff = np.flatnonzero(expected != actual)
-    if diff.size == 0:
-        return f"all {expected.size} bytes match"
-    if cube is None or cube.base > address or cube.base + 0 != cube.base:
-        first = ", ".join(f"+{int(i):#x} expected {int(expected[i]):#04x} got {int(actual[i]):#04x}" for i in diff[:limit])
-        return f"{diff.size} of {expected.size} bytes differ; first {first}"
-    offs = diff + (address - cube.base)
-    coords, inside = cube.locate(offs)
-    parts = [f"{diff.size} of {expected.size} bytes differ"]
-    n_in = int(inside.sum())
-    if n_in:
-        # element values (little-endian, signed) of the differing in-cube elements
-        starts = (offs[inside] // cube.bpe) * cube.bpe - (address - cube.base)
-        uniq, idx = np.unique(starts, return_index=True)
-        cs = coords[inside][idx]
-
-        def elem(buf: np.ndarray, at: int) -> int:
-            b = buf[at : at + cube.bpe].tobytes()
-            return int.from_bytes(b, "little", signed=True)
-
-        ev = np.array([elem(expected, int(a)) for a in uniq[:10_000]])
-        av = np.array([elem(actual, int(a)) for a in uniq[:10_000]])
-        worst = int(np.argmax(np.abs(ev - av))) if ev.size else 0
-        desc = lambda i: f"(c={cs[i][0]},h={cs[i][1]},w={cs[i][2]}) expected {ev[i]} got {av[i]}"  # noqa: E731
-        chans = np.unique(cs[:, 0])
-        parts.append(f"{uniq.size} {cube.unit} output elements of {cube.channels}x{cube.height}x{cube.width} "
-                     f"({'int16' if cube.bpe == 2 else 'int8'}) differ in {chans.size} channel(s)")
-        parts.append("first " + "; ".join(desc(i) for i in range(min(limit, uniq.size))))
-        parts.append("worst " + desc(worst))
-    if diff.size - n_in:
-        parts.append(f"{diff.size - n_in} differing bytes lie outside the cube (gaps, padding lanes)")
-    return "; ".join(parts)
-
-
 # ---- player ------------------------------------------------------------------------------------
 
 
@@ -404,10 +295,10 @@ def run_txn(test: Txn | str | Path, transport: Transport, *, profile: HardwarePr
                 addr, size, rel, port = c.args
                 want = load_txn_data(_data_file(txn.path, c.line, rel), size, where=f"{txn.path}:{c.line}")
                 got = np.asarray(transport.mem_read(addr, size, port=port), dtype=np.uint8)
-                cube = next((k for k in _out_cubes(regs, prof) if k.base == addr), None)
+                cube = cube_for([regs], prof, addr, port)
                 ok = bool(np.array_equal(want, got))
                 res.checks.append(TxnCheck("dump_mem", c.line, ok, f"{port}[{addr:#x}+{size:#x}] vs {rel}: "
-                                           + explain_region(want, got, addr, cube)))  # fmt: skip
+                                           + diff_region(want, got, addr, cube).summary()))  # fmt: skip
     except UnitNotModelled as e:
         res.status, res.message = "skipped", f"unit not modelled: {e}"
     except (TransportError, TimeoutError) as e:

@@ -123,12 +123,17 @@ class ModelTarget(Transport):
     """
 
     def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
-                 record_reads: bool = False, polls_per_event: int | None = None) -> None:  # fmt: skip
+                 record_reads: bool = False, polls_per_event: int | None = None,
+                 bugs: list[str] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
         self.options = ModelOptions.for_profile(self.profile, semantics)
+        # injected datapath bugs (harness/targets/faults.py): this target only, never a reference
+        from .faults import parse_bug
+
+        self.bugs = [parse_bug(b, self.regmap) for b in (bugs or [])]
         # status polls in a row that let the next unit finish (None: IDLE_POLLS_PER_EVENT; 0: never)
         self.polls_per_event = IDLE_POLLS_PER_EVENT if polls_per_event is None else polls_per_event
         # record_reads: remember which bytes the layers' DMA engines read (for poisoning only
@@ -357,6 +362,10 @@ class ModelTarget(Transport):
     def _run(self, layer: _Layer, group: int) -> None:
         runner = _load_runner(layer.runner)
         view = _GroupView(self, {b: group for b in self.regmap.blocks})
+        if self.bugs:
+            from .faults import FaultyView
+
+            view = FaultyView(view, self.regmap, self.bugs)
         self._check_precisions(layer, view)
         mem = self._memory_of(layer, view)
         recorders = [m for m in self.memories.values() if isinstance(m, RecordingMemory)]
@@ -375,6 +384,13 @@ class ModelTarget(Transport):
         finally:
             for m in recorders:
                 m.recording = False
+        if any(b.stuck for b in self.bugs):
+            from ..outputs import output_cubes
+            from .faults import apply_stuck_bits
+
+            regs = {r.address: self._value(r, group) for r in self._by_addr.values()}
+            apply_stuck_bits(self.bugs, [c for c in output_cubes(regs, self.profile) if c.unit in layer.done],
+                             self.memories)
         self.layers_run.append((layer.done[0], group, result))
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
