@@ -121,6 +121,64 @@ def test_feature_alignment_rules(params, rule):
         FEATURE.pack(np.zeros((64, 2, 2), np.int8), **params)
 
 
+# Stride alignment follows the configuration's memory atom (layouts README "Settled against the
+# RTL and C model"): nvdla/hw master hands CDMA/SDP only stride[31:log2(atom)] and the MCIF read
+# path zeroes the low log2(atom) address bits, so strides must be whole atoms: 8 bytes on
+# nv_small, 32 on nv_full/nv_large (nvdlav1 registers hold [31:5]).
+
+
+def test_feature_nv_small_strides_need_only_8_byte_alignment():
+    # C=16 int8 on nv_small: 8 channels per 8-byte atom, 2 surfaces; H=2, W=1.
+    # line_stride=16 and surface_stride=40 are multiples of 8 but not of 32. Element (c, h, 0)
+    # sits at (c // 8) * 40 + h * 16 + c % 8; value = 1 + c + 16 * h.
+    a = np.array([[[1 + c + 16 * h] for h in range(2)] for c in range(16)], np.int8)
+    buf = FEATURE.pack(a, profile="nv_small", line_stride=16, surface_stride=40)
+    expected = ([1, 2, 3, 4, 5, 6, 7, 8] + [0] * 8            # surface 0, line 0 (+ 8-byte gap)
+                + [17, 18, 19, 20, 21, 22, 23, 24] + [0] * 16   # surface 0, line 1 (+ gap to 40)
+                + [9, 10, 11, 12, 13, 14, 15, 16] + [0] * 8     # surface 1 at 40, line 0
+                + [25, 26, 27, 28, 29, 30, 31, 32])             # surface 1, line 1 at 56
+    assert buf.tolist() == expected
+    assert np.array_equal(FEATURE.unpack(buf, a.shape, profile="nv_small", line_stride=16, surface_stride=40), a)
+    # the same strides are not whole 32-byte atoms on nv_full
+    with pytest.raises(AlignmentError, match=r"line_stride = 16 is not a multiple of 32 bytes .*profile nv_full"):
+        FEATURE.pack(a, profile="nv_full", line_stride=16, surface_stride=40)
+    with pytest.raises(AlignmentError, match=r"surface_stride = 40 is not a multiple of 32 bytes .*profile nv_full"):
+        FEATURE.pack(a, profile="nv_full", line_stride=32, surface_stride=40)
+
+
+def test_feature_nv_small_packed_default_strides_are_whole_atoms():
+    # W=3 int8 on nv_small: packed line = 3 atoms = 24 bytes (not 32-aligned), surface = H * 24.
+    a = np.arange(8 * 2 * 3, dtype=np.int8).reshape(8, 2, 3)     # a[c, h, w] = 6c + 3h + w
+    buf = FEATURE.pack(a, profile="nv_small")
+    assert buf.size == 2 * 24                                     # (H-1)*24 + W*8
+    assert buf[:8].tolist() == [0, 6, 12, 18, 24, 30, 36, 42]     # line 0, atom w=0: c = 0..7
+    assert buf[24:32].tolist() == [3, 9, 15, 21, 27, 33, 39, 45]  # line 1 starts at 24, not 32
+
+
+@pytest.mark.parametrize(
+    ("profile", "params", "message"),
+    [
+        ("nv_small", {"line_stride": 12}, r"feature data line_stride = 12 is not a multiple of 8 bytes \(rule: line_stride must be a multiple of the 8-byte memory atom of profile nv_small"),
+        ("nv_small", {"line_stride": 16, "surface_stride": 36}, r"feature data surface_stride = 36 is not a multiple of 8 bytes .*surface_stride must be a multiple of the 8-byte memory atom of profile nv_small"),
+        ("nv_full", {"line_stride": 40}, r"feature data line_stride = 40 is not a multiple of 32 bytes .*32-byte memory atom of profile nv_full"),
+        ("nv_large", {"line_stride": 64, "surface_stride": 136}, r"surface_stride = 136 is not a multiple of 32 bytes .*profile nv_large"),
+        ("nv_medium_512", {"line_stride": 24}, r"line_stride = 24 is not a multiple of 16 bytes .*profile nv_medium_512"),
+    ],
+)
+def test_feature_stride_alignment_follows_profile_atom(profile, params, message):
+    with pytest.raises(AlignmentError, match=message):
+        FEATURE.pack(np.zeros((16, 2, 1), np.int8), profile=profile, **params)
+
+
+def test_feature_stride_alignment_names_atom_override_and_sdp_operands():
+    with pytest.raises(AlignmentError, match=r"line_stride = 12 .*atom of atom_bytes=8"):
+        FEATURE.pack(np.zeros((8, 2, 1), np.int8), atom_bytes=8, line_stride=12)
+    bias = get_layout("nvdla.sdp.bias")
+    bias.pack(np.zeros((8, 2, 1), np.int8), profile="nv_small", mode="per_element", line_stride=8)
+    with pytest.raises(AlignmentError, match=r"bias line_stride = 12 .*profile nv_small"):
+        bias.pack(np.zeros((8, 2, 1), np.int8), profile="nv_small", mode="per_element", line_stride=12)
+
+
 def test_alignment_error_type():
     with pytest.raises(AlignmentError):
         FEATURE.pack(np.zeros((8, 1, 1), np.int8), line_stride=40)

@@ -65,13 +65,53 @@ def test_pixel_pitch_linear_x_offset_and_32_byte_lines():
         get_layout("nvdla.pixel.T_R8").pack(img[..., None], line_stride=48)
 
 
-def test_pixel_semi_planar_y_then_vu():
+# Semi-planar UV order, settled against nvdla/hw (layouts README "Settled against the RTL and C
+# model"): the pair is named most significant first, like the packed formats, so a name with U
+# first (U8V8) stores V at the lower address and a name with V first (V8U8) stores U first. The
+# expected bytes below are written out by hand from that rule for a 1x2 image with
+# Y = (0x11, 0x12), U = (0x21, 0x22), V = (0x31, 0x32); 16-bit formats use 0x0110 + k etc.
+# Y plane at 0; UV plane at the next 32-byte boundary (Y line of 2 or 4 bytes -> 32).
+_Y8 = [0x11, 0x12]
+_SEMI_PLANAR_8 = {
+    "T_Y8___U8V8_N444": [0x31, 0x21, 0x32, 0x22],          # V0 U0 V1 U1
+    "T_Y8___V8U8_N444": [0x21, 0x31, 0x22, 0x32],          # U0 V0 U1 V1 (NV12 order)
+}
+_Y16 = [0x10, 0x01, 0x11, 0x01]                            # 0x0110, 0x0111 little-endian
+_VU16 = [0x30, 0x03, 0x20, 0x02, 0x31, 0x03, 0x21, 0x02]   # V0 U0 V1 U1, each 16-bit LE
+_UV16 = [0x20, 0x02, 0x30, 0x03, 0x21, 0x02, 0x31, 0x03]   # U0 V0 U1 V1
+_SEMI_PLANAR_16 = {
+    "T_Y10___U10V10_N444": _VU16, "T_Y12___U12V12_N444": _VU16, "T_Y16___U16V16_N444": _VU16,
+    "T_Y10___V10U10_N444": _UV16, "T_Y12___V12U12_N444": _UV16, "T_Y16___V16U16_N444": _UV16,
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(_SEMI_PLANAR_8))
+def test_pixel_semi_planar_8bit_uv_order(fmt):
+    px = np.array([[[0x11, 0x21, 0x31], [0x12, 0x22, 0x32]]], np.uint8)    # (H=1, W=2, Y U V)
+    lay = get_layout(f"nvdla.pixel.{fmt}")
+    buf = lay.pack(px)
+    assert buf.size == 36
+    assert buf[:2].tolist() == _Y8 and not buf[2:32].any()
+    assert buf[32:36].tolist() == _SEMI_PLANAR_8[fmt]
+    assert np.array_equal(lay.unpack(buf, (1, 2, 3)), px)
+
+
+@pytest.mark.parametrize("fmt", sorted(_SEMI_PLANAR_16))
+def test_pixel_semi_planar_16bit_uv_order(fmt):
+    px = np.array([[[0x0110, 0x0220, 0x0330], [0x0111, 0x0221, 0x0331]]], np.uint16)
+    lay = get_layout(f"nvdla.pixel.{fmt}")
+    buf = lay.pack(px)
+    assert buf.size == 40
+    assert buf[:4].tolist() == _Y16 and not buf[4:32].any()
+    assert buf[32:40].tolist() == _SEMI_PLANAR_16[fmt]
+    assert np.array_equal(lay.unpack(buf, (1, 2, 3)), px)
+
+
+def test_pixel_semi_planar_uv_offset_and_alignment():
     px = np.array([[[10, 20, 30]]], np.uint8)     # Y U V
-    buf = get_layout("nvdla.pixel.T_Y8___U8V8_N444").pack(px)
-    assert buf[0] == 10 and buf[32:34].tolist() == [30, 20]   # UV plane at the next 32 bytes: V, U
     buf = get_layout("nvdla.pixel.T_Y8___V8U8_N444").pack(px, uv_offset=64)
-    assert buf[64:66].tolist() == [20, 30]
-    with pytest.raises(AlignmentError):
+    assert buf[0] == 10 and buf[64:66].tolist() == [20, 30]
+    with pytest.raises(AlignmentError, match="uv_offset"):
         get_layout("nvdla.pixel.T_Y8___V8U8_N444").pack(px, uv_offset=40)
 
 
@@ -192,5 +232,16 @@ def test_alignment_table():
     with pytest.raises(AlignmentError, match="32 bytes"):
         check_alignment("ew", data_size=16)
     check_alignment("prelu", line_stride=3)        # NA in the table
+    # atom-derived rows follow the configuration's memory atom: 8 bytes on nv_small
+    check_alignment("feature", profile="nv_small", start_address=8, line_stride=24, surface_stride=40)
+    check_alignment("bias", atom_bytes=8, line_stride=8)
+    with pytest.raises(AlignmentError, match="feature line_stride = 24 is not a multiple of 32"):
+        check_alignment("feature", profile="nv_full", line_stride=24)
+    with pytest.raises(AlignmentError, match="feature surface_stride = 12 .* 8 bytes .*nv_small"):
+        check_alignment("feature", profile="nv_small", surface_stride=12)
+    with pytest.raises(AlignmentError, match="32 bytes"):                 # pixels keep 32 bytes
+        check_alignment("pixel", profile="nv_small", line_stride=8)
+    with pytest.raises(AlignmentError, match="256 bytes"):                # weights keep 256 bytes
+        check_alignment("weight", profile="nv_small", start_address=8)
     with pytest.raises(LayoutError, match="unknown format"):
         check_alignment("lut")

@@ -85,6 +85,20 @@ def _atom(params: dict[str, Any]) -> int:
     return int(atom)
 
 
+def _atom_origin(params: dict[str, Any]) -> str:
+    """Where the atom size came from, for error messages: the profile name or the override."""
+    if params.get("atom_bytes") is not None:
+        return f"atom_bytes={params['atom_bytes']}"
+    return f"profile {params['profile']}"
+
+
+#: Why strides are multiples of the memory atom (see layouts README, "Settled against the RTL
+#: and C model"): nvdla/hw master (v2) passes only stride[31:log2(atom)] to CDMA and SDP and
+#: zeroes the low log2(atom) address bits on the MCIF read path; nvdlav1 registers hold [31:5].
+STRIDE_RULE = ("strides are whole memory atoms: NVDLA ignores stride bits below the atom "
+               "(v2 CDMA/SDP take stride[31:log2(atom)], v1 registers hold [31:5])")
+
+
 def _profile_params() -> tuple[Param, ...]:
     return (
         Param("profile", str, "nv_full", "hardware profile giving the atom size", tuple(list_profiles())),
@@ -142,12 +156,15 @@ def cube_geometry(
     surface_stride: int | None = None,
     lanes: int | None = None,
     what: str = "feature data",
+    atom_origin: str | None = None,
 ) -> CubeGeometry:
     """Compute and validate strides of a feature-format cube (seed 000 'Feature Data Format').
 
     Rules: a line holds W atoms mapped compactly; line and surface strides are multiples of the
-    atom (32 bytes on nv_full: "Line stride and surface stride of feature data shall always align
-    to 32bytes"); lines and surfaces must not overlap.
+    memory atom of the configuration -- 32 bytes on nv_full/nv_large (seed 000: "Line stride and
+    surface stride of feature data shall always align to 32bytes"), 8 bytes on nv_small (the RTL
+    drops stride bits below the atom, see :data:`STRIDE_RULE`); lines and surfaces must not overlap.
+    ``atom_origin`` names the profile (or override) the atom came from in error messages.
     """
     if lanes is None:
         if atom_bytes % (itemsize * comps):
@@ -156,7 +173,9 @@ def cube_geometry(
     bytes_per_atom = lanes * comps * itemsize
     line_min = width * bytes_per_atom
     ls = align_up(line_min, atom_bytes) if line_stride is None else int(line_stride)
-    check_aligned(f"{what} line_stride", ls, atom_bytes, f"line stride aligns to the {atom_bytes}-byte atom ({SEED})")
+    src = f" of {atom_origin}" if atom_origin else ""
+    rule = f"{{}} must be a multiple of the {atom_bytes}-byte memory atom{src}; {STRIDE_RULE}"
+    check_aligned(f"{what} line_stride", ls, atom_bytes, rule.format("line_stride"))
     if ls < line_min:
         raise LayoutError(
             f"{what}: line_stride={ls} is smaller than one line of {width} atoms ({line_min} bytes); "
@@ -164,7 +183,7 @@ def cube_geometry(
         )
     surf_min = max(height - 1, 0) * ls + line_min
     ss = height * ls if surface_stride is None else int(surface_stride)
-    check_aligned(f"{what} surface_stride", ss, atom_bytes, f"surface stride aligns to the {atom_bytes}-byte atom ({SEED})")
+    check_aligned(f"{what} surface_stride", ss, atom_bytes, rule.format("surface_stride"))
     if ss < surf_min and ceil_div(channels, lanes) > 1:
         raise LayoutError(
             f"{what}: surface_stride={ss} is smaller than one surface ({surf_min} bytes = "
@@ -205,8 +224,8 @@ def _pad_bits(pad_value: float, dt: np.dtype) -> int:
 
 
 _FEATURE_PARAMS = _profile_params() + (
-    Param("line_stride", int, None, "bytes between lines (default packed: W * atom)"),
-    Param("surface_stride", int, None, "bytes between surfaces (default packed: H * line_stride)"),
+    Param("line_stride", int, None, "bytes between lines, a multiple of the atom (default packed: W * atom)"),
+    Param("surface_stride", int, None, "bytes between surfaces, a multiple of the atom (default packed: H * line_stride)"),
     Param("pad_value", float, 0.0, "value of the channel-padding lanes of the last surface (not NaN)"),
 )
 
@@ -215,7 +234,8 @@ def _feature_geo(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> Cub
     if len(shape) != 3:
         raise LayoutError(f"feature data is a (C, H, W) cube, got shape {shape}")
     C, H, W = shape
-    return cube_geometry(C, H, W, dt.itemsize, _atom(p), line_stride=p["line_stride"], surface_stride=p["surface_stride"])
+    return cube_geometry(C, H, W, dt.itemsize, _atom(p), line_stride=p["line_stride"],
+                         surface_stride=p["surface_stride"], atom_origin=_atom_origin(p))
 
 
 def feature_pack(arr: np.ndarray, p: dict[str, Any]) -> np.ndarray:
@@ -264,6 +284,15 @@ class PixelFormat:
     little-endian pixel word, so memory order is the reverse of the name (e.g. T_A8B8G8R8 is
     bytes R, G, B, A); this matches the NVDLA C model's CDMA image fetch. Array channels are in
     CBUF order: R/Y = 0, G/U = 1, B/V = 2, A/X = 3.
+
+    Semi-planar ``T_Y*___<p><q>_N444``: the second (UV) plane holds one <p><q> pair per pixel
+    named the same way, most significant first, so T_Y8___U8V8 stores V then U (V at the lower
+    address) and T_Y8___V8U8 stores U then V (the NV12 byte order); 10/12/16-bit formats do the
+    same with little-endian 16-bit halves. Settled against nvdla/hw (layouts README): the RTL
+    byte-swaps the UV plane only for the U-first names (NV_NVDLA_CDMA_IMG_ctrl.v pixel_order
+    11'h200 / 11'h400 -> NV_NVDLA_CDMA_IMG_sg.v rsp_img_data_sw_o9 / _o10) and the C model reads
+    U from the second element of the pair for them (NV_NVDLA_cdma.cpp
+    ImageConvDataResponseSequencerCommon, rgba_idx 0, 2, 1).
     """
 
     name: str
@@ -358,7 +387,8 @@ def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[tuple[int, i
             fl.append((_CH[n], lsb, w))
             lsb += w
         return cdt, [[fl]]
-    # 8-bit components in bytes; 10/12/16-bit components each in a 16-bit container
+    # 8-bit components in bytes; 10/12/16-bit components each in a 16-bit container. Containers
+    # go to memory in reversed name order, for the UV plane too: U8V8 -> V, U; V8U8 -> U, V.
     cdt = np.dtype("<u1") if widths <= {8} else np.dtype("<u2")
     bits = cdt.itemsize * 8
     for pl in planes:
@@ -987,7 +1017,7 @@ def _sdp_geo(shape: tuple[int, ...], p: dict[str, Any], use: str, mode: str) -> 
     else:
         C, H, W = shape[:3]
         geo = cube_geometry(C, H, W, ds, atom, comps=comps, lanes=lanes, line_stride=p["line_stride"],
-                            surface_stride=p["surface_stride"], what=use)
+                            surface_stride=p["surface_stride"], what=use, atom_origin=_atom_origin(p))
     pdt = np.dtype(np.float16) if prec == "fp16" else np.dtype(np.int8 if ds == 1 else np.int16)
     return geo, (C, H, W, comps), pdt
 
@@ -1001,8 +1031,8 @@ def make_sdp_layout(use: str, modes: tuple[str, ...]) -> LayoutSpec:
         params += (Param("mode", str, modes[0], "per_channel (1x1xC) or per_element (WxHxC)", modes),)
     if "per_element" in modes:
         params += (
-            Param("line_stride", int, None, "per-element: bytes between lines (multiple of 32)"),
-            Param("surface_stride", int, None, "per-element: bytes between surfaces (multiple of 32)"),
+            Param("line_stride", int, None, "per-element: bytes between lines (multiple of the atom)"),
+            Param("surface_stride", int, None, "per-element: bytes between surfaces (multiple of the atom)"),
         )
     uses = ("ew_alu", "ew_mul", "ew_both") if use == "ew" else (use,)
     if use == "ew":
@@ -1056,21 +1086,39 @@ ALIGNMENT: dict[str, tuple[int | None, int | None, int | None, int | None, int |
 }
 _ALIGN_FIELDS = ("start_address", "line_stride", "surface_stride", "planar_stride", "data_size")
 
+#: Rows whose 32-byte address/stride alignment is the nv_full memory atom: CDMA (feature) and SDP
+#: RDMA/WDMA (bias, PReLU, BN, EW) take base address and strides as [31:log2(atom)] in nvdla/hw
+#: master, so on a smaller atom (nv_small: 8) the rule is the atom. Weights, WMB/WGS, pixels and
+#: the EW data size keep the seed's fixed values.
+_ATOM_ROWS = frozenset({"feature", "bias", "prelu", "bn", "ew"})
+_ATOM_FIELDS = ("start_address", "line_stride", "surface_stride", "planar_stride")
 
-def check_alignment(fmt: str, **values: int) -> None:
+
+def check_alignment(fmt: str, *, atom_bytes: int | None = None, profile: str | None = None,
+                    **values: int) -> None:
     """Validate addresses/strides/sizes of ``fmt`` against the alignment table.
 
     ``values`` keys: start_address, line_stride, surface_stride, planar_stride, data_size.
+    The table is seed 000's (32-byte atom, nv_full). Give ``profile`` (or ``atom_bytes``) to
+    check the atom-derived rows (feature, bias, prelu, bn, ew addresses and strides) against
+    that configuration's memory atom instead, e.g. 8 bytes on nv_small.
     """
     if fmt not in ALIGNMENT:
         raise LayoutError(f"unknown format {fmt!r} for the alignment table; known: {sorted(ALIGNMENT)}")
     row = dict(zip(_ALIGN_FIELDS, ALIGNMENT[fmt]))
+    source = "seed 000 alignment table"
+    if atom_bytes is None and profile is not None:
+        atom_bytes = _hw(profile).atom_bytes
+    if atom_bytes is not None and fmt in _ATOM_ROWS:
+        atom = _atom({"atom_bytes": atom_bytes})
+        row.update({k: atom for k in _ATOM_FIELDS if row[k] is not None})
+        source = f"the {atom}-byte memory atom of {profile or f'atom_bytes={atom}'}; {STRIDE_RULE}"
     for key, val in values.items():
         if key not in row:
             raise LayoutError(f"check_alignment: unknown field {key!r}; accepted: {list(_ALIGN_FIELDS)}")
         if val is None or row[key] is None:
             continue
-        check_aligned(f"{fmt} {key}", val, row[key], f"alignment of {key.replace('_', ' ')} for {fmt} is {row[key]} bytes (seed 000 alignment table)")
+        check_aligned(f"{fmt} {key}", val, row[key], f"alignment of {key.replace('_', ' ')} for {fmt} is {row[key]} bytes ({source})")
 
 
 # --------------------------------------------------------------------------------------------
