@@ -140,22 +140,23 @@ def test_sync_notify_and_wait(tmp_path: Path) -> None:
         "reg_write(NVDLA_CACC.D_OP_ENABLE_0, 0x1);\n"
         "sync_notify(NVDLA_CACC, L0_CACC);\n"
         "sync_wait(NVDLA_CMAC_A, L0_CACC);  // after CACC\n"
-        "reg_write(NVDLA_CMAC_A.D_OP_ENABLE_0, 0x1);\n")
+        "reg_write(NVDLA_CMAC_A.D_OP_ENABLE_0, 0x1);\n"
+        "intr_notify(CACC_0, s0);\ncheck_crc(s0, pri_mem, 0x80000000, 0x10, 0x12345678);\n")
     t = parse_trace(ok)
-    assert [c.kind for c in t.commands] == ["reg_write", "sync_notify", "sync_wait", "reg_write"]
+    assert [c.kind for c in t.commands][:4] == ["reg_write", "sync_notify", "sync_wait", "reg_write"]
     assert t.commands[2].args == ("NVDLA_CMAC_A", "L0_CACC")
     bad = tmp_path / "bad"
     bad.mkdir()
-    (bad / "bad.cfg").write_text("sync_wait(NVDLA_CSC, NEVER);\nsync_notify(NVDLA_CACC, NEVER);\n")
+    (bad / "bad.cfg").write_text("sync_wait(NVDLA_CSC, NEVER);\nsync_notify(NVDLA_CACC, NEVER);\n"
+                                 "intr_notify(CACC_0, s0);\ncheck_crc(s0, pri_mem, 0x80000000, 0x10, 0x12345678);\n")
     with pytest.raises(TraceError, match=r"bad\.cfg:1: sync_wait on event 'NEVER' that no earlier sync_notify"):
         parse_trace(bad)
 
 
-def test_nothing_but_notifies_runs_no_layer(tmp_path: Path) -> None:
-    """sync_* commands issue no bus access: a trace of only those writes no register."""
+def test_nothing_but_notifies_checks_nothing(tmp_path: Path) -> None:
+    """A trace of only sync_* commands checks nothing: refused, never a pass."""
     d = tmp_path / "n"
     d.mkdir()
     (d / "n.cfg").write_text("sync_notify(NVDLA_CACC, E);\nsync_wait(NVDLA_CSC, E);\n")
-    with ModelTarget("nv_large") as t:
-        res = run_trace(d, t)
-    assert res.register_writes == 0
+    with pytest.raises(TraceError, match="checks no memory"):
+        parse_trace(d)
