@@ -269,6 +269,12 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
     }, indent=2) + "\n", encoding="utf-8")
     try:
+        from .report import write_report
+
+        print(f"report: {write_report(run)}")
+    except Exception as e:  # noqa: BLE001 - a report that cannot be drawn never hides the results
+        print(f"report: not written ({type(e).__name__}: {e})", file=sys.stderr)
+    try:
         latest = point_latest(run)
         print(f"results: {run} ({latest} -> {run.name})")
     except OSError as e:
@@ -677,7 +683,8 @@ def _add_optional(sub: argparse._SubParsersAction) -> None:
     """Subcommands contributed by other parts of the package (vectors, layouts, sims, boards)."""
     import importlib
 
-    for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.layouts.cli", "nvdla_hil.sims.cli",
+    for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.triage_cli", "nvdla_hil.harness.layouts.cli",
+                "nvdla_hil.sims.cli",
                 "nvdla_hil.harness.board_emu"):
         try:
             m = importlib.import_module(mod)

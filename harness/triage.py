@@ -137,11 +137,17 @@ def _candidates(trace: Trace, profile: HardwareProfile) -> list[tuple[str, Trace
                 {(v + 1) & mask, (v - 1) & mask, v ^ 1, v ^ 2, v ^ (1 << (f.width - 1))}
             tries.discard(v)
             out += [(f"{r.full_name}.{f.name}", c, v, f.insert(value, t)) for t in sorted(tries)]
+    # output side first: a wrong late stage is the commoner, cheaper explanation, and a bounded
+    # search should reach it (SDP/CDP/PDP converters before CACC before CMAC/CSC/CDMA)
+    order = {b: i for i, b in enumerate(("SDP", "CDP", "PDP", "SDP_RDMA", "CDP_RDMA", "PDP_RDMA", "CACC",
+                                         "CMAC_A", "CMAC_B", "CSC", "CDMA"))}
+    out.sort(key=lambda x: order.get(x[0].split(".", 1)[0], len(order)))
     return out
 
 
 def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: HardwareProfile, *,
-                  semantics: str = "rtl", budget: float = 20.0) -> tuple[list[Suspect], int]:  # fmt: skip
+                  semantics: str = "rtl", budget: float = 20.0,
+                  max_runs: int | None = None) -> tuple[list[Suspect], int]:  # fmt: skip
     """Perturbation search (module docstring); returns suspects best first and the run count."""
     base = _regions(trace, profile, semantics)
     if base is None:
@@ -154,7 +160,7 @@ def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: Hardware
     runs = 0
     deadline = time.monotonic() + budget
     for name, cmd, v, newval in _candidates(trace, profile):
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or (max_runs is not None and runs >= max_runs):
             break
         got = _regions(trace, profile, semantics, replace={cmd.line: newval})
         runs += 1
@@ -168,7 +174,8 @@ def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: Hardware
 
 
 def diagnose_trace(trace: Trace | str, actual: dict[int, np.ndarray], profile: HardwareProfile | str, *,
-                   semantics: str = "rtl", suspects: bool = True, budget: float = 20.0) -> TraceDiagnosis:  # fmt: skip
+                   semantics: str = "rtl", suspects: bool = True, budget: float = 20.0,
+                   max_runs: int | None = None) -> TraceDiagnosis:  # fmt: skip
     """Explain the failing checks of ``trace``: ``actual`` maps a check_crc command's line to
     the bytes the target left in its region."""
     t = trace if isinstance(trace, Trace) else parse_trace(trace)
@@ -191,7 +198,8 @@ def diagnose_trace(trace: Trace | str, actual: dict[int, np.ndarray], profile: H
         return diag
     if suspects:
         t0 = time.monotonic()
-        diag.suspects, diag.searched = rank_suspects(t, actual, prof, semantics=semantics, budget=budget)
+        diag.suspects, diag.searched = rank_suspects(t, actual, prof, semantics=semantics, budget=budget,
+                                                     max_runs=max_runs)
         diag.seconds = time.monotonic() - t0
         if not diag.suspects:
             diag.note = f"no single-register perturbation brings the model closer ({diag.searched} runs)"

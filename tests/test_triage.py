@@ -93,7 +93,7 @@ def _failing(trace_sets: Path, bug: str, name: str, profile: str):  # noqa: ANN2
 def test_injected_bug_is_explained_and_its_register_suspected(trace_sets: Path, bug: str, name: str,
                                                               profile: str, register: str) -> None:  # fmt: skip
     tr, actual = _failing(trace_sets, bug, name, profile)
-    d = diagnose_trace(tr, actual, profile, budget=30)
+    d = diagnose_trace(tr, actual, profile, budget=600, max_runs=160)  # bounded by runs: load-independent
     assert d.regions, d.summary()
     _, region = d.regions[0]
     assert region.n_elements > 0 and region.coords.shape[1] == 3

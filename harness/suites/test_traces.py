@@ -112,13 +112,28 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
             bad = e
         link = target.link_report()
         set_link_report(pytestconfig, nodeid, link)
+        actual = {}  # what the target left in each failing region, for the model-vs-target diff
+        if bad is None and result.status == "failed":
+            actual = {ck.line: target.mem_read(ck.address, ck.size, port=ck.port)
+                      for ck in result.checks if ck.kind == "crc" and not ck.passed}
     if bad is not None:
         pytest.fail(f"bad trace: {bad}", pytrace=False)
+    diagnosis = ""
+    if actual:
+        from nvdla_hil.harness.plugin import log_dir
+        from nvdla_hil.harness.report import diag_path, trace_lut_info, write_diagnosis
+        from nvdla_hil.harness.triage import diagnose_trace
+
+        diag = diagnose_trace(trace, actual, prof, semantics=spec.semantics, budget=10.0)
+        diagnosis = "\n" + diag.summary()
+        if log_dir(pytestconfig) is not None:
+            write_diagnosis(diag_path(log_dir(pytestconfig), nodeid), diag, test=nodeid, result=result,
+                            lut=trace_lut_info(trace, prof))
     if result.status == "skipped":
         pytest.skip(f"{SKIP_NOT_MODELLED}: {trace.name} on {prof.name}: {result.message.removeprefix('unit not modelled: ')}")
     if result.status != "passed":
         tail = "\n".join(log.tail(15))
         why_timeout = explain_timeout(result.message, budget)
-        pytest.fail(f"{result.summary()}" + (f"\n{why_timeout}" if why_timeout else "")
+        pytest.fail(f"{result.summary()}" + diagnosis + (f"\n{why_timeout}" if why_timeout else "")
                     + f"\nprofile {prof.name}" + (f" ({why})" if why else "")
                     + f"; last register accesses:\n{tail}" + (f"\n{link}" if link else ""), pytrace=False)
