@@ -683,7 +683,8 @@ def _add_optional(sub: argparse._SubParsersAction) -> None:
     """Subcommands contributed by other parts of the package (vectors, layouts, sims, boards)."""
     import importlib
 
-    for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.triage_cli", "nvdla_hil.harness.layouts.cli",
+    for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.triage_cli", "nvdla_hil.harness.fuzz_cli",
+                "nvdla_hil.harness.layouts.cli",
                 "nvdla_hil.sims.cli",
                 "nvdla_hil.harness.board_emu"):
         try:

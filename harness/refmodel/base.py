@@ -104,6 +104,10 @@ class ModelOptions:
     cbuf_bank_width: int = 8
     cbuf_bank_depth: int = 512
     cbuf_entry_bytes: int = 8
+    #: functional-coverage observer (``harness.coverage.Coverage`` or anything with
+    #: ``event(name, **data)``): layer models report per-element events to it. ``None`` (the
+    #: default): no events, no cost; it never changes a result and takes no part in equality.
+    coverage: object | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:

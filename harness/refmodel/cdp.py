@@ -315,6 +315,7 @@ def cdp_lrn(
     lo: np.ndarray,
     lut: LutParams,
     semantics: str = "rtl",
+    observer: object | None = None,
 ) -> tuple[np.ndarray, LutStats, int]:
     """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``; int16
     values when ``cfg.bits`` is 16).
@@ -322,9 +323,11 @@ def cdp_lrn(
     Lanes ``>= channels`` are padding: their input counts as 0 in every window but they
     still produce an output. Returns ``(out int8/int16 [..., Cp], lut stats, saturated
     outputs)`` where the saturation count follows ``semantics`` (INT8 RTL: always 0).
+    ``observer`` (optional, functional coverage) gets ``observer.event("cdp", ...)`` with the
+    per-element square sums, table states and convertor values; results are the same without.
     """
     if cfg.bits == 16:
-        return _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics)
+        return _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics, observer)
     b = np.asarray(x, dtype=I64)
     x9 = rsat((b - cfg.datin_offset) * cfg.datin_scale, cfg.datin_shifter, 9)
     lane = np.arange(b.shape[-1])
@@ -339,12 +342,15 @@ def cdp_lrn(
         cs = np.concatenate([np.zeros(sqp.shape[:-1] + (1,), I64), np.cumsum(sqp, axis=-1)], axis=-1)
         n = b.shape[-1]
         s = cs[..., 2 * half + 1 : 2 * half + 1 + n] - cs[..., 0:n]
-    r, stats, _, _ = cdp_lut(s, le, lo, lut, semantics)
+    r, stats, le_s, lo_s = cdp_lut(s, le, lo, lut, semantics)
     v = r if cfg.mul_bypass else r * x9
     t = (v - cfg.datout_offset) * cfg.datout_scale
     rtl = semantics == "rtl"
     out = rsat(t, cfg.datout_shifter, 8, in_bits=42 if rtl else None)
     nsat = 0 if rtl else int(rsat_flag(t, cfg.datout_shifter, 8, semantics="cmod").sum())
+    if observer is not None:
+        observer.event("cdp", b=b, x=x9, s=s, le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,  # type: ignore[attr-defined]
+                       t=t, out=out, channels=channels, semantics=semantics)
     return out.astype(np.int8), stats, nsat
 
 
@@ -357,7 +363,7 @@ def _window_sum(sq: np.ndarray, half: int) -> np.ndarray:
     return cs[..., 2 * half + 1 : 2 * half + 1 + n] - cs[..., 0:n]
 
 
-def _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics):
+def _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics, observer=None):
     """INT16 LRN (module docstring, INT16 steps 1-5). Widths: x17 17 bits, squares < 2^33,
     window sum < 2^37, ``r * x17`` 33 bits, output product 50 bits: all exact in int64."""
     b = np.asarray(x, dtype=I64)
@@ -365,12 +371,15 @@ def _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics):
     lane = np.arange(b.shape[-1])
     x17 = np.where(lane < channels, x17, 0)
     s = x17 if cfg.sqsum_bypass else _window_sum(x17 * x17, cfg.normalz_len + 1)
-    r, stats, _, _ = cdp_lut(s, le, lo, lut, semantics, bits=16)
+    r, stats, le_s, lo_s = cdp_lut(s, le, lo, lut, semantics, bits=16)
     v = r if cfg.mul_bypass else r * x17
     t = (v - cfg.datout_offset) * cfg.datout_scale
     rtl = semantics == "rtl"
     out = rsat(t, cfg.datout_shifter, 16, in_bits=50 if rtl else None)
     flag = rsat_flag(t, cfg.datout_shifter, 16, semantics=semantics, in_bits=50 if rtl else None)
+    if observer is not None:
+        observer.event("cdp", b=b, x=x17, s=s, le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,
+                       t=t, out=out, channels=channels, semantics=semantics)
     return out.astype(np.int16), stats, int(flag.sum())
 
 
@@ -417,7 +426,8 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
 
     cfg = decode_cdp_config(view, bits)
     lut = decode_cdp_lut(view, sem, bits)
-    out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem)
+    out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem,
+                            observer=getattr(options, "coverage", None))
 
     dst = np.ascontiguousarray(out.astype("<i2") if bpe == 2 else out).reshape(h, w, groups, atom)
     dst = np.ascontiguousarray(dst.transpose(2, 0, 1, 3)).view(np.uint8)

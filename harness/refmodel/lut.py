@@ -128,6 +128,7 @@ def sdp_lut(
     le: np.ndarray,
     lo: np.ndarray,
     semantics: str = "rtl",
+    observer: object | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """SDP LUT (section 5) on 32-bit signed inputs.
 
@@ -137,6 +138,9 @@ def sdp_lut(
 
     Inputs with a narrow value range (e.g. int8/int16 data) are evaluated once per distinct
     value and gathered, which gives identical results.
+
+    ``observer`` (optional, functional coverage): gets ``observer.event("sdp_lut", ...)`` with
+    the per-element table kinds, indices and selection; results are the same with or without.
     """
     if semantics not in ("rtl", "cmod"):
         raise ValueError(f"semantics must be 'rtl' or 'cmod', not {semantics!r}")
@@ -148,9 +152,9 @@ def sdp_lut(
     if x.size == 0:
         z = np.zeros(x.shape, dtype=I64)
         return z, z.astype(bool), z.astype(bool), z.astype(np.uint8)
-    if x.dtype in (np.int8, np.uint8, np.int16, np.uint16) and x.size > 4 * 65536:
+    if observer is None and x.dtype in (np.int8, np.uint8, np.int16, np.uint16) and x.size > 4 * 65536:
         return _sdp_lut_gather(x, p, le, lo, semantics)
-    return _sdp_lut_direct(x.astype(I64), p, le, lo, semantics)
+    return _sdp_lut_direct(x.astype(I64), p, le, lo, semantics, observer)
 
 
 def _sdp_lut_gather(x, p, le, lo, semantics):
@@ -175,7 +179,8 @@ def _sdp_lut_gather(x, p, le, lo, semantics):
     return y_out.reshape(x.shape), (c_out & 4) != 0, (c_out & 8) != 0, c_out & np.uint8(3)
 
 
-def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str):
+def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str,
+                    observer: object | None = None):
     x = x.astype(I64, copy=False)
     # per-table lookups (5.2)
     if p.le_function == "exponent":
@@ -233,6 +238,9 @@ def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
         if m.any():
             prod = (x[m] - I64(anchor)) * I64(scale)  # 34-bit x 16-bit, exact
             y[m] = np.clip(int(y0) + _sshift32(prod, shift), -(1 << 31), (1 << 31) - 1)
+    if observer is not None:
+        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,  # type: ignore[attr-defined]
+                       use_lo=use_lo, kind=kind)
     return y, hit_le, hit_lo, kind.astype(np.uint8)
 
 

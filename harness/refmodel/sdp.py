@@ -501,7 +501,8 @@ def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, o
             if has_lut:
                 lut_on = True
                 p = decode_sdp_lut_params(view)
-                x, hle, hlo, kind = sdp_lut(x, p, view.lut("SDP", "LE"), view.lut("SDP", "LO"), sem)
+                x, hle, hlo, kind = sdp_lut(x, p, view.lut("SDP", "LE"), view.lut("SDP", "LO"), sem,
+                                            observer=options.coverage)
                 lstats = lut_stats(hle, hlo, kind)
             else:
                 notes.append("SDP: LUT configured but absent from the profile: bypassed (RTL)")
@@ -534,6 +535,11 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
             out_bits=out_bits,
             semantics=sem,
         )
+        if options.coverage is not None:  # functional coverage only; no effect on y
+            options.coverage.event("sdp_out", x=x, y=y, flag=flag, channels=c, out_bits=out_bits,  # type: ignore[attr-defined]
+                                   offset=sx(view.field("SDP", "D_CVT_OFFSET", "CVT_OFFSET"), 32),
+                                   scale=sx(view.field("SDP", "D_CVT_SCALE", "CVT_SCALE"), 16),
+                                   shift=int(view.field("SDP", "D_CVT_SHIFT", "CVT_SHIFT")))
         ocube = _Cube(w, h, c, out_group)
         if proc == PREC_INT8 and out_bits == 16 and not to_pdp:
             # 8 -> 16: each int8 atom becomes two int16 surfaces (cmod WdmaSequence

@@ -124,8 +124,11 @@ class ModelTarget(Transport):
 
     def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
                  record_reads: bool = False, polls_per_event: int | None = None,
-                 bugs: list[str] | None = None) -> None:  # fmt: skip
+                 bugs: list[str] | None = None, coverage: object | None = None) -> None:  # fmt: skip
         super().__init__()
+        # functional coverage (harness/coverage.py): None feeds the process's active collector
+        # if one is installed, False feeds none, a collector feeds that one; never changes a result
+        self.coverage = coverage
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
@@ -368,6 +371,12 @@ class ModelTarget(Transport):
             view = FaultyView(view, self.regmap, self.bugs)
         self._check_precisions(layer, view)
         mem = self._memory_of(layer, view)
+        opts = self.options
+        sink = self._coverage_sink()
+        if sink is not None:
+            from dataclasses import replace
+
+            opts = replace(self.options, coverage=sink)
         recorders = [m for m in self.memories.values() if isinstance(m, RecordingMemory)]
         for m in recorders:
             m.recording = True
@@ -376,9 +385,9 @@ class ModelTarget(Transport):
                 from ..refmodel.sdp import SdpLiveCounters
 
                 live = self._live.setdefault("SDP", SdpLiveCounters())
-                result = runner(view, mem, self.options, live=live)
+                result = runner(view, mem, opts, live=live)
             else:
-                result = runner(view, mem, self.options)
+                result = runner(view, mem, opts)
         except InvalidLayer as e:
             raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
         finally:
@@ -392,11 +401,22 @@ class ModelTarget(Transport):
             apply_stuck_bits(self.bugs, [c for c in output_cubes(regs, self.profile) if c.unit in layer.done],
                              self.memories)
         self.layers_run.append((layer.done[0], group, result))
+        if sink is not None:
+            sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile)  # type: ignore[attr-defined]
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
         bits = [status.field(f"{u}_DONE_STATUS{group}").mask for u in units]
         self._events.append((bits[0], lambda: self._complete(layer, group, result)))
         self._events.extend((b, None) for b in bits[1:])
+
+    def _coverage_sink(self) -> object | None:
+        if self.coverage is False:
+            return None
+        if self.coverage is not None:
+            return self.coverage
+        from ..coverage import active
+
+        return active()
 
     def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
         """The layer finishes: statistics loaded, OP_EN cleared, consumer pointers toggled; a

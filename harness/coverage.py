@@ -1,0 +1,576 @@
+"""Functional coverage of the reference model: which LUT cases, convertor corners, datapath
+modes, cube shapes and memory ports the layers of a run really exercised.
+
+Bins and crosses are defined here, in one place (:data:`GROUPS`). A :class:`Coverage`
+collector receives the reference model's per-element events (``sdp_lut``, ``sdp_out``,
+``cdp``) and one ``layer`` event per layer from the model target
+(``ModelTarget(coverage=...)``, or the process's active collector, :func:`active`); it counts
+elements (or layers, for configuration bins) per bin. Collectors merge by adding counts
+(:func:`merge`), across xdist workers, fuzz workers and runs; the file format is JSON
+(:meth:`Coverage.to_json`, :func:`load`):
+
+    {"format": "nvdla-hil-coverage/1", "layers": 412, "profiles": ["nv_small_256_full"],
+     "bins": {"sdp.lut.le_hit": 1234, "sdp.lut.uflow.prio_lo": 0, ...}}
+
+A bin is *reachable* on a profile when the profile has its group's features (the SDP LUT
+bins need ``sdp_lut``, second-port bins need ``sec_mem``); :func:`format_table` prints hits
+per bin and marks empty reachable bins.
+
+Why not cocotb-coverage: it samples one Python call per coverpoint per value (a decorated
+function call per element), which is fine inside a testbench but far too slow for numpy
+arrays of every element of every layer; its bins are also tied to the cocotb-coverage
+database format. The events here are counted with one vectorised ``count_nonzero`` per bin,
+and the JSON format merges with a dict sum.
+
+Session use (pytest plugin, ``nvdla-hil regress``)::
+
+    config.pluginmanager.register(coverage_for_session(config, path), "nvdla-hil-coverage")
+
+installs a collector for the session (every model-target layer feeds it, on every xdist
+worker), merges the workers' counts, prints the table at the end and writes ``coverage.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+__all__ = ["Bin", "Group", "GROUPS", "BINS", "FORMAT", "Coverage", "active", "collecting", "install", "uninstall",
+           "merge", "load", "reachable", "format_table", "coverage_for_session", "SessionCoverage"]
+
+FORMAT = "nvdla-hil-coverage/1"
+
+
+@dataclass(frozen=True)
+class Bin:
+    name: str
+    doc: str
+    needs: tuple[str, ...] = ()  # profile features beyond the group's
+
+
+@dataclass(frozen=True)
+class Group:
+    name: str
+    doc: str
+    needs: tuple[str, ...]
+    bins: tuple[Bin, ...]
+
+
+def _lut_bins(p: str) -> tuple[Bin, ...]:
+    b = [
+        Bin(f"{p}.le_hit", "LE hit, LO not (elements)"),
+        Bin(f"{p}.lo_hit", "LO hit, LE not"),
+    ]
+    for case, doc in (("both_hit", "both tables hit"), ("uflow", "both tables underflow"),
+                      ("oflow", "both tables overflow"), ("miss", "hybrid miss: one table under-, the other overflows")):
+        prio = "hybrid" if case in ("both_hit", "miss") else case
+        for t in ("le", "lo"):
+            b.append(Bin(f"{p}.{case}.prio_{t}", f"{doc}, {prio} priority {t.upper()}"))
+    b += [
+        Bin(f"{p}.le_exponent.hit", "LE hit in exponent mode"),
+        Bin(f"{p}.le_linear.hit", "LE hit in linear mode"),
+        Bin(f"{p}.le.index_first", "LE hit on entry 0"),
+        Bin(f"{p}.le.index_last", "LE hit on entry 63 (the last interpolation interval)"),
+        Bin(f"{p}.lo.index_first", "LO hit on entry 0"),
+        Bin(f"{p}.lo.index_last", "LO hit on entry 255"),
+    ]
+    for t, what in (("le_offset", "LE index offset (exponent mode)"), ("le_select", "LE index select (linear mode)"),
+                    ("lo_select", "LO index select")):
+        for sign in ("neg", "zero", "pos"):
+            b.append(Bin(f"{p}.cfg.{t}.{sign}", f"{what} {dict(neg='< 0', zero='= 0', pos='> 0')[sign]} (layers)"))
+    return tuple(b)
+
+
+def _cube_bins(u: str) -> tuple[Bin, ...]:
+    return (
+        Bin(f"{u}.cube.1x1xC", "W = H = 1 (layers)"),
+        Bin(f"{u}.cube.single_line", "H = 1, W > 1"),
+        Bin(f"{u}.cube.multi_line", "H > 1"),
+        Bin(f"{u}.cube.partial_atom", "C not a multiple of the atom's channels"),
+        Bin(f"{u}.cube.multi_surface", "C over more than one surface"),
+        Bin(f"{u}.cube.gaps", "line or surface stride with a gap"),
+    )
+
+
+def _port_bins(u: str, both: bool = True) -> tuple[Bin, ...]:
+    b = [Bin(f"{u}.ports.read.pri", "an engine reads the primary port (MC)"),
+         Bin(f"{u}.ports.read.sec", "an engine reads the secondary port (CV)", ("sec_mem",)),
+         Bin(f"{u}.ports.write.pri", "output written to the primary port"),
+         Bin(f"{u}.ports.write.sec", "output written to the secondary port", ("sec_mem",))]
+    if both:
+        b.append(Bin(f"{u}.ports.both", "one layer uses both ports", ("sec_mem",)))
+    return tuple(b)
+
+
+def _bsbn_bins(st: str) -> tuple[Bin, ...]:
+    p = f"sdp.{st}"
+    return tuple(Bin(f"{p}.{k}", d) for k, d in (
+        ("alu.max", "ALU max"), ("alu.min", "ALU min"), ("alu.sum", "ALU sum"), ("mul", "MUL (no PReLU)"),
+        ("prelu", "MUL PReLU"), ("relu", "ReLU"), ("operand.reg", "an operand from a register"),
+        ("operand.mem_channel", "an operand from memory, per channel"),
+        ("operand.mem_element", "an operand from memory, per element")))
+
+
+def _shift_bins(p: str, top: int) -> tuple[Bin, ...]:
+    return (Bin(f"{p}.shift.zero", "shift 0 (clamp only) (layers)"), Bin(f"{p}.shift.mid", f"shift 1..{top - 1}"),
+            Bin(f"{p}.shift.max", f"shift {top} (the field's maximum)"))
+
+
+GROUPS: tuple[Group, ...] = (
+    Group("sdp.lut", "SDP EW-stage LUT: cases x priorities, LE mode, index extremes", ("sdp_lut",), _lut_bins("sdp.lut")),
+    Group("sdp.out", "SDP output convertor", (), (
+        Bin("sdp.out.sat_high", "rounded value above the output maximum (elements)"),
+        Bin("sdp.out.sat_low", "rounded value below the output minimum"),
+        Bin("sdp.out.in_range", "no saturation"),
+        *_shift_bins("sdp.out", 63))),
+    Group("sdp.bs", "SDP BS stage modes (layers)", ("sdp_bs",), _bsbn_bins("bs")),
+    Group("sdp.bn", "SDP BN stage modes (layers)", ("sdp_bn",), _bsbn_bins("bn")),
+    Group("sdp.ew", "SDP EW stage modes (layers)", ("sdp_ew",), tuple(Bin(f"sdp.ew.{k}", d) for k, d in (
+        ("alu.max", "ALU max"), ("alu.min", "ALU min"), ("alu.sum", "ALU sum"), ("alu.eql", "ALU EQL (no output)"),
+        ("mul", "MUL (no PReLU)"), ("prelu", "MUL PReLU"), ("operand.reg", "a register operand"),
+        ("operand.mem", "a memory operand"), ("cvt.on", "a memory operand through its convertor"),
+        ("cvt.bypass", "a memory operand with the convertor bypassed"), ("lut", "LUT on")))),
+    Group("sdp.cube", "SDP input cube shapes (layers)", (), _cube_bins("sdp")),
+    Group("sdp.ports", "SDP memory ports (layers)", (), _port_bins("sdp")),
+    Group("cdp.lut", "CDP (LRN) LUT: cases x priorities, LE mode, index extremes", ("cdp",), _lut_bins("cdp.lut")),
+    Group("cdp.cvt", "CDP convertors and LRN modes", ("cdp",), (
+        Bin("cdp.in.sat_high", "input convertor saturates high (elements)"),
+        Bin("cdp.in.sat_low", "input convertor saturates low"),
+        Bin("cdp.out.sat_high", "output convertor saturates high"),
+        Bin("cdp.out.sat_low", "output convertor saturates low"),
+        Bin("cdp.out.in_range", "output convertor in range"),
+        *_shift_bins("cdp.in", 31), *_shift_bins("cdp.out", 63),
+        Bin("cdp.window.3", "LRN window 3 (layers)"), Bin("cdp.window.5", "window 5"), Bin("cdp.window.7", "window 7"),
+        Bin("cdp.window.9", "window 9"), Bin("cdp.sqsum_bypass", "square sum bypassed"),
+        Bin("cdp.mul_bypass", "multiply bypassed"))),
+    Group("cdp.cube", "CDP input cube shapes (layers)", ("cdp",), _cube_bins("cdp")),
+    Group("cdp.ports", "CDP memory ports (layers)", ("cdp",), _port_bins("cdp")),
+)
+
+BINS: dict[str, Bin] = {b.name: b for g in GROUPS for b in g.bins}
+_GROUP_OF: dict[str, Group] = {b.name: g for g in GROUPS for b in g.bins}
+
+
+def reachable(profiles: Iterable[Any], groups: Iterable[str] | None = None) -> list[str]:
+    """Bins reachable on at least one of ``profiles`` (names or profile objects), optionally
+    only those of ``groups`` (group names)."""
+    from ..drivers.profiles import load_profile
+
+    profs = [load_profile(p) if isinstance(p, str) else p for p in profiles]
+    want = set(groups) if groups is not None else None
+    out = []
+    for g in GROUPS:
+        if want is not None and g.name not in want:
+            continue
+        for b in g.bins:
+            if any(all(p.has(f) for f in (*g.needs, *b.needs)) for p in profs):
+                out.append(b.name)
+    return out
+
+
+# ---- the collector ---------------------------------------------------------------------------
+
+
+def _sign(v: int) -> str:
+    return "neg" if v < 0 else "zero" if v == 0 else "pos"
+
+
+def _rnd(v: np.ndarray, s: int) -> np.ndarray:
+    from .refmodel.ops import rnd
+
+    return rnd(v, s)
+
+
+class Coverage:
+    """Bin counts. Feed it with :meth:`event` (the reference model does) or :meth:`hit`."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {name: 0 for name in BINS}
+        self.layers = 0
+        self.profiles: set[str] = set()
+
+    # ---- counting ----
+    def hit(self, name: str, n: int | np.integer | np.ndarray = 1) -> None:
+        if name not in self.counts:
+            raise KeyError(f"unknown coverage bin {name!r}")
+        if isinstance(n, np.ndarray):
+            n = np.count_nonzero(n)
+        self.counts[name] += int(n)
+
+    def event(self, name: str, **data: Any) -> None:
+        """One event of the reference model (see the ``_on_*`` methods for the data)."""
+        handler = getattr(self, f"_on_{name}", None)
+        if handler is not None:
+            handler(**data)
+
+    def _lut(self, p: str, le_hit, lo_hit, le_uf, lo_uf, le_of, lo_of, params, i_le, i_lo) -> None:  # noqa: ANN001
+        both_uf, both_of = le_uf & lo_uf, le_of & lo_of
+        both_hit = le_hit & lo_hit
+        miss = ~le_hit & ~lo_hit & ~both_uf & ~both_of
+        self.hit(f"{p}.le_hit", le_hit & ~lo_hit)
+        self.hit(f"{p}.lo_hit", lo_hit & ~le_hit)
+        hyb, uf, of = (params.hybrid_priority.lower(), params.uflow_priority.lower(), params.oflow_priority.lower())
+        self.hit(f"{p}.both_hit.prio_{hyb}", both_hit)
+        self.hit(f"{p}.miss.prio_{hyb}", miss)
+        self.hit(f"{p}.uflow.prio_{uf}", both_uf)
+        self.hit(f"{p}.oflow.prio_{of}", both_of)
+        exp = params.le_function == "exponent"
+        self.hit(f"{p}.le_exponent.hit" if exp else f"{p}.le_linear.hit", le_hit)
+        self.hit(f"{p}.le.index_first", le_hit & (i_le == 0))
+        self.hit(f"{p}.le.index_last", le_hit & (i_le == 63))
+        self.hit(f"{p}.lo.index_first", lo_hit & (i_lo == 0))
+        self.hit(f"{p}.lo.index_last", lo_hit & (i_lo == 255))
+        if exp:
+            self.hit(f"{p}.cfg.le_offset.{_sign(params.le_index_offset)}")
+        else:
+            self.hit(f"{p}.cfg.le_select.{_sign(params.le_index_select)}")
+        self.hit(f"{p}.cfg.lo_select.{_sign(params.lo_index_select)}")
+
+    def _on_sdp_lut(self, *, x, params, k_le, k_lo, i_le, i_lo, **_: Any) -> None:  # noqa: ANN001
+        from .refmodel.lut import KIND_HIT, KIND_OF, KIND_UF
+
+        self._lut("sdp.lut", k_le == KIND_HIT, k_lo == KIND_HIT, k_le == KIND_UF, k_lo == KIND_UF,
+                  k_le == KIND_OF, k_lo == KIND_OF, params, i_le, i_lo)
+
+    def _on_sdp_out(self, *, x, offset, scale, shift, out_bits, **_: Any) -> None:  # noqa: ANN001
+        v = (np.asarray(x, dtype=np.int64) - offset) * scale
+        r = np.zeros_like(v) if shift >= 49 else _rnd(v, shift)  # RTL: shift >= 49 gives 0
+        hi, lo = (1 << (out_bits - 1)) - 1, -(1 << (out_bits - 1))
+        self.hit("sdp.out.sat_high", r > hi)
+        self.hit("sdp.out.sat_low", r < lo)
+        self.hit("sdp.out.in_range", (r >= lo) & (r <= hi))
+        self._shift("sdp.out", shift, 63)
+
+    def _shift(self, p: str, shift: int, top: int) -> None:
+        self.hit(f"{p}.shift.zero" if shift == 0 else f"{p}.shift.max" if shift >= top else f"{p}.shift.mid")
+
+    def _on_cdp(self, *, b, s, le_state, lo_state, params, cfg, t, channels, semantics, **_: Any) -> None:  # noqa: ANN001
+        from .refmodel import cdp as cdpm
+        from .refmodel.ops import sx
+
+        lanes = np.arange(np.asarray(b).shape[-1]) < channels
+        n = 9 if cfg.bits == 8 else 17
+        pre = (np.asarray(b, dtype=np.int64) - cfg.datin_offset) * cfg.datin_scale
+        r = _rnd(pre, cfg.datin_shifter)
+        self.hit("cdp.in.sat_high", (r > (1 << (n - 1)) - 1) & lanes)
+        self.hit("cdp.in.sat_low", (r < -(1 << (n - 1))) & lanes)
+        ob = cfg.bits
+        ro = _rnd(np.asarray(t, dtype=np.int64), cfg.datout_shifter)
+        if semantics == "rtl" and cfg.datout_shifter >= (42 if ob == 8 else 50):
+            ro = np.zeros_like(ro)
+        hi, lo = (1 << (ob - 1)) - 1, -(1 << (ob - 1))
+        self.hit("cdp.out.sat_high", ro > hi)
+        self.hit("cdp.out.sat_low", ro < lo)
+        self.hit("cdp.out.in_range", (ro >= lo) & (ro <= hi))
+        self._shift("cdp.in", cfg.datin_shifter, 31)
+        self._shift("cdp.out", cfg.datout_shifter, 63)
+        self.hit(f"cdp.window.{2 * cfg.normalz_len + 3}")
+        if cfg.sqsum_bypass:
+            self.hit("cdp.sqsum_bypass")
+        if cfg.mul_bypass:
+            self.hit("cdp.mul_bypass")
+        # per-table indices of the hits (as the model's _table computes them)
+        s = np.asarray(s, dtype=np.int64)
+        bits = cfg.bits
+
+        def cmp(start: int) -> int:
+            return sx(start, 22) if semantics == "rtl" and bits == 8 else start
+
+        le_abs, lo_abs = (6, 5) if bits == 8 else (7, 6)
+        d_le = np.maximum(s - cmp(params.le_start), 1)
+        if params.le_function == "exponent":
+            i_le = cdpm._floor_log2(d_le) - params.le_index_offset
+        else:
+            i_le = cdpm._linear_index(d_le, params.le_index_select, 65, semantics, le_abs)[1]
+        d_lo = np.maximum(s - cmp(params.lo_start), 1)
+        i_lo = cdpm._linear_index(d_lo, params.lo_index_select, 257, semantics, lo_abs)[1]
+        U, O, H = cdpm.UF, cdpm.OF, cdpm.HIT
+        self._lut("cdp.lut", le_state == H, lo_state == H, le_state == U, lo_state == U, le_state == O,
+                  lo_state == O, params, i_le, i_lo)
+
+    def _on_layer(self, *, unit, blocks, view, profile, **_: Any) -> None:  # noqa: ANN001
+        self.layers += 1
+        self.profiles.add(profile.name)
+        f = view.field
+        atom = profile.atom_bytes
+        if unit == "SDP" and "SDP_RDMA" in blocks:
+            w, h, c = (int(f("SDP_RDMA", f"D_DATA_CUBE_{k}", k)) + 1 for k in ("WIDTH", "HEIGHT", "CHANNEL"))
+            bpe = 2 if f("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION") == 1 else 1
+            ls, ss = int(view.reg("SDP_RDMA", "D_SRC_LINE_STRIDE")), int(view.reg("SDP_RDMA", "D_SRC_SURFACE_STRIDE"))
+            self._cube("sdp", w, h, c, atom // bpe, atom, ls, ss)
+            reads = [f("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE")]
+            for eng in ("BRDMA", "NRDMA", "ERDMA"):
+                if not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
+                    reads.append(f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_RAM_TYPE"))
+            writes = [] if f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") else [f("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")]
+            self._ports("sdp", reads, writes)
+        if unit == "SDP":
+            for st, dma in (("BS", "BRDMA"), ("BN", "NRDMA")):
+                if profile.has(f"sdp_{st.lower()}") and not f("SDP", f"D_DP_{st}_CFG", f"{st}_BYPASS"):
+                    self._bsbn(view, st, dma)
+            if profile.has("sdp_ew") and not f("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
+                self._ew(view)
+        elif unit == "CDP":
+            w, h, c = (int(f("CDP_RDMA", f"D_DATA_CUBE_{k}", k)) + 1 for k in ("WIDTH", "HEIGHT", "CHANNEL"))
+            bpe = 2 if f("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA") == 1 else 1
+            ls, ss = int(view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE")), int(view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"))
+            self._cube("cdp", w, h, c, atom // bpe, atom, ls, ss)
+            self._ports("cdp", [f("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE")], [f("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")])
+
+    def _cube(self, u: str, w: int, h: int, c: int, group: int, atom: int, ls: int, ss: int) -> None:
+        if w == 1 and h == 1:
+            self.hit(f"{u}.cube.1x1xC")
+        elif h == 1:
+            self.hit(f"{u}.cube.single_line")
+        if h > 1:
+            self.hit(f"{u}.cube.multi_line")
+        if c % group:
+            self.hit(f"{u}.cube.partial_atom")
+        surfaces = -(-c // group)
+        if surfaces > 1:
+            self.hit(f"{u}.cube.multi_surface")
+        if (h > 1 and ls > w * atom) or (surfaces > 1 and ss > h * ls):
+            self.hit(f"{u}.cube.gaps")
+
+    def _ports(self, u: str, reads: list[int], writes: list[int]) -> None:
+        name = {1: "pri", 0: "sec"}
+        used = set()
+        for kind, types in (("read", reads), ("write", writes)):
+            for t in set(types):
+                self.hit(f"{u}.ports.{kind}.{name.get(int(t), 'sec')}")
+                used.add(int(t))
+        if len(used) > 1 and f"{u}.ports.both" in self.counts:
+            self.hit(f"{u}.ports.both")
+
+    def _bsbn(self, view, st: str, dma: str) -> None:  # noqa: ANN001
+        f = view.field
+        p = f"sdp.{st.lower()}"
+        cfg = f"D_DP_{st}_CFG"
+        if not f("SDP", cfg, f"{st}_ALU_BYPASS"):
+            self.hit(f"{p}.alu.{('max', 'min', 'sum', 'sum')[f('SDP', cfg, f'{st}_ALU_ALGO')]}")
+            self._operand(view, p, st, "ALU", dma)
+        if not f("SDP", cfg, f"{st}_MUL_BYPASS"):
+            self.hit(f"{p}.prelu" if f("SDP", cfg, f"{st}_MUL_PRELU") else f"{p}.mul")
+            self._operand(view, p, st, "MUL", dma)
+        if not f("SDP", cfg, f"{st}_RELU_BYPASS"):
+            self.hit(f"{p}.relu")
+
+    def _operand(self, view, p: str, st: str, kind: str, dma: str) -> None:  # noqa: ANN001
+        f = view.field
+        if not f("SDP", f"D_DP_{st}_{kind}_CFG", f"{st}_{kind}_SRC"):
+            self.hit(f"{p}.operand.reg")
+        elif f("SDP_RDMA", f"D_{dma}_CFG", f"{dma}_DATA_MODE"):
+            self.hit(f"{p}.operand.mem_element")
+        else:
+            self.hit(f"{p}.operand.mem_channel")
+
+    def _ew(self, view) -> None:  # noqa: ANN001
+        f = view.field
+        ecfg = lambda k: int(f("SDP", "D_DP_EW_CFG", f"EW_{k}"))  # noqa: E731
+        for kind, on in (("ALU", not ecfg("ALU_BYPASS")), ("MUL", not ecfg("MUL_BYPASS"))):
+            if not on:
+                continue
+            if kind == "ALU":
+                self.hit(f"sdp.ew.alu.{('max', 'min', 'sum', 'eql')[ecfg('ALU_ALGO')]}")
+            else:
+                self.hit("sdp.ew.prelu" if ecfg("MUL_PRELU") else "sdp.ew.mul")
+            if f("SDP", f"D_DP_EW_{kind}_CFG", f"EW_{kind}_SRC"):
+                self.hit("sdp.ew.operand.mem")
+                self.hit("sdp.ew.cvt.bypass" if f("SDP", f"D_DP_EW_{kind}_CFG", f"EW_{kind}_CVT_BYPASS") else "sdp.ew.cvt.on")
+            else:
+                self.hit("sdp.ew.operand.reg")
+        if not ecfg("LUT_BYPASS"):
+            self.hit("sdp.ew.lut")
+
+    # ---- merging and files ----
+    def merge(self, other: Coverage | dict[str, Any]) -> Coverage:
+        """Add ``other``'s counts (a collector or its JSON dict) into this one; returns self."""
+        if isinstance(other, dict):
+            other = from_json(other)
+        for k, v in other.counts.items():
+            self.counts[k] = self.counts.get(k, 0) + int(v)
+        self.layers += other.layers
+        self.profiles |= other.profiles
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "layers": self.layers, "profiles": sorted(self.profiles),
+                "bins": dict(self.counts)}
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1, sort_keys=False) + "\n"
+
+    def write(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(self.dumps(), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    def empty(self, bins: Iterable[str]) -> list[str]:
+        """The bins of ``bins`` with no hit."""
+        return [b for b in bins if not self.counts.get(b)]
+
+
+def from_json(d: Any, source: str = "<coverage>") -> Coverage:
+    """A collector from its JSON dict; a wrong format or an unknown bin is a ValueError naming it."""
+    if not isinstance(d, dict) or d.get("format") != FORMAT:
+        raise ValueError(f"{source}: not a coverage file (expected format {FORMAT!r})")
+    bins = d.get("bins")
+    if not isinstance(bins, dict):
+        raise ValueError(f"{source}: 'bins' must be a mapping of bin name to count")
+    cov = Coverage()
+    for k, v in bins.items():
+        if k not in BINS:
+            raise ValueError(f"{source}: unknown bin {k!r}")
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{source}: bin {k!r}: count must be a non-negative integer, not {v!r}")
+        cov.counts[k] = v
+    cov.layers = int(d.get("layers", 0))
+    cov.profiles = set(d.get("profiles", []))
+    return cov
+
+
+def load(path: str | Path) -> Coverage:
+    p = Path(path)
+    try:
+        d = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}:{e.lineno}: {e.msg}") from None
+    return from_json(d, str(p))
+
+
+def merge(*covs: Coverage | dict[str, Any]) -> Coverage:
+    out = Coverage()
+    for c in covs:
+        out.merge(c)
+    return out
+
+
+def format_table(cov: Coverage, profiles: Iterable[Any] | None = None, groups: Iterable[str] | None = None) -> str:
+    """One line per bin (count, or '-' where no profile of ``profiles`` can reach it; empty
+    reachable bins marked), a header line per group with hits / reachable."""
+    profiles = list(profiles) if profiles is not None else sorted(cov.profiles)
+    reach = set(reachable(profiles, groups)) if profiles else set(BINS)
+    want = set(groups) if groups is not None else None
+    lines = [f"functional coverage: {cov.layers} reference-model layers"
+             + (f" on {', '.join(getattr(p, 'name', p) for p in profiles)}" if profiles else "")]
+    tot_hit = tot = 0
+    for g in GROUPS:
+        if want is not None and g.name not in want:
+            continue
+        rb = [b for b in g.bins if b.name in reach]
+        hit = sum(1 for b in rb if cov.counts.get(b.name))
+        tot_hit, tot = tot_hit + hit, tot + len(rb)
+        if not rb and not any(cov.counts.get(b.name) for b in g.bins):
+            lines.append(f"{g.name:<12} (not reachable on these profiles)")
+            continue
+        lines.append(f"{g.name:<12} {hit}/{len(rb)} bins  {g.doc}")
+        for b in g.bins:
+            n = cov.counts.get(b.name, 0)
+            mark = "-" if b.name not in reach else ("EMPTY" if n == 0 else str(n))
+            short = b.name[len(g.name) + 1:] if b.name.startswith(g.name + ".") else b.name.split(".", 1)[1]
+            lines.append(f"  {short:<24}{mark:>10}  {b.doc}")
+    lines.append(f"total: {tot_hit} of {tot} reachable bins hit" + (f"; empty: {tot - tot_hit}" if tot - tot_hit else ""))
+    return "\n".join(lines)
+
+
+# ---- the process's active collector --------------------------------------------------------------
+
+_ACTIVE: list[Coverage] = []
+
+
+def active() -> Coverage | None:
+    """The collector installed for this process (model targets created with ``coverage=None``
+    feed it), or None."""
+    return _ACTIVE[-1] if _ACTIVE else None
+
+
+def install(cov: Coverage) -> Coverage:
+    _ACTIVE.append(cov)
+    return cov
+
+
+def uninstall(cov: Coverage) -> None:
+    if cov in _ACTIVE:
+        _ACTIVE.remove(cov)
+
+
+@contextlib.contextmanager
+def collecting(cov: Coverage | None = None) -> Iterator[Coverage]:
+    """``with collecting() as cov:`` every model-target layer in the block feeds ``cov``."""
+    cov = install(cov if cov is not None else Coverage())
+    try:
+        yield cov
+    finally:
+        uninstall(cov)
+
+
+# ---- pytest session (nvdla-hil regress) -------------------------------------------------------------
+
+_WORKER_KEY = "nvdla_hil_coverage"
+
+
+class SessionCoverage:
+    """A pytest plugin object: collects the session's coverage on every process, merges xdist
+    workers' counts into the controller, prints the table and writes ``path`` at the end."""
+
+    def __init__(self, config: Any, path: str | Path | None = None, profiles: Iterable[str] | None = None) -> None:
+        self.config = config
+        self.path = Path(path) if path is not None else None
+        self.profiles = list(profiles) if profiles is not None else None
+        self.cov = install(Coverage())
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        if self.is_worker:
+            self.config.workeroutput[_WORKER_KEY] = self.cov.to_json()  # type: ignore[attr-defined]
+        uninstall(self.cov)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:  # xdist controller
+        data = getattr(node, "workeroutput", {}).get(_WORKER_KEY)
+        if data:
+            self.cov.merge(data)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker:
+            return
+        profiles = self.profiles
+        if profiles is None:
+            try:
+                from .plugin import configured_profiles
+
+                profiles = configured_profiles(self.config)
+            except Exception:  # noqa: BLE001 - no nvdla-hil options in this session
+                profiles = sorted(self.cov.profiles)
+        terminalreporter.write_sep("=", "nvdla-hil functional coverage")
+        for line in format_table(self.cov, profiles).splitlines():
+            terminalreporter.write_line(line)
+        if self.path is not None:
+            self.cov.write(self.path)
+            terminalreporter.write_line(f"coverage written to {self.path}")
+
+
+def coverage_for_session(config: Any, path: str | Path | None = None,
+                         profiles: Iterable[str] | None = None) -> SessionCoverage:
+    """The plugin object the pytest plugin registers for a regression::
+
+        config.pluginmanager.register(coverage_for_session(config, run_dir / "coverage.json"),
+                                      "nvdla-hil-coverage")
+
+    Register it in ``pytest_configure`` (of the controller and of every xdist worker); without
+    ``path`` the table is printed only. ``profiles``: the profiles whose reachable bins count
+    (default: the session's configured profiles)."""
+    return SessionCoverage(config, path, profiles)
