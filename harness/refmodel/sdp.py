@@ -270,7 +270,8 @@ def _fetch_operands(
         geo = CubeGeometry(
             base=base,
             line_stride=int(view.reg("SDP_RDMA", f"D_{prefix}_LINE_STRIDE")),
-            surface_stride=int(view.reg("SDP_RDMA", f"D_{prefix}_SURFACE_STRIDE")),
+            surface_stride=_packed_1x1(cube.width, cube.height, cube.group, bpc * comps,
+                                       int(view.reg("SDP_RDMA", f"D_{prefix}_SURFACE_STRIDE"))),
             width=cube.width,
             height=cube.height,
             channels=cube.channels,
@@ -439,12 +440,22 @@ def run_sdp(
                    proc=proc)  # fmt: skip
 
 
+def _packed_1x1(w: int, h: int, group: int, bpe: int, surface_stride: int) -> int:
+    """SDP's DMA engines move a 1 x 1 x C cube as one request of its surfaces back to back: the
+    RTL's ``cfg_mode_1x1_pack`` (``WIDTH == 0 && HEIGHT == 0``) in NV_NVDLA_SDP_MRDMA_ig.v,
+    NV_NVDLA_SDP_RDMA_ig.v (BS/BN/EW operand cubes) and NV_NVDLA_SDP_WDMA_cmd.v ignores
+    ``SURFACE_STRIDE`` (found by ``nvdla-hil fuzz`` against the nv_small RTL). PDP and CDP have
+    no such mode."""
+    return w * group * bpe if (w == 1 and h == 1) else surface_stride
+
+
 def _surface(view: RegisterView, block: str, prefix: str, w: int, h: int, c: int, group: int, bpe: int) -> CubeGeometry:
-    """Geometry of the cube ``block``'s ``<prefix>_BASE_ADDR``/``_LINE_STRIDE``/``_SURFACE_STRIDE`` registers describe."""
+    """Geometry of the cube ``block``'s ``<prefix>_BASE_ADDR``/``_LINE_STRIDE``/``_SURFACE_STRIDE``
+    registers describe (a 1 x 1 x C cube: surfaces packed, :func:`_packed_1x1`)."""
     return CubeGeometry(
         base=_addr(view, block, f"D_{prefix}_BASE_ADDR"),
         line_stride=int(view.reg(block, f"D_{prefix}_LINE_STRIDE")),
-        surface_stride=int(view.reg(block, f"D_{prefix}_SURFACE_STRIDE")),
+        surface_stride=_packed_1x1(w, h, group, bpe, int(view.reg(block, f"D_{prefix}_SURFACE_STRIDE"))),
         width=w,
         height=h,
         channels=c,
