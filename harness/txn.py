@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from ..drivers.profiles import HardwareProfile, load_profile
+from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
 from .outputs import cube_for, diff_region
 from .refmodel.base import UnitNotModelled
