@@ -210,8 +210,8 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     if args.junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
     logs = Path(args.log_dir) if args.log_dir else run / "logs"
-    argv = ["-p", "no:cacheprovider", "-q", "--nvdla-summary", "--target", args.target,
-            "--model-semantics", args.model_semantics, "-o", "console_output_style=classic",
+    argv = ["-p", "no:cacheprovider", "-q", "--nvdla-summary", "--nvdla-target", args.target,
+            "--nvdla-model-semantics", args.model_semantics, "-o", "console_output_style=classic",
             "-o", "junit_family=xunit1",  # per-test <properties> (profile, target)
             "--nvdla-summary-file", str(run / "summary.txt"), "--nvdla-log", str(logs)]
     argv += ["--pyargs"] + [SUITES[s] for s in suites]
@@ -223,13 +223,13 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv += ["--nvdla-vectors", args.vectors]
     if args.txn:
         argv += ["--nvdla-txn", args.txn]
-    for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--lab", args.lab), ("--board", args.board)):
+    for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--nvdla-lab", args.lab), ("--nvdla-board", args.board)):
         if val:
             argv += [flag, val]
     if args.waves:
-        argv.append("--waves")
+        argv.append("--nvdla-waves")
     if args.poison:
-        argv.append("--poison")
+        argv.append("--nvdla-poison")
     if args.allow_empty:
         argv.append("--nvdla-allow-empty")
     argv += ["--junitxml", str(junit)]

@@ -23,8 +23,13 @@ A lab file is YAML::
         reset_address: 0xf0000000   # optional: writing 1 here resets NVDLA (LiteX ctrl_reset CSR);
                                     # the serial target then resets the board before every test
 
-Selection: ``--lab FILE --board NAME`` or the environment variables ``NVDLA_HIL_LAB`` and
-``NVDLA_HIL_BOARD``. The file is read strictly (:mod:`nvdla_hil.drivers.yamlstrict`: a
+    pools:                          # optional: boards that are one hardware build
+      arty: [arty-1, arty-2]        # every board of a pool has the same profile
+
+Selection: ``--nvdla-lab FILE --nvdla-board NAME`` (``nvdla-hil``: ``--lab``/``--board``) or the
+environment variables ``NVDLA_HIL_LAB`` and ``NVDLA_HIL_BOARD``. The board may be a pool
+(``pool:arty``, or the pool's name) or a comma list of boards: a regression with ``-n N`` then
+gives each xdist worker a board of its own (:meth:`Lab.select`, :func:`resolve_boards`). The file is read strictly (:mod:`nvdla_hil.drivers.yamlstrict`: a
 duplicate key is an error naming both lines); unknown fields are errors, and every field's type
 and range is checked, the error naming the file, line, board and field (``lock_dir: 5``,
 ``response_timeout: .inf``, ``baud: 0`` are refused).
@@ -82,6 +87,7 @@ __all__ = [
     "lock_path",
     "locked",
     "resolve_board",
+    "resolve_boards",
     "run_reset",
 ]
 
@@ -139,6 +145,39 @@ class Lab:
     path: Path
     boards: dict[str, BoardConfig]
     lock_dir: Path
+    pools: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def select(self, selection: str) -> tuple[list[BoardConfig], str | None]:
+        """The boards a ``--nvdla-board`` value names, and the pool's name (None when not a pool).
+
+        ``NAME`` (a board, or a pool of the lab file), ``pool:NAME``, or a comma list of boards
+        (an unnamed pool). Every board of a pool must have the same profile (a pool is one
+        hardware build, so a test's result does not depend on which board it got)."""
+        sel = selection.strip()
+        pool: str | None = None
+        if sel.startswith("pool:"):
+            pool = sel[len("pool:"):].strip()
+            if pool not in self.pools:
+                known = ", ".join(sorted(self.pools)) or "(none: add a 'pools:' mapping)"
+                raise LabError(f"{self.path}: no pool {pool!r}; known pools: {known}")
+            names = list(self.pools[pool])
+        elif "," in sel:
+            names = [n.strip() for n in sel.split(",") if n.strip()]
+            if len(set(names)) != len(names):
+                raise LabError(f"{self.path}: board list {selection!r} names a board twice")
+        elif sel in self.pools and sel not in self.boards:
+            pool, names = sel, list(self.pools[sel])
+        else:
+            names = [sel]
+        cfgs = [self.board(n) for n in names]
+        if not cfgs:
+            raise LabError(f"{self.path}: board selection {selection!r} names no board")
+        profiles = {c.profile for c in cfgs}
+        if len(profiles) > 1:
+            which = ", ".join(f"{c.name} ({c.profile})" for c in cfgs)
+            raise LabError(f"{self.path}: boards {which}" + (f" of pool {pool!r}" if pool else "")
+                           + " have different profiles; a pool is one hardware build")
+        return cfgs, pool
 
     def board(self, name: str) -> BoardConfig:
         try:
@@ -263,6 +302,37 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
     return cfg
 
 
+def _pools(path: Path, raw: object, boards: dict[str, BoardConfig],
+           lines: dict[tuple[str, ...], int]) -> dict[str, tuple[str, ...]]:  # fmt: skip
+    """``pools: {name: [board, ...]}``: each a non-empty list of distinct boards of the file."""
+    where = f"{path}:{lines[('', 'pools')]}" if ("", "pools") in lines else str(path)
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise LabError(f"{where}: field 'pools': expected a mapping of pool name to a list of boards, "
+                       f"got {type(raw).__name__}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, members in raw.items():
+        name = str(name)
+        if name in boards:
+            raise LabError(f"{where}: pool {name!r}: a board has this name too; give the pool another name")
+        if not (isinstance(members, list) and members and all(isinstance(m, str) for m in members)):
+            raise LabError(f"{where}: pool {name!r}: expected a non-empty list of board names, got {members!r}")
+        if len(set(members)) != len(members):
+            raise LabError(f"{where}: pool {name!r}: names a board twice")
+        unknown = [m for m in members if m not in boards]
+        if unknown:
+            raise LabError(f"{where}: pool {name!r}: no board {unknown[0]!r}; known boards: "
+                           f"{', '.join(sorted(boards)) or '(none)'}")
+        profiles = {boards[m].profile for m in members}
+        if len(profiles) > 1:
+            which = ", ".join(f"{m} ({boards[m].profile})" for m in members)
+            raise LabError(f"{where}: pool {name!r}: boards {which} have different profiles; "
+                           f"a pool is one hardware build")
+        out[name] = tuple(members)
+    return out
+
+
 def load_lab(path: str | os.PathLike[str]) -> Lab:
     p = Path(path)
     try:
@@ -278,13 +348,15 @@ def load_lab(path: str | os.PathLike[str]) -> Lab:
         raise LabError(msg if "duplicate key" in msg else f"{msg} (not valid YAML)") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("boards"), dict):
         raise LabError(f"{p}: expected a top-level mapping with a 'boards:' mapping")
-    extra = set(doc) - {"boards", "lock_dir"}
+    extra = set(doc) - {"boards", "lock_dir", "pools"}
     lines = _lines(text)
     if extra:
         first = min(extra, key=lambda k: lines.get(("", str(k)), 0))
         where = f"{p}:{lines[('', str(first))]}" if ("", str(first)) in lines else str(p)
-        raise LabError(f"{where}: unknown top-level field(s) {', '.join(sorted(map(str, extra)))}; known: boards, lock_dir")
+        raise LabError(f"{where}: unknown top-level field(s) {', '.join(sorted(map(str, extra)))}; "
+                       f"known: boards, lock_dir, pools")
     boards = {str(n): _board(p, str(n), raw, lines) for n, raw in doc["boards"].items()}
+    pools = _pools(p, doc.get("pools"), boards, lines)
     raw_dir = doc.get("lock_dir")
     if raw_dir is None:
         lock_dir = Path(tempfile.gettempdir())
@@ -295,23 +367,36 @@ def load_lab(path: str | os.PathLike[str]) -> Lab:
         lock_dir = Path(raw_dir).expanduser()
         if not lock_dir.is_dir():
             raise LabError(f"{where}: field 'lock_dir': {raw_dir!r} is not an existing folder")
-    return Lab(p, boards, lock_dir)
+    return Lab(p, boards, lock_dir, pools)
 
 
-def resolve_board(lab_path: str | os.PathLike[str] | None, board: str | None) -> tuple[Lab, BoardConfig]:
-    """``--lab/--board`` or ``NVDLA_HIL_LAB``/``NVDLA_HIL_BOARD``."""
+def resolve_boards(lab_path: str | os.PathLike[str] | None,
+                   board: str | None) -> tuple[Lab, list[BoardConfig], str | None]:  # fmt: skip
+    """``--nvdla-lab/--nvdla-board`` (or ``NVDLA_HIL_LAB``/``NVDLA_HIL_BOARD``): the lab, the boards
+    selected (one board, a pool, ``pool:NAME`` or a comma list; see :meth:`Lab.select`) and the
+    pool's name."""
     lab_path = lab_path or os.environ.get(ENV_LAB)
     board = board or os.environ.get(ENV_BOARD)
     if not lab_path:
-        raise LabError(f"no lab file: pass --lab FILE or set {ENV_LAB}")
+        raise LabError(f"no lab file: pass --nvdla-lab FILE (nvdla-hil: --lab FILE) or set {ENV_LAB}")
     lab = load_lab(lab_path)
     if not board:
         if len(lab.boards) == 1:
             board = next(iter(lab.boards))
         else:
             known = ", ".join(sorted(lab.boards)) or "(none)"
-            raise LabError(f"{lab.path}: no board chosen: pass --board NAME or set {ENV_BOARD}; known boards: {known}")
-    return lab, lab.board(board)
+            pools = f"; pools: {', '.join(sorted(lab.pools))}" if lab.pools else ""
+            raise LabError(f"{lab.path}: no board chosen: pass --nvdla-board NAME (nvdla-hil: --board NAME) or set "
+                           f"{ENV_BOARD}; known boards: {known}{pools}")
+    cfgs, pool = lab.select(board)
+    return lab, cfgs, pool
+
+
+def resolve_board(lab_path: str | os.PathLike[str] | None, board: str | None) -> tuple[Lab, BoardConfig]:
+    """``--nvdla-lab/--nvdla-board`` or ``NVDLA_HIL_LAB``/``NVDLA_HIL_BOARD``: one board. A pool
+    or a list is checked whole and gives its first board (where one board is needed)."""
+    lab, cfgs, _ = resolve_boards(lab_path, board)
+    return lab, cfgs[0]
 
 
 # ---- locking ------------------------------------------------------------------------------------------

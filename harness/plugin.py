@@ -1,8 +1,9 @@
 """pytest plugin (entry point ``nvdla_hil``): target selection, fixtures, markers, summary.
 
-Options (each with an environment-variable fallback, as labgrid's ``--lg-env``/``LG_ENV``):
+Options, all prefixed ``--nvdla-`` (each with an environment-variable fallback, as labgrid's
+``--lg-env``/``LG_ENV``):
 
-``--target {model,verilator,serial}``  NVDLA_HIL_TARGET, default ``model``
+``--nvdla-target {model,verilator,serial}``  NVDLA_HIL_TARGET, default ``model``
 ``--nvdla-config P[,P2...]|all``       NVDLA_HIL_CONFIG, hardware profile(s) the run may use; a test runs
                                        on the first profile that has the features it needs (default
                                        ``nv_small,nv_small_256_full``; ``all``: every shipped profile;
@@ -12,19 +13,29 @@ Options (each with an environment-variable fallback, as labgrid's ``--lg-env``/`
                                        ``--nvdla-hw``: the checkout's ``verif/tests/trace_tests``)
 ``--nvdla-vectors PATH``               NVDLA_HIL_VECTORS, folder of packed test vectors (default: bundled)
 ``--nvdla-hw PATH``                    NVDLA_HW, the user's nvdla/hw checkout (verilator target)
-``--lab FILE --board NAME``            NVDLA_HIL_LAB / NVDLA_HIL_BOARD (serial target)
-``--model-semantics {rtl,cmod}``       the model follows the RTL (default) or NVDLA's C model
-``--poison``                           poison checked output regions before each trace
-``--waves``                            verilator: dump FST waves
+``--nvdla-lab FILE``                   NVDLA_HIL_LAB (serial target)
+``--nvdla-board NAME|pool:NAME|A,B``   NVDLA_HIL_BOARD: a board, a pool of the lab file or a list
+``--nvdla-board-wait SECONDS``         fewer boards than workers: how long a test waits for one (300)
+``--nvdla-model-semantics {rtl,cmod}`` the model follows the RTL (default) or NVDLA's C model
+``--nvdla-poison``                     poison checked output regions before each trace
+``--nvdla-waves``                      verilator: dump FST waves of every test
+``--nvdla-failure-waves {rerun,off}``  verilator: re-run a failed test once with waves (default rerun)
+``--nvdla-waves-dir DIR``              where those wave files go (default ``<--nvdla-log>/../waves``)
 ``--nvdla-log DIR``                    write each test's register-access log (and link record) to DIR
 ``--nvdla-allow-empty``                a session in which no test ran is not an error
 
+The unprefixed ``--target``, ``--lab``, ``--board``, ``--model-semantics``, ``--poison`` and
+``--waves`` of earlier versions are deprecated aliases (a ``PytestDeprecationWarning`` when
+used). Each is registered only if no other plugin or initial conftest has registered that
+option string or its dest (pytest-embedded's ``--target`` has dest ``target``), and only after
+all of them have, so installing this plugin beside another never breaks either.
+
 Misconfiguration is never green. Before the first test (``pytest.UsageError``, pytest exit 4;
 ``nvdla-hil regress`` exits 2): an explicit ``--nvdla-traces``/``--nvdla-vectors`` that is not a
-folder, or holds no tests; ``--target verilator`` without ``--nvdla-hw``; ``--target serial``
-without a lab file and board (or a lab file that does not load); a board another regression
-holds. At collection (a collection error naming the source, exit 2): ``NVDLA_TRACES`` /
-``NVDLA_HIL_VECTORS`` naming a missing or empty folder. At the end: a session of the shipped
+folder, or holds no tests; ``--nvdla-target verilator`` without ``--nvdla-hw``; ``--nvdla-target
+serial`` without a lab file and board (or a lab file that does not load); a board another
+regression holds. At collection (a collection error naming the source, exit 2): ``NVDLA_TRACES``
+/ ``NVDLA_HIL_VECTORS`` naming a missing or empty folder. At the end: a session of the shipped
 suites (or of ``nvdla-hil regress``) in which tests were collected but none passed or failed
 (all skipped or deselected) exits 5 (``NO_TESTS_COLLECTED``) unless ``--nvdla-allow-empty``.
 
@@ -32,35 +43,57 @@ Register-access logs: suites call :func:`attach_access_log` with their :class:`A
 (and the target's link report); with ``--nvdla-log DIR`` the plugin writes it after the
 test, whatever its outcome. The ``nvdla_target`` fixture does this by itself.
 
-Board lock (serial target): the controller process (the only process without xdist) takes
-the board's :class:`~nvdla_hil.harness.lab.SessionBoardLock` in ``pytest_configure`` and holds
-it until ``pytest_unconfigure``; xdist workers receive the lock file and the controller's PID
-(``workerinput``), check in their own ``pytest_configure`` that the controller holds it, and
-each test's target takes only the session's ``.use`` lock, so workers take turns on the link.
+Board locks (serial target): the controller process (the only process without xdist) takes a
+:class:`~nvdla_hil.harness.lab.SessionBoardLock` on each board it will use in
+``pytest_configure`` and holds them until ``pytest_unconfigure``: one board, or with a pool
+(``--nvdla-board pool:NAME`` or a comma list) one board per xdist worker, as many as the pool
+has free. Workers receive the lock files and the controller's PID (``workerinput``), check in
+their own ``pytest_configure`` that the controller holds them, and each test's target takes only
+a session board's ``.use`` lock: worker gwK's own board K first, so with as many boards as
+workers each worker has its board for the whole session; with fewer, tests take turns, waiting
+at most ``--nvdla-board-wait`` seconds. A board is never used by two tests at once.
 
-Fixtures: ``nvdla_spec`` (session :class:`TargetSpec`), ``nvdla_target`` (an open target per
-test), ``nvdla_driver`` (:class:`NvdlaDriver` on it), ``nvdla_profile``.
+JUnit XML: the plugin sets ``junit_family=xunit1`` unless the user set one, gives the shipped
+suites' tests the classname ``nvdla_hil.harness.suites.<module>`` however they were collected
+(``--pyargs`` of an installed module otherwise gives an empty one), and records per test the
+properties ``target``, ``profile``, ``board`` (serial) or ``rtl_build`` (verilator build key),
+``model_semantics`` (model), ``seed`` (packed vectors) and ``waves`` (a re-run's wave file).
+
+Fixtures: ``nvdla_spec`` (session :class:`TargetSpec`), ``nvdla_target`` (the open
+:class:`~nvdla_hil.drivers.transport.Transport` of the test, on every target),
+``nvdla_driver`` (:class:`NvdlaDriver` on it), ``nvdla_profile``.
 Marker: ``@pytest.mark.nvdla_feature("sdp_lut", ...)`` skips (with the reason) when no
 configured profile has the features; the fixtures then open the target on a profile that has them.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
+import tempfile
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ..drivers.driver import AccessLog, NvdlaDriver
 from ..drivers.profiles import HardwareProfile, load_profile
-from .targets import TARGETS, TargetSpec, open_target
+from ..drivers.transport import Transport
+from .targets import TARGETS, TargetSpec, open_target, watch_opened_targets
 
 SPEC_KEY = pytest.StashKey[TargetSpec]()
 PROFILES_KEY = pytest.StashKey[list[str]]()
 LOCK_KEY = pytest.StashKey[object]()
 LOGS_KEY = pytest.StashKey[dict]()
 COUNTS_KEY = pytest.StashKey[dict]()
+OPTS_KEY = pytest.StashKey[dict]()
+BOARD_NOTE_KEY = pytest.StashKey[str]()
+WATCH_KEY = pytest.StashKey[object]()
+RERUN_WAVES_KEY = pytest.StashKey[Path]()
+WAVES_SEEN_KEY = pytest.StashKey[list]()
+#: per test (item stash): the targets it opened, with their specs
+OPENED_KEY = pytest.StashKey[list]()
 
 DEFAULT_PROFILES = "nv_small,nv_small_256_full"
 
@@ -70,25 +103,127 @@ SKIP_NOT_MODELLED = "not modelled"
 SKIP_LACKS = "lacks unit"
 
 
+#: deprecated option -> (its prefixed name, the dest the alias stores into). Each alias is
+#: registered only when no other plugin has taken the option string or its natural dest
+#: (pytest-embedded's ``--target`` is dest ``target``), and only after every plugin and initial
+#: conftest has added its options, so it can never break another plugin's registration.
+DEPRECATED_ALIASES = {
+    "--target": "--nvdla-target",
+    "--lab": "--nvdla-lab",
+    "--board": "--nvdla-board",
+    "--model-semantics": "--nvdla-model-semantics",
+    "--poison": "--nvdla-poison",
+    "--waves": "--nvdla-waves",
+}
+#: option name (without ``--nvdla-``) -> how the plugin reads it
+_ALIASED = ("target", "lab", "board", "model-semantics", "poison", "waves")
+
+
+def _alias_dest(old: str) -> str:
+    return "nvdla_deprecated_" + old.lstrip("-").replace("-", "_")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("nvdla-hil", "NVDLA hardware-in-the-loop")
-    g.addoption("--target", choices=TARGETS, default=None, help="where tests run (default: model, or NVDLA_HIL_TARGET)")
+    g.addoption("--nvdla-target", choices=TARGETS, default=None, dest="nvdla_target",
+                help="where tests run (default: model, or NVDLA_HIL_TARGET)")
     g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated, or all (default: all on the model target, "
                      f"{DEFAULT_PROFILES} elsewhere)")
     g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
     g.addoption("--nvdla-txn", default=None, help="folder of nv_full's traceplayer tests, input.txn (or NVDLA_TXN_TESTS)")
     g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
     g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
-    g.addoption("--lab", default=None, help="lab file for the serial target (or NVDLA_HIL_LAB)")
-    g.addoption("--board", default=None, help="board name in the lab file (or NVDLA_HIL_BOARD)")
-    g.addoption("--model-semantics", choices=("rtl", "cmod"), default="rtl", help="model follows RTL or C model")
-    g.addoption("--poison", action="store_true", help="poison checked output regions before each trace")
-    g.addoption("--waves", action="store_true", help="verilator target: dump FST waves")
+    g.addoption("--nvdla-lab", default=None, dest="nvdla_lab", help="lab file for the serial target (or NVDLA_HIL_LAB)")
+    g.addoption("--nvdla-board", default=None, dest="nvdla_board",
+                help="serial target: a board of the lab file, pool:NAME (or a pool's name) or a comma list of "
+                     "boards; with -n N each xdist worker gets a board of its own (or NVDLA_HIL_BOARD)")
+    g.addoption("--nvdla-board-wait", type=float, default=300.0, metavar="SECONDS",
+                help="serial target with fewer boards than workers: how long a test waits for a board (default 300)")
+    g.addoption("--nvdla-model-semantics", choices=("rtl", "cmod"), default=None, dest="nvdla_model_semantics",
+                help="model follows the RTL (default) or NVDLA's C model")
+    g.addoption("--nvdla-poison", action="store_true", default=False, dest="nvdla_poison",
+                help="poison checked output regions before each trace")
+    g.addoption("--nvdla-waves", action="store_true", default=False, dest="nvdla_waves",
+                help="verilator target: dump FST waves of every test")
+    g.addoption("--nvdla-failure-waves", choices=("rerun", "off"), default="rerun",
+                help="verilator target: re-run a failed test once with waves and link the wave file (default rerun)")
+    g.addoption("--nvdla-waves-dir", default=None,
+                help="where re-run wave files go (default: beside --nvdla-log, else a temp folder)")
     g.addoption("--nvdla-log", default=None, help="folder for per-test register access logs")
     g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
     g.addoption("--nvdla-summary-file", default=None, help="also write the summary table to this file")
     g.addoption("--nvdla-allow-empty", action="store_true",
                 help="a session in which no test ran (all skipped or deselected) is not an error")
+
+
+def _taken(parser: pytest.Parser, opt: str, dest: str) -> bool:
+    """True when some plugin registered option string ``opt`` or dest ``dest`` already."""
+    for group in getattr(parser, "_groups", []):
+        for o in group.options:
+            if opt in o.names() or getattr(o, "dest", None) == dest:
+                return True
+    actions = getattr(getattr(parser, "optparser", None), "_option_string_actions", {})
+    return opt in actions or any(getattr(a, "dest", None) == dest for a in actions.values())
+
+
+def add_deprecated_aliases(parser: pytest.Parser) -> list[str]:
+    """Register the unprefixed aliases nobody else has taken; returns those registered."""
+    g = parser.getgroup("nvdla-hil", "NVDLA hardware-in-the-loop")
+    done = []
+    for old, new in DEPRECATED_ALIASES.items():
+        natural = old.lstrip("-").replace("-", "_")
+        if _taken(parser, old, natural) or _taken(parser, old, _alias_dest(old)):
+            continue
+        kw: dict = {"dest": _alias_dest(old), "help": f"deprecated alias of {new}"}
+        if old == "--target":
+            kw.update(choices=TARGETS, default=None)
+        elif old == "--model-semantics":
+            kw.update(choices=("rtl", "cmod"), default=None)
+        elif old in ("--poison", "--waves"):
+            kw.update(action="store_true", default=False)
+        else:
+            kw.update(default=None)
+        try:
+            g.addoption(old, **kw)
+        except (ValueError, argparse.ArgumentError):  # taken after all: another plugin's, keep theirs
+            continue
+        done.append(old)
+    return done
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]):  # noqa: ANN201
+    """After every plugin and initial conftest has registered its options, register the
+    deprecated aliases that clash with none of them."""
+    try:
+        return (yield)
+    finally:
+        add_deprecated_aliases(parser)
+
+
+def nvdla_option(config: pytest.Config, name: str):  # noqa: ANN201
+    """The value of ``--nvdla-NAME`` (``target``, ``lab``, ``board``, ``model-semantics``,
+    ``poison``, ``waves``), or of its deprecated unprefixed alias when that was given."""
+    opts = config.stash.get(OPTS_KEY, None)
+    if opts is not None and name in opts:
+        return opts[name]
+    return _resolve_option(config, name, warn=False)
+
+
+def _resolve_option(config: pytest.Config, name: str, warn: bool = True):  # noqa: ANN202
+    new_opt = f"--nvdla-{name}"
+    new = config.getoption(new_opt, default=None)
+    old_opt = f"--{name}"
+    old = getattr(config.option, _alias_dest(old_opt), None)
+    if old in (None, False):
+        return new
+    if new not in (None, False) and new != old:
+        raise pytest.UsageError(f"{old_opt} {old} and {new_opt} {new} disagree; pass only {new_opt}")
+    if warn and not _is_worker(config):
+        config.issue_config_time_warning(pytest.PytestDeprecationWarning(
+            f"nvdla-hil: {old_opt} is deprecated, use {new_opt} (the unprefixed name clashes with other "
+            f"plugins, e.g. pytest-embedded's --target)"), stacklevel=2)
+    return old
 
 
 def _opt(config: pytest.Config, name: str, env: str, default: str | None = None) -> str | None:
@@ -132,12 +267,52 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def _xdist_workers(config: pytest.Config) -> int:
+    """How many xdist workers this session runs tests on (1 without xdist)."""
+    if _is_worker(config):
+        return max(1, int(config.workerinput.get("workercount", 1)))  # type: ignore[attr-defined]
+    try:
+        dist, tx = config.getoption("dist"), config.getoption("tx")
+    except ValueError:  # xdist not loaded
+        return 1
+    if dist == "no" or not tx:
+        return 1
+    n = 0
+    for spec in tx:
+        head, star, _ = str(spec).partition("*")
+        n += int(head) if star and head.isdigit() else 1
+    return max(1, n)
+
+
+def _set_junit_family(config: pytest.Config) -> None:
+    """``junit_family=xunit1`` unless the user chose one: per-test ``<properties>`` (target,
+    profile, board or RTL build, semantics, seed) are valid JUnit only in xunit1."""
+    try:
+        overrides = config.getoption("override_ini", default=None) or []
+        if any(str(o).split("=", 1)[0].strip() == "junit_family" for o in overrides):
+            return
+        inicfg = getattr(config, "_inicfg", None)
+        if inicfg is None:  # pytest 8
+            inicfg = config.inicfg
+        if "junit_family" in inicfg:
+            return
+        config._inicache["junit_family"] = "xunit1"  # read once, by junitxml's pytest_configure
+    except Exception:  # noqa: BLE001 - a pytest without these internals keeps its own default
+        return
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "nvdla_feature(*features): needs hardware features (skipped when absent)")
     config.addinivalue_line("markers", "nvdla_targets(*kinds): runs only on these targets")
     config.stash[LOGS_KEY] = {}
     config.stash[COUNTS_KEY] = {"ran": 0, "suite": 0, "reports": 0}
-    kind = _opt(config, "--target", "NVDLA_HIL_TARGET", "model")
+    config.stash[WAVES_SEEN_KEY] = []
+    _set_junit_family(config)
+    opts = {name: _resolve_option(config, name) for name in _ALIASED}
+    opts["model-semantics"] = opts["model-semantics"] or "rtl"
+    config.stash[OPTS_KEY] = opts
+    kind = opts["target"] or os.environ.get("NVDLA_HIL_TARGET") or "model"
     if kind not in TARGETS:
         raise pytest.UsageError(f"NVDLA_HIL_TARGET={kind!r}: expected one of {', '.join(TARGETS)}")
     if config.getoption("--nvdla-traces") is not None:
@@ -153,46 +328,16 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..drivers.profiles import list_profiles
 
         profiles = list_profiles()
-    lab, board = _opt(config, "--lab", "NVDLA_HIL_LAB"), _opt(config, "--board", "NVDLA_HIL_BOARD")
+    lab = opts["lab"] or os.environ.get("NVDLA_HIL_LAB")
+    board = opts["board"] or os.environ.get("NVDLA_HIL_BOARD")
     hw = _opt(config, "--nvdla-hw", "NVDLA_HW")
     extra: dict = {}
     if kind == "verilator" and not hw:
-        raise pytest.UsageError("--target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+        raise pytest.UsageError("--nvdla-target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
     if kind == "verilator" and not Path(hw).is_dir():
-        raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --target verilator)")
+        raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --nvdla-target verilator)")
     if kind == "serial":
-        from .lab import BoardBusyError, LabError, SessionBoardLock, resolve_board
-
-        if not lab:
-            raise pytest.UsageError("--target serial needs a lab file and a board: --lab FILE --board NAME "
-                                    "(or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
-        try:
-            lab_obj, cfg = resolve_board(lab, board)
-        except LabError as e:
-            raise pytest.UsageError(f"--lab {lab}: {e}") from None
-        board = cfg.name
-        profiles = [cfg.profile]  # a board is one hardware build
-        if _is_worker(config):
-            held = config.workerinput.get("nvdla_board_lock")  # type: ignore[attr-defined]
-            if held:
-                from .lab import BoardLock
-
-                if not BoardLock(cfg.url, board=cfg.name, path=held["path"]).is_held_by(int(held["pid"])):
-                    raise pytest.UsageError(f"board {cfg.name!r}: the regression controller (PID {held['pid']}) "
-                                            f"does not hold the board lock {held['path']}")
-                extra = {"session_lock": held}
-        else:
-            slock = SessionBoardLock(lab_obj, cfg)
-            try:
-                slock.acquire()
-            except BoardBusyError as e:
-                raise pytest.UsageError(str(e)) from None
-            except LabError as e:
-                raise pytest.UsageError(str(e)) from None
-            config.stash[LOCK_KEY] = slock
-            extra = {"session_lock": {"path": str(slock.path), "pid": os.getpid()}}
-            if config.pluginmanager.hasplugin("xdist"):
-                config.pluginmanager.register(_XdistLockForwarder(extra["session_lock"]), "nvdla-hil-lock-forwarder")
+        board, profiles, extra = _configure_boards(config, lab, board)
     for i, p in enumerate(profiles):
         try:
             profiles[i] = load_profile(p, nvdla_hw=hw).name if not p.endswith(".spec") else p
@@ -202,20 +347,114 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SPEC_KEY] = TargetSpec(
         kind=kind,
         profile=profiles[0],
-        semantics=config.getoption("--model-semantics"),
+        semantics=opts["model-semantics"],
         nvdla_hw=hw,
-        waves=config.getoption("--waves"),
+        waves=bool(opts["waves"]),
         lab=lab,
         board=board,
         extra=extra,
     )
+    config.stash[WATCH_KEY] = watch_opened_targets(_target_opened)
     config.pluginmanager.register(_RunCounter(config), "nvdla-hil-run-counter")
+    if kind == "verilator" and not opts["waves"] and config.getoption("--nvdla-failure-waves") == "rerun":
+        config.pluginmanager.register(_WavesOnFailure(), "nvdla-hil-waves-on-failure")
     if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
 
 
+def _configure_boards(config: pytest.Config, lab: str | None, board: str | None) -> tuple[str, list[str], dict]:
+    """Serial target: the boards of the session. The controller takes a session lock on each
+    board it will use (one per xdist worker, at most the pool's size; a pool skips boards another
+    regression holds); each worker checks that the controller holds them and gets its own
+    (worker gwK: the session's board K), or, with fewer boards than workers, takes turns."""
+    from .lab import BoardBusyError, BoardLock, LabError, SessionBoardLock, resolve_boards
+
+    if not lab:
+        raise pytest.UsageError("--nvdla-target serial needs a lab file and a board: --nvdla-lab FILE --nvdla-board NAME "
+                                "(or pool:NAME; or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    try:
+        lab_obj, cfgs, pool = resolve_boards(lab, board)
+    except LabError as e:
+        raise pytest.UsageError(f"--nvdla-lab {lab}: {e}") from None
+    profiles = [cfgs[0].profile]  # a board (or a pool) is one hardware build
+    if _is_worker(config):
+        held = config.workerinput.get("nvdla_board_lock")  # type: ignore[attr-defined]
+        if not held:
+            return cfgs[0].name, profiles, {}
+        boards = held.get("boards") or [{"name": cfgs[0].name, "path": held["path"]}]
+        for b in boards:
+            url = lab_obj.board(b["name"]).url
+            if not BoardLock(url, board=b["name"], path=b["path"]).is_held_by(int(held["pid"])):
+                raise pytest.UsageError(f"board {b['name']!r}: the regression controller (PID {held['pid']}) "
+                                        f"does not hold the board lock {b['path']}")
+        wid = str(config.workerinput.get("workerid", "gw0"))  # type: ignore[attr-defined]
+        home = int(wid[2:]) if wid[2:].isdigit() else 0
+        info = {**held, "home": home % len(boards)}
+        return boards[home % len(boards)]["name"], profiles, {"session_lock": info}
+    workers = _xdist_workers(config)
+    taken: list[SessionBoardLock] = []
+    busy: list[str] = []
+    try:
+        for cfg in cfgs:
+            if len(taken) >= workers:
+                break
+            slock = SessionBoardLock(lab_obj, cfg)
+            try:
+                slock.acquire()
+            except BoardBusyError as e:
+                if len(cfgs) == 1:
+                    raise pytest.UsageError(str(e)) from None
+                busy.append(str(e))
+                continue
+            taken.append(slock)
+    except LabError as e:
+        for lk in taken:
+            lk.release()
+        raise pytest.UsageError(str(e)) from None
+    except BaseException:
+        for lk in taken:
+            lk.release()
+        raise
+    what = f"pool {pool}" if pool else ("boards " + ",".join(c.name for c in cfgs))
+    if not taken:
+        raise pytest.UsageError(f"every board of {what} is busy: " + "; ".join(busy))
+    config.stash[LOCK_KEY] = taken
+    info = {
+        "pid": os.getpid(),
+        "path": str(taken[0].path),  # the single-board form, kept for older readers
+        "boards": [{"name": lk.cfg.name, "path": str(lk.path)} for lk in taken],
+        "wait": float(config.getoption("--nvdla-board-wait")),
+        "workers": workers,
+        "pool": pool or "",
+    }
+    if len(cfgs) == 1 and workers > 1:
+        note = f"{workers} workers share board {taken[0].cfg.name}: their tests take turns on it"
+        config.stash[BOARD_NOTE_KEY] = note
+    elif len(cfgs) > 1:
+        if workers > len(taken):
+            note = (f"{workers} workers, {len(taken)} board{'s' if len(taken) != 1 else ''} in {what}: "
+                    f"waiting up to {info['wait']:g} s for a board")
+        else:
+            note = (f"{workers} worker{'s' if workers != 1 else ''}, {len(taken)} board{'s' if len(taken) != 1 else ''} "
+                    f"in {what}: " + ", ".join(f"gw{i} -> {lk.cfg.name}" for i, lk in enumerate(taken)))
+        if busy:
+            note += f" ({len(busy)} busy: " + "; ".join(busy) + ")"
+        config.stash[BOARD_NOTE_KEY] = note
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistLockForwarder(info), "nvdla-hil-lock-forwarder")
+    return taken[0].cfg.name, profiles, {"session_lock": {**info, "home": 0}}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    note = session.config.stash.get(BOARD_NOTE_KEY, None)
+    tr = session.config.pluginmanager.get_plugin("terminalreporter")
+    if note and tr is not None:
+        tr.write_line(f"nvdla-hil: {note}")
+
+
 class _XdistLockForwarder:
-    """Tells each xdist worker which session lock its controller holds."""
+    """Tells each xdist worker which session locks its controller holds."""
 
     def __init__(self, info: dict) -> None:
         self.info = info
@@ -226,9 +465,14 @@ class _XdistLockForwarder:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    lock = config.stash.get(LOCK_KEY, None)
-    if lock is not None:
-        lock.release()  # type: ignore[attr-defined]
+    watch = config.stash.get(WATCH_KEY, None)
+    if watch is not None:
+        watch.close()  # type: ignore[attr-defined]
+        del config.stash[WATCH_KEY]
+    locks = config.stash.get(LOCK_KEY, None)
+    if locks is not None:
+        for lock in reversed(locks if isinstance(locks, list) else [locks]):
+            lock.release()  # type: ignore[attr-defined]
         del config.stash[LOCK_KEY]
 
 
@@ -267,12 +511,13 @@ def set_link_report(request_or_config, nodeid: str, link_report) -> None:  # noq
         config.stash[LOGS_KEY][nodeid] = (entry[0], link_report)
 
 
-def write_access_log(config: pytest.Config, nodeid: str, log: AccessLog, link_report=None) -> Path | None:  # noqa: ANN001
+def write_access_log(config: pytest.Config, nodeid: str, log: AccessLog, link_report=None,  # noqa: ANN001
+                     suffix: str = "") -> Path | None:  # fmt: skip
     d = log_dir(config)
     if d is None:
         return None
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{_safe_nodeid(nodeid)}.log"
+    path = d / f"{_safe_nodeid(nodeid)}{suffix}.log"
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(f"# {nodeid}: {len(log.records)} register accesses\n")
         log.dump(fh)
@@ -289,8 +534,205 @@ def write_access_log(config: pytest.Config, nodeid: str, log: AccessLog, link_re
 def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
     yield
     entry = item.config.stash[LOGS_KEY].pop(item.nodeid, None)
-    if entry is not None:
-        write_access_log(item.config, item.nodeid, *entry)
+    if entry is not None:  # the re-run with waves keeps the failing run's log and writes its own beside it
+        rerun = RERUN_WAVES_KEY in item.config.stash
+        write_access_log(item.config, item.nodeid, *entry, suffix=".waves-rerun" if rerun else "")
+
+
+# ---- what each test ran on: JUnit classname and <properties> ---------------------------------------------
+
+_CURRENT_ITEM: list[pytest.Item] = []
+
+
+def _target_opened(target: Transport, spec: TargetSpec) -> None:
+    if _CURRENT_ITEM:
+        _CURRENT_ITEM[-1].stash.setdefault(OPENED_KEY, []).append((target, spec))
+
+
+_SUITES_DIR = Path(__file__).resolve().parent / "suites"
+
+
+def _suite_module(item: pytest.Item) -> str | None:
+    """``nvdla_hil.harness.suites.<module>`` for a test of the shipped suites (found by its file,
+    since pytest may import the file under another name, e.g. ``harness.suites.test_vectors``)."""
+    path = getattr(item, "path", None)
+    if path is None:
+        return None
+    try:
+        p = Path(path).resolve()
+    except OSError:
+        return None
+    return f"nvdla_hil.harness.suites.{p.stem}" if p.parent == _SUITES_DIR and p.suffix == ".py" else None
+
+
+def _is_suite(item: pytest.Item) -> bool:
+    return _suite_module(item) is not None or any(f in item.nodeid.replace("\\", "/") for f in _SUITE_FILES)
+
+
+def _classname(item: pytest.Item) -> str | None:
+    """The dotted module (and class) of a test, when the nodeid does not give a proper one: a
+    test of the shipped suites always gets ``nvdla_hil.harness.suites.<module>``, whatever the
+    rootdir or the install (``--pyargs`` of an installed module makes its nodeid ``::test``,
+    and JUnit's classname empty); any other test only when its nodeid has no file part."""
+    mod = _suite_module(item)
+    if mod is None:
+        if not item.nodeid.startswith("::"):
+            return None
+        mod = getattr(getattr(item, "module", None), "__name__", None)
+        if not mod:
+            return None
+    cls = getattr(item, "cls", None)
+    return mod + (f".{cls.__qualname__}" if cls is not None else "")
+
+
+def _vector_seed(item: pytest.Item) -> int | None:
+    params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+    case = params.get("vector_case")
+    if not isinstance(case, Path):
+        return None
+    try:
+        import yaml
+
+        doc = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))
+        seed = (doc.get("provenance") or {}).get("seed")
+    except Exception:  # noqa: BLE001 - a property is not worth a failure
+        return None
+    return seed if isinstance(seed, int) else None
+
+
+def _properties(item: pytest.Item) -> list[tuple[str, object]]:
+    """target, profile, board (serial) or RTL build key (verilator), model semantics, seed."""
+    spec: TargetSpec | None = item.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return []
+    opened = item.stash.get(OPENED_KEY, [])
+    props: list[tuple[str, object]] = [("target", spec.kind)]
+
+    def uniq(values) -> str:  # noqa: ANN001
+        out: list[str] = []
+        for v in values:
+            if v and str(v) not in out:
+                out.append(str(v))
+        return ",".join(out)
+
+    profile = uniq(getattr(t, "profile_name", None) or sp.profile for t, sp in opened)
+    if profile:
+        props.append(("profile", profile))
+    if spec.kind == "serial":
+        board = uniq(getattr(t, "board_name", None) for t, _ in opened)
+        if board:
+            props.append(("board", board))
+    if spec.kind == "verilator":
+        build = uniq(getattr(getattr(t, "build", None), "key", None) for t, _ in opened)
+        if build:
+            props.append(("rtl_build", build))
+    if spec.kind == "model" and opened:
+        props.append(("model_semantics", uniq(sp.semantics for _, sp in opened)))
+    seed = _vector_seed(item)
+    if seed is not None:
+        props.append(("seed", seed))
+    return props
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN201
+    _CURRENT_ITEM.append(item)
+    try:
+        yield
+    finally:
+        _CURRENT_ITEM.remove(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
+    if call.when == "teardown" and RERUN_WAVES_KEY not in item.config.stash:
+        have = {k for k, _ in item.user_properties}
+        item.user_properties.extend((k, v) for k, v in _properties(item) if k not in have)
+    outcome = yield
+    report = outcome.get_result()
+    cls = _classname(item)
+    if cls:
+        report.nvdla_classname = cls  # survives xdist's report serialisation
+    if _is_suite(item):
+        report.nvdla_suite = True
+
+
+def _junit_classname(config: pytest.Config, report: pytest.TestReport) -> None:
+    cls = getattr(report, "nvdla_classname", None)
+    if not cls:
+        return
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest without it keeps its own classnames
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    prefix = getattr(xml, "prefix", None)
+    xml.node_reporter(report).add_attribute("classname", f"{prefix}.{cls}" if prefix else cls)
+
+
+# ---- waves of a failed test (verilator target) ------------------------------------------------------------
+
+
+def rerun_waves(config: pytest.Config) -> Path | None:
+    """While the plugin re-runs a failed test to record its waves, the wave file to write (the
+    target specs of :func:`suite_spec` and the ``nvdla_target`` fixture ask for it); else None."""
+    return config.stash.get(RERUN_WAVES_KEY, None)
+
+
+def _waves_dir(config: pytest.Config) -> Path:
+    d = config.getoption("--nvdla-waves-dir", default=None)
+    if d:
+        return Path(d)
+    logs = log_dir(config)
+    if logs is not None:
+        return logs.parent / "waves"
+    return Path(tempfile.gettempdir()) / f"nvdla-hil-waves-{os.getppid() if _is_worker(config) else os.getpid()}"
+
+
+class _WavesOnFailure:
+    """Verilator target: a test that fails is run once more with waves; the failing run's
+    reports stand (the re-run's outcome is noted), and the wave file is linked from the
+    report, the JUnit properties and the summary."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem):  # noqa: ANN001, ANN201
+        from _pytest.runner import runtestprotocol
+
+        config = item.config
+        ihook = item.ihook
+        ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        if any(r.failed for r in reports):
+            wave = _waves_dir(config) / f"{_safe_nodeid(item.nodeid)}.fst"
+            wave.parent.mkdir(parents=True, exist_ok=True)
+            wave.unlink(missing_ok=True)
+            config.stash[RERUN_WAVES_KEY] = wave
+            try:
+                again = runtestprotocol(item, nextitem=nextitem, log=False)
+            finally:
+                del config.stash[RERUN_WAVES_KEY]
+            rerun = "failed" if any(r.failed for r in again) else "skipped" if any(r.skipped for r in again) \
+                else "passed"
+            if wave.is_file():
+                note = f"waves of a re-run of this test with waves (re-run {rerun}): {wave}"
+            else:
+                why = next((r.longreprtext.strip().splitlines()[-1] for r in again if r.failed and r.longreprtext),
+                           "the test opened no verilator target through nvdla-hil")
+                note = f"re-run with waves ({rerun}) wrote no wave file {wave}: {why}"
+                wave = None  # type: ignore[assignment]
+            for r in reports:
+                if r.failed:
+                    r.sections.append(("nvdla-hil waves", note))
+                    if wave is not None:
+                        r.nvdla_waves = str(wave)
+                if r.when == "teardown" and wave is not None:
+                    r.user_properties.append(("waves", str(wave)))
+        for r in reports:
+            ihook.pytest_runtest_logreport(report=r)
+        ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        return True
 
 
 # ---- nothing ran is not green -------------------------------------------------------------------------
@@ -301,16 +743,22 @@ _SUITE_FILES = ("suites/test_traces.py", "suites/test_vectors.py")
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
     counts = config.stash[COUNTS_KEY]
-    counts["suite"] += sum(1 for it in items if any(f in it.nodeid.replace("\\", "/") for f in _SUITE_FILES))
+    counts["suite"] += sum(1 for it in items if _is_suite(it))
 
 
 class _RunCounter:
     def __init__(self, config: pytest.Config) -> None:
+        self.config = config
         self.counts = config.stash[COUNTS_KEY]
 
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes the testcase
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        _junit_classname(self.config, report)
+        waves = getattr(report, "nvdla_waves", None)
+        if waves:
+            self.config.stash[WAVES_SEEN_KEY].append((report.nodeid, waves))
         self.counts["reports"] += 1
-        if any(f in report.nodeid.replace("\\", "/") for f in _SUITE_FILES):
+        if getattr(report, "nvdla_suite", False) or any(f in report.nodeid.replace("\\", "/") for f in _SUITE_FILES):
             self.counts["suite"] += 1
         if report.when == "call" and report.outcome in ("passed", "failed"):
             self.counts["ran"] += 1
@@ -321,7 +769,7 @@ class _RunCounter:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if _is_worker(config) or config.getoption("--nvdla-allow-empty"):
+    if _is_worker(config) or config.getoption("--nvdla-allow-empty") or config.getoption("collectonly"):
         return
     counts = config.stash.get(COUNTS_KEY, None)
     if counts is None:
@@ -398,7 +846,10 @@ def suite_spec(config: pytest.Config, profile: HardwareProfile) -> TargetSpec:
     if spec.kind == "verilator" and not spec.nvdla_hw:
         pytest.skip("verilator target needs an nvdla/hw checkout: --nvdla-hw PATH or NVDLA_HW")
     if spec.kind == "serial" and not (spec.lab and spec.board):
-        pytest.skip("serial target needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+        pytest.skip("serial target needs --nvdla-lab FILE --nvdla-board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    wave = rerun_waves(config)
+    if wave is not None and spec.kind == "verilator":  # the re-run of a failed test, with waves
+        spec = replace(spec, waves=True, extra={**spec.extra, "wave_file": str(wave)})
     return spec
 
 
@@ -439,10 +890,13 @@ def nvdla_profile(request: pytest.FixtureRequest) -> HardwareProfile:
 
 
 @pytest.fixture
-def nvdla_target(request: pytest.FixtureRequest, nvdla_spec: TargetSpec, nvdla_profile: HardwareProfile) -> Iterator:
-    """An open target for this test, released afterwards (even on failure)."""
-    target = open_target(suite_spec(request.config, nvdla_profile))
-    with target:
+def nvdla_target(request: pytest.FixtureRequest, nvdla_spec: TargetSpec,
+                 nvdla_profile: HardwareProfile) -> Iterator[Transport]:  # fmt: skip
+    """The open target of this test (a :class:`~nvdla_hil.drivers.transport.Transport` on every
+    target: model, verilator and serial), released afterwards (even on failure)."""
+    with open_target(suite_spec(request.config, nvdla_profile)) as target:
+        if not isinstance(target, Transport):  # pragma: no cover - every target is one
+            raise TypeError(f"{nvdla_spec.kind} target gave {type(target).__name__}, not an open Transport")
         if log_dir(request.config) is not None:
             log = AccessLog(nvdla_profile.regmap)
             target.add_observer(log)
@@ -536,7 +990,26 @@ class RegressionSummary:
                 tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
             tr.write_line("")
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes))
+        for line in _waves_lines(self.config):
+            tr.write_line(line)
         path = self.config.getoption("--nvdla-summary-file", default=None)
         if path:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _waves_lines(config: pytest.Config) -> list[str]:
+    seen = config.stash.get(WAVES_SEEN_KEY, [])
+    if not seen:
+        return []
+    return ["waves of failed tests (each re-run once with waves):"] + [f"  {n}: {w}" for n, w in seen]
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # noqa: ANN001
+    if config.pluginmanager.has_plugin("nvdla-hil-summary"):
+        return  # the summary table prints them
+    lines = _waves_lines(config)
+    if lines:
+        terminalreporter.write_sep("=", "nvdla-hil waves")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -160,13 +160,13 @@ def test_plugin_traces_env_missing_is_collection_error():
 
 
 def test_plugin_verilator_without_checkout_is_usage_error():
-    r = _pytest("nvdla_hil.harness.suites.test_vectors", "--target", "verilator")
+    r = _pytest("nvdla_hil.harness.suites.test_vectors", "--nvdla-target", "verilator")
     assert r.returncode == 4 and "--nvdla-hw" in r.stderr
 
 
 def test_plugin_serial_without_lab_is_usage_error():
-    r = _pytest("nvdla_hil.harness.suites.test_vectors", "--target", "serial")
-    assert r.returncode == 4 and "--lab FILE" in r.stderr
+    r = _pytest("nvdla_hil.harness.suites.test_vectors", "--nvdla-target", "serial")
+    assert r.returncode == 4 and "--nvdla-lab FILE" in r.stderr
 
 
 def test_plugin_all_skipped_session_is_not_green():

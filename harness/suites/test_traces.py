@@ -30,6 +30,7 @@ from nvdla_hil.harness.plugin import (
     SKIP_NOT_MODELLED,
     attach_access_log,
     configured_profiles,
+    nvdla_option,
     profile_for_trace,
     set_link_report,
     suite_spec,
@@ -106,7 +107,7 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
         attach_access_log(pytestconfig, nodeid, log, target.link_report)
         budget = trace_budget(trace, drv, target)
         try:
-            result = run_trace(trace, target, driver=drv, poison=pytestconfig.getoption("--poison"),
+            result = run_trace(trace, target, driver=drv, poison=nvdla_option(pytestconfig, "poison"),
                                timeout=budget.seconds)
         except TraceError as e:
             bad = e

@@ -10,12 +10,18 @@ and a context manager that always releases its board, process or files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from typing import Any
 
 from ...drivers.transport import Transport
 
-__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout"]
+__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout", "watch_opened_targets"]
+
+#: who is told of every target :func:`open_target` creates (the innermost pytest session's
+#: plugin, which records the target, profile, board or RTL build per test); a stack, since a
+#: session may run another one in-process (pytester)
+_OPEN_LISTENERS: list[Callable[[Transport, TargetSpec], None]] = []
 
 TARGETS = ("model", "verilator", "serial")
 
@@ -38,11 +44,21 @@ class TargetSpec:
             raise ValueError(f"unknown target {self.kind!r}; targets: {', '.join(TARGETS)}")
 
     def with_profile(self, profile: str) -> TargetSpec:
-        return TargetSpec(self.kind, profile, self.semantics, self.nvdla_hw, self.waves, self.lab, self.board, self.extra)
+        return replace(self, profile=profile)
 
 
 def open_target(spec: TargetSpec) -> Transport:
-    """Create the target described by ``spec`` (not yet opened; use ``with``)."""
+    """Create the target described by ``spec``: a :class:`Transport`, not yet opened; ``with``
+    it (``__enter__`` opens it and returns the target itself) or ``open()``/``close()`` it. The
+    same on every target: model, verilator and serial (:class:`~.serial.SerialTarget`, which
+    takes its board on open and releases it on close)."""
+    target = _create(spec)
+    if _OPEN_LISTENERS:
+        _OPEN_LISTENERS[-1](target, spec)
+    return target
+
+
+def _create(spec: TargetSpec) -> Transport:
     if spec.kind == "model":
         from .model import ModelTarget
 
@@ -51,12 +67,31 @@ def open_target(spec: TargetSpec) -> Transport:
         from .verilator import VerilatorTarget
 
         return VerilatorTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, waves=spec.waves, **spec.extra)
-    from .serial import open_serial_target
+    from .serial import SerialTarget
 
     if not spec.lab or not spec.board:
-        raise ValueError("the serial target needs a lab file and a board name (--lab lab.yaml --board NAME, "
+        raise ValueError("the serial target needs a lab file and a board name (--nvdla-lab lab.yaml --nvdla-board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
-    return open_serial_target(spec.lab, spec.board, **spec.extra)
+    return SerialTarget(spec.lab, spec.board, **spec.extra)
+
+
+class watch_opened_targets:  # noqa: N801 - used as a context manager / registration handle
+    """Call ``listener(target, spec)`` for every target :func:`open_target` creates until
+    :meth:`close` (only the innermost watcher is called)."""
+
+    def __init__(self, listener: Callable[[Transport, TargetSpec], None]) -> None:
+        self.listener = listener
+        _OPEN_LISTENERS.append(listener)
+
+    def close(self) -> None:
+        if self.listener in _OPEN_LISTENERS:
+            _OPEN_LISTENERS.remove(self.listener)
+
+    def __enter__(self) -> watch_opened_targets:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def layer_timeout(target: Transport) -> float:
