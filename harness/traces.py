@@ -28,13 +28,46 @@ register sequence in order, then the sync points in order: wait for the unit's d
 GLB S_INTR_STATUS (not masked by S_INTR_MASK), clear it by writing the bit back, run the checks
 of that sync point. CRC: reflected CRC-32, poly 0xEDB88320, init/final-xor 0xFFFFFFFF
 (= ``zlib.crc32``) over the bytes; never-written memory reads 0.
+
+Never green by mistake: what a trace must check
+-----------------------------------------------
+Every public NVDLA trace (195 in ``trace_tests`` of nvdla/hw's 6 configurations as shipped here,
+275 in nvdla/hw's tree) has at least one ``check_crc``, gives every ``intr_notify`` sync id at
+least one check, and ends with its checks. ``check_nothing`` appears in 5 of them, always
+next to a ``check_crc`` of the same trace (it waits for a unit whose output another unit
+consumes). The parser therefore refuses, as :class:`TraceError` naming the file (and the line
+where there is one):
+
+* a file with no command (empty, or comments only);
+* a trace with no ``check_crc``: ``check_nothing`` is a legitimate "wait only" check, but
+  only in a trace that also checks memory somewhere — a trace of waits alone checks nothing;
+* an ``intr_notify`` whose sync id no ``check_crc``/``check_nothing`` names (a trace
+  truncated inside or before its checks), and a check whose sync id no ``intr_notify``
+  fires;
+* a ``check_crc`` of 0 bytes (the CRC of nothing always matches) or whose CRC does not fit
+  32 bits.
+
+Untrusted numbers are bounded before anything is allocated (constants below, with their
+measurements): every address and ``address + size`` fits the 64-bit address space; one
+``mem_init``/``check_crc`` region and one ``.dat`` image extent are at most
+:data:`MAX_REGION_BYTES`; all ``mem_init`` sizes plus ``.dat`` image extents of one trace at
+most :data:`MAX_TRACE_BYTES`. ``.cfg`` and ``.dat`` files must be ASCII (the error names the
+line of the first other byte), ``.dat`` files regular files inside the trace folder (a
+symlink that resolves elsewhere is refused without reading it), hold at least one record,
+and records that overlap must agree byte for byte. ``mem_init`` of zeros is never
+materialised: the set-up fills it on the target (:meth:`SparseMemory.fill` on the model,
+bounded chunks of zeros through ``Transport.mem_write`` elsewhere).
 """
 
 from __future__ import annotations
 
+import heapq
+import os
 import re
+import stat
 import time
 import zlib
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +77,7 @@ import numpy as np
 from ..drivers.driver import NvdlaDriver
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
+from .memory import SparseMemory
 from .refmodel.base import UnitNotModelled
 
 __all__ = [
@@ -58,10 +92,35 @@ __all__ = [
     "find_trace_sets",
     "run_trace",
     "POISON_BYTE",
+    "MAX_REGION_BYTES",
+    "MAX_TRACE_BYTES",
 ]
 
 POISON_BYTE = 0xA5
 MEM_PORTS = {"pri_mem": "pri_mem", "1": "pri_mem", "sec_mem": "sec_mem", "2": "sec_mem"}
+
+# Bounds on untrusted numbers and files, checked before anything is allocated. Measured over
+# every trace of /work/shared/nvdla/trace_tests and nvdla/hw verif/tests/trace_tests (470
+# traces, 608 .dat files): largest mem_init 0x7b64b00 bytes (~124 MiB, nv_small_256_full
+# sdp_13x4x29_ew_lut_int8), largest .dat image extent 0x5c8c088 (~93 MiB, same trace), largest
+# check_crc 0x867900 (~8.4 MiB), largest total set-up of one trace 0x7b682a0 (~124 MiB),
+# highest end address 0xa00c0e40, largest .dat file 1 MiB (0xfca49 bytes), largest .cfg
+# 22 KiB, longest .dat record 32 bytes (~170 characters).
+ADDRESS_LIMIT = 1 << 64  # addresses and address + size fit the 64-bit address space
+#: one mem_init / check_crc region or one .dat image extent: ~8x the largest public region
+MAX_REGION_BYTES = 1 << 30
+#: all mem_init sizes plus .dat image extents of one trace: ~32x the largest public trace
+MAX_TRACE_BYTES = 4 << 30
+#: a .cfg file: ~700x the largest public one
+MAX_CFG_BYTES = 16 << 20
+#: a .dat file: ~500x the largest public one (a dense 93 MiB image would be ~500 MiB of text)
+MAX_DAT_BYTES = 512 << 20
+#: one .dat line: a record of ~200 KiB payload (public records are 32 bytes)
+MAX_DAT_LINE = 1 << 20
+#: the memory set-up writes at most this many bytes per transport call
+SETUP_CHUNK = 16 << 20
+#: zero (or 0xff) fills up to this size are merged into the surrounding data writes
+SMALL_FILL = 64 << 10
 
 
 class TraceError(ValueError):
@@ -99,20 +158,23 @@ class Trace:
         return sorted({c.args[0] for c in self.of_kind("intr_notify")})
 
 
-_NUM = r"(?:0[xX][0-9a-fA-F]+|\d+)"
+_NUM = r"(?:0[xX][0-9a-fA-F]+|[0-9]+)"
+_A = re.ASCII
 _RE = {
-    "mem_init": re.compile(rf"^mem_init\s*\(\s*(\w+)\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*(\w+)\s*\)\s*;$"),
-    "mem_load": re.compile(rf'^mem_load\s*\(\s*(\w+)\s*,\s*({_NUM})\s*,\s*"([^"]+)"\s*\)\s*;$'),
-    "reg_write": re.compile(rf"^reg_write\s*\(\s*([\w.]+)\s*,\s*({_NUM})\s*\)\s*;$"),
-    "poll_reg_equal": re.compile(rf"^poll_reg_equal\s*\(\s*([\w.]+)\s*,\s*({_NUM})\s*\)\s*;$"),
-    "intr_notify": re.compile(r"^intr_notify\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*;$"),
-    "check_crc": re.compile(rf"^check_crc\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*(0[xX][0-9a-fA-F]+)\s*\)\s*;$"),
-    "check_nothing": re.compile(r"^check_nothing\s*\(\s*(\w+)\s*\)\s*;$"),
-    "sync_notify": re.compile(r"^sync_notify\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$"),
-    "sync_wait": re.compile(r"^sync_wait\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$"),
+    "mem_init": re.compile(rf"^mem_init\s*\(\s*(\w+)\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*(\w+)\s*\)\s*;$", _A),
+    "mem_load": re.compile(rf'^mem_load\s*\(\s*(\w+)\s*,\s*({_NUM})\s*,\s*"([^"]+)"\s*\)\s*;$', _A),
+    "reg_write": re.compile(rf"^reg_write\s*\(\s*([\w.]+)\s*,\s*({_NUM})\s*\)\s*;$", _A),
+    "poll_reg_equal": re.compile(rf"^poll_reg_equal\s*\(\s*([\w.]+)\s*,\s*({_NUM})\s*\)\s*;$", _A),
+    "intr_notify": re.compile(r"^intr_notify\s*\(\s*(\w+)\s*,\s*(\w+)\s*\)\s*;$", _A),
+    "check_crc": re.compile(rf"^check_crc\s*\(\s*(\w+)\s*,\s*(\w+)\s*,\s*({_NUM})\s*,\s*({_NUM})\s*,\s*(0[xX][0-9a-fA-F]+)\s*\)\s*;$", _A),
+    "check_nothing": re.compile(r"^check_nothing\s*\(\s*(\w+)\s*\)\s*;$", _A),
+    "sync_notify": re.compile(r"^sync_notify\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$", _A),
+    "sync_wait": re.compile(r"^sync_wait\s*\(\s*([\w.]+)\s*,\s*(\w+)\s*\)\s*;$", _A),
 }
-_INTR = re.compile(r"^(\w+?)_(\d)$")
-_DAT = re.compile(r"^\{\s*offset\s*:\s*(0[xX][0-9a-fA-F]+|\d+)\s*,\s*size\s*:\s*(0[xX][0-9a-fA-F]+|\d+)\s*,\s*payload\s*:\s*((?:0[xX][0-9a-fA-F]{1,2}\s*)*)\}\s*,?$")
+_INTR = re.compile(r"^(\w+?)_([0-9])$", _A)
+_DAT_HEAD = re.compile(rf"^\{{\s*offset\s*:\s*({_NUM})\s*,\s*size\s*:\s*({_NUM})\s*,\s*payload\s*:", _A)
+# payload tokens 0xH or 0xHH, each followed by white space or the end (no backtracking)
+_PAYLOAD = re.compile(r"(?:\s*0[xX][0-9a-fA-F]{1,2}(?![0-9a-zA-Z]))*\s*", _A)
 
 
 def _port(path: Path, line: int, name: str) -> str:
@@ -120,6 +182,54 @@ def _port(path: Path, line: int, name: str) -> str:
         return MEM_PORTS[name]
     except KeyError:
         raise TraceError(path, line, f"unknown memory {name!r}; expected pri_mem or sec_mem") from None
+
+
+def _number(path: Path | str, line: int | None, token: str, what: str, bits: int = 64) -> int:
+    """An unsigned decimal or 0x-hex number of at most ``bits`` bits; never converts a
+    thousand-digit string (the length is checked first)."""
+    if token[:2] in ("0x", "0X"):
+        digits, base, most = token[2:], 16, (bits + 3) // 4
+    else:
+        digits, base, most = token, 10, len(str(1 << bits))
+        if len(token) > 1 and token[0] == "0":
+            raise TraceError(path, line, f"{what} {token[:24]!r}: decimal with a leading zero (octal?)")
+    if not digits or len(digits.lstrip("0")) > most:
+        raise TraceError(path, line, f"{what} {token[:24]}{'...' if len(token) > 24 else ''} does not fit {bits} bits")
+    value = int(digits, base)
+    if value >= 1 << bits:
+        raise TraceError(path, line, f"{what} {token[:24]} does not fit {bits} bits")
+    return value
+
+
+def _region(path: Path, line: int, what: str, addr: int, size: int) -> None:
+    if not 1 <= size <= MAX_REGION_BYTES:
+        raise TraceError(path, line, f"{what} size {size:#x} is not 1..{MAX_REGION_BYTES:#x} bytes "
+                                     f"(the bound of one region, {MAX_REGION_BYTES >> 30} GiB)")
+    if addr + size > ADDRESS_LIMIT:
+        raise TraceError(path, line, f"{what} {addr:#x}+{size:#x} runs past the 64-bit address space")
+
+
+def _ascii_text(path: Path, raw: bytes) -> str:
+    """``raw`` as text; a byte outside ASCII is an error naming its line and column."""
+    try:
+        return raw.decode("ascii")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise TraceError(path, line, f"byte {raw[e.start]:#04x} at column {col} is not ASCII text") from None
+
+
+def _regular_file(path: Path, where: Path | str, what: str, limit: int) -> os.stat_result:
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise TraceError(where, None, f"cannot read {what} {path.name}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(where, None, f"{what} {path.name} is not a regular file")
+    if st.st_size > limit:
+        raise TraceError(where, None, f"{what} {path.name} is {st.st_size} bytes, more than {limit} "
+                                      f"({limit >> 20} MiB); refused")
+    return st
 
 
 def parse_trace(path: str | Path) -> Trace:
@@ -130,54 +240,65 @@ def parse_trace(path: str | Path) -> Trace:
         if len(cfgs) != 1:
             raise TraceError(path, None, f"expected exactly one .cfg file in the trace folder, found {len(cfgs)}")
         path = cfgs[0]
+    _regular_file(path, path, "trace", MAX_CFG_BYTES)
     try:
-        text = path.read_text(encoding="utf-8", errors="strict")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceError(path, None, f"cannot read trace: {e}") from e
+        raw = path.read_bytes()
+    except OSError as e:
+        raise TraceError(path, None, f"cannot read trace: {e.strerror}") from e
+    text = _ascii_text(path, raw)
     commands: list[TraceCommand] = []
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.split("//", 1)[0].strip()
+    set_up = 0
+    for lineno, rawline in enumerate(text.splitlines(), 1):
+        line = rawline.split("//", 1)[0].strip()
         if not line:
             continue
         head = line.split("(", 1)[0].strip()
         rx = _RE.get(head)
         if rx is None:
-            raise TraceError(path, lineno, f"unknown command {head!r}; known: {', '.join(_RE)}")
+            raise TraceError(path, lineno, f"unknown command {head[:40]!r}; known: {', '.join(_RE)}")
         m = rx.match(line)
         if m is None:
-            raise TraceError(path, lineno, f"malformed {head} command: {line!r}")
+            raise TraceError(path, lineno, f"malformed {head} command: {line[:120]!r}")
         g = m.groups()
-        try:
-            if head == "mem_init":
-                args: tuple = (_port(path, lineno, g[0]), int(g[1], 0), int(g[2], 0), g[3])
-                if g[3] not in ("ALL_ZERO", "ALL_ONE", "ALL_F"):
-                    raise TraceError(path, lineno, f"unsupported mem_init pattern {g[3]!r}")
-            elif head == "mem_load":
-                rel = g[2]
-                if Path(rel).is_absolute() or ".." in Path(rel).parts:
-                    raise TraceError(path, lineno, f"data file {rel!r} must stay inside the trace folder")
-                args = (_port(path, lineno, g[0]), int(g[1], 0), rel)
-            elif head in ("reg_write", "poll_reg_equal"):
-                value = int(g[1], 0)
-                if not 0 <= value < 1 << 32:
-                    raise TraceError(path, lineno, f"value {g[1]} does not fit 32 bits")
-                args = (g[0], value)
-            elif head == "intr_notify":
-                mi = _INTR.match(g[0])
-                if mi is None:
-                    raise TraceError(path, lineno, f"interrupt name {g[0]!r} is not UNIT_GROUP (e.g. SDP_0)")
-                args = (mi.group(1).upper(), int(mi.group(2)), g[1])
-            elif head == "check_crc":
-                args = (g[0], _port(path, lineno, g[1]), int(g[2], 0), int(g[3], 0), int(g[4], 16))
-            elif head in ("sync_notify", "sync_wait"):
-                args = (g[0], g[1])
-            else:
-                args = (g[0],)
-        except ValueError as e:
-            if isinstance(e, TraceError):
-                raise
-            raise TraceError(path, lineno, f"bad number: {e}") from e
+        if head == "mem_init":
+            port = _port(path, lineno, g[0])
+            addr = _number(path, lineno, g[1], "mem_init address")
+            size = _number(path, lineno, g[2], "mem_init size")
+            if g[3] not in ("ALL_ZERO", "ALL_ONE", "ALL_F"):
+                raise TraceError(path, lineno, f"unsupported mem_init pattern {g[3][:40]!r}")
+            _region(path, lineno, "mem_init", addr, size)
+            set_up += size
+            if set_up > MAX_TRACE_BYTES:
+                raise TraceError(path, lineno, f"the trace sets up more than {MAX_TRACE_BYTES:#x} bytes "
+                                               f"({MAX_TRACE_BYTES >> 30} GiB) of memory")
+            args: tuple = (port, addr, size, g[3])
+        elif head == "mem_load":
+            rel = g[2]
+            if Path(rel).is_absolute() or ".." in Path(rel).parts or "\\" in rel or "\0" in rel:
+                raise TraceError(path, lineno, f"data file {rel[:80]!r} must stay inside the trace folder")
+            args = (_port(path, lineno, g[0]), _number(path, lineno, g[1], "mem_load address"), rel)
+        elif head in ("reg_write", "poll_reg_equal"):
+            args = (g[0], _number(path, lineno, g[1], "value", 32))
+        elif head == "intr_notify":
+            mi = _INTR.match(g[0])
+            if mi is None:
+                raise TraceError(path, lineno, f"interrupt name {g[0][:40]!r} is not UNIT_GROUP (e.g. SDP_0)")
+            args = (mi.group(1).upper(), int(mi.group(2)), g[1])
+        elif head == "check_crc":
+            addr = _number(path, lineno, g[2], "check_crc address")
+            size = _number(path, lineno, g[3], "check_crc size")
+            crc = _number(path, lineno, g[4], "CRC", 32)
+            if size == 0:
+                raise TraceError(path, lineno, "check_crc of 0 bytes checks nothing (the CRC of no bytes always matches)")
+            _region(path, lineno, "check_crc", addr, size)
+            args = (g[0], _port(path, lineno, g[1]), addr, size, crc)
+        elif head in ("sync_notify", "sync_wait"):
+            args = (g[0], g[1])
+        else:
+            args = (g[0],)
         commands.append(TraceCommand(head, lineno, args, line))
+    if not commands:
+        raise TraceError(path, None, "no commands (empty or comments only): a trace that runs nothing checks nothing")
     notified: dict[str, int] = {}
     for c in commands:
         if c.kind == "sync_notify":
@@ -186,40 +307,131 @@ def parse_trace(path: str | Path) -> Trace:
             raise TraceError(path, c.line, f"sync_wait on event {c.args[1]!r} that no earlier sync_notify "
                              f"marks (the testbench would wait forever)")  # fmt: skip
     syncs = {c.args[2] for c in commands if c.kind == "intr_notify"}
+    checked: set[str] = set()
     for c in commands:
-        if c.kind in ("check_crc", "check_nothing") and c.args[0] not in syncs:
-            raise TraceError(path, c.line, f"check on sync id {c.args[0]!r} that no intr_notify fires")
+        if c.kind in ("check_crc", "check_nothing"):
+            if c.args[0] not in syncs:
+                raise TraceError(path, c.line, f"check on sync id {c.args[0]!r} that no intr_notify fires")
+            checked.add(c.args[0])
+    if not any(c.kind == "check_crc" for c in commands):
+        last = commands[-1].line
+        has = "only check_nothing" if checked else "no check_crc or check_nothing"
+        raise TraceError(path, None, f"{has}: the trace checks no memory, so it could never fail (NVDLA's "
+                                     f"traces end with their check_crc lines; truncated after line {last}?)")
+    for c in commands:
+        if c.kind == "intr_notify" and c.args[2] not in checked:
+            raise TraceError(path, c.line, f"sync id {c.args[2]!r} has no check_crc or check_nothing "
+                                           f"(a trace truncated inside its checks?)")
     return Trace(name=path.parent.name if path.stem == path.parent.name else path.stem, path=path, commands=commands)
+
+
+@dataclass(frozen=True)
+class _DatImage:
+    """A ``.dat`` image: ``extent`` bytes from its base (gaps read 0), ``segments`` sorted,
+    disjoint ``(offset, bytes)`` runs of record payload."""
+
+    extent: int
+    segments: tuple[tuple[int, bytes], ...]
+
+    def dense(self) -> np.ndarray:
+        image = np.zeros(self.extent, dtype=np.uint8)
+        for off, payload in self.segments:
+            image[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        return image
+
+
+def _read_dat(path: Path, *, where: Path | str | None = None, folder: Path | None = None) -> _DatImage:
+    """Read and check a ``.dat`` file (see :func:`load_dat`). ``where`` (the ``.cfg`` line that
+    loads it) is named when the file is missing or refused; ``folder``, when given, is the
+    trace folder the file must resolve inside (its content is never read or echoed then)."""
+    where = where or path
+    if folder is not None:
+        try:
+            resolved = path.resolve(strict=True)
+        except FileNotFoundError:
+            raise TraceError(where, None, f"missing data file {path.name}: No such file or directory") from None
+        except (OSError, RuntimeError) as e:
+            raise TraceError(where, None, f"cannot resolve data file {path.name}: {e}") from None
+        if not resolved.is_relative_to(folder.resolve()):
+            raise TraceError(where, None, f"data file {path.name} resolves outside the trace folder "
+                                          f"(a symlink?); refused")
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise TraceError(where, None, f"missing data file {path.name}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(where, None, f"data file {path.name} is not a regular file")
+    if st.st_size > MAX_DAT_BYTES:
+        raise TraceError(where, None, f"data file {path.name} is {st.st_size} bytes, more than {MAX_DAT_BYTES} "
+                                      f"({MAX_DAT_BYTES >> 20} MiB); refused")
+    records: list[tuple[int, bytes, int]] = []
+    try:
+        fh = path.open("rb")
+    except OSError as e:
+        raise TraceError(where, None, f"missing data file {path.name}: {e.strerror}") from e
+    with fh:
+        lineno = 0
+        while True:
+            rawline = fh.readline(MAX_DAT_LINE + 1)
+            if not rawline:
+                break
+            lineno += 1
+            if len(rawline) > MAX_DAT_LINE and not rawline.endswith(b"\n"):
+                raise TraceError(path, lineno, f"line longer than {MAX_DAT_LINE} characters")
+            try:
+                line = rawline.decode("ascii").strip()
+            except UnicodeDecodeError as e:
+                raise TraceError(path, lineno, f"byte {rawline[e.start]:#04x} at column {e.start + 1} is not "
+                                               f"ASCII text") from None
+            if not line or line in ("{", "}"):
+                continue
+            m = _DAT_HEAD.match(line)
+            body = line[m.end():].rstrip() if m else ""
+            if body.endswith(","):
+                body = body[:-1].rstrip()
+            if m is None or not body.endswith("}") or _PAYLOAD.fullmatch(body, 0, len(body) - 1) is None:
+                raise TraceError(path, lineno, f"malformed memory record: {line[:80]!r}")
+            off = _number(path, lineno, m.group(1), "record offset")
+            size = _number(path, lineno, m.group(2), "record size")
+            tokens = body[:-1].split()
+            if len(tokens) != size:
+                raise TraceError(path, lineno, f"record says size {size} but carries {len(tokens)} bytes")
+            if off + size > MAX_REGION_BYTES:
+                raise TraceError(path, lineno, f"record {off:#x}+{size:#x} runs past the bound of one image "
+                                               f"({MAX_REGION_BYTES:#x} bytes)")
+            if all(len(t) == 4 for t in tokens):
+                payload = bytes.fromhex("".join(t[2:] for t in tokens))
+            else:
+                payload = bytes(int(t[2:], 16) for t in tokens)
+            records.append((off, payload, lineno))
+    if not records:
+        raise TraceError(path, None, "no memory records (an empty data file)")
+    records.sort(key=lambda r: r[0])
+    extent = max(off + len(p) for off, p, _ in records)
+    segments: list[tuple[int, bytearray, int]] = []  # (offset, bytes, line of the last record)
+    for off, payload, lineno in records:
+        if segments and off <= segments[-1][0] + len(segments[-1][1]):
+            start, buf, prev = segments[-1]
+            common = min(start + len(buf), off + len(payload)) - off
+            if common > 0 and buf[off - start : off - start + common] != payload[:common]:
+                i = next(k for k in range(common) if buf[off - start + k] != payload[k])
+                raise TraceError(path, lineno, f"record overlaps the record of line {prev} with different "
+                                               f"bytes (offset {off + i:#x})")
+            buf += payload[common:]
+            segments[-1] = (start, buf, lineno)
+        else:
+            segments.append((off, bytearray(payload), lineno))
+    return _DatImage(extent, tuple((off, bytes(buf)) for off, buf, _ in segments))
 
 
 def load_dat(path: Path, *, trace_path: Path | None = None) -> np.ndarray:
     """Read a ``.dat`` memory image: ``{offset:0x.., size:N, payload:0x.. 0x..},`` records
-    (braces on their own lines are allowed). Returns the image as ``uint8``, gaps zero."""
-    chunks: list[tuple[int, bytes]] = []
-    end = 0
-    try:
-        fh = path.open("r", encoding="ascii")
-    except OSError as e:
-        raise TraceError(trace_path or path, None, f"missing data file {path.name}: {e.strerror}") from e
-    with fh:
-        for lineno, raw in enumerate(fh, 1):
-            line = raw.strip()
-            if not line or line in ("{", "}"):
-                continue
-            m = _DAT.match(line)
-            if m is None:
-                raise TraceError(path, lineno, f"malformed memory record: {line[:80]!r}")
-            off, size = int(m.group(1), 0), int(m.group(2), 0)
-            payload = bytes.fromhex(m.group(3).replace("0x", "").replace("0X", "").replace(" ", "").replace("\t", "")) \
-                if all(len(t) == 4 for t in m.group(3).split()) else bytes(int(t, 16) for t in m.group(3).split())
-            if len(payload) != size:
-                raise TraceError(path, lineno, f"record says size {size} but carries {len(payload)} bytes")
-            chunks.append((off, payload))
-            end = max(end, off + size)
-    image = np.zeros(end, dtype=np.uint8)
-    for off, payload in chunks:
-        image[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
-    return image
+    (braces on their own lines are allowed). Returns the image as ``uint8``, gaps zero.
+
+    The file must be ASCII, hold at least one record, records must fit
+    :data:`MAX_REGION_BYTES` and records that overlap must agree; errors are
+    :class:`TraceError` naming the ``.dat`` file and line (``trace_path`` when it is missing)."""
+    return _read_dat(Path(path), where=trace_path).dense()
 
 
 def find_traces(root: str | Path) -> list[Path]:
@@ -295,28 +507,144 @@ class TraceResult:
         return "\n".join(lines)
 
 
-def _merge_pieces(pieces: list[tuple[str, int, np.ndarray]]) -> list[tuple[str, int, np.ndarray]]:
-    """Merge memory writes (applied in order) into one buffer per contiguous range and port."""
-    out: list[tuple[str, int, np.ndarray]] = []
-    for port in dict.fromkeys(p for p, _, _ in pieces):
-        mine = [(a, d) for p, a, d in pieces if p == port]
-        spans: list[list[int]] = []
-        for a, d in sorted(mine, key=lambda x: x[0]):
-            if spans and a <= spans[-1][1]:
-                spans[-1][1] = max(spans[-1][1], a + d.size)
+@dataclass(frozen=True)
+class _Fill:
+    """``size`` bytes of ``value`` (a ``mem_init``, a gap of a ``.dat`` image), never materialised."""
+
+    size: int
+    value: int = 0
+
+
+def _span(data: np.ndarray | _Fill | _DatImage) -> int:
+    return data.size if isinstance(data, (np.ndarray, _Fill)) else data.extent
+
+
+def _slices(data: np.ndarray | _Fill | _DatImage, lo: int, hi: int) -> Iterable[tuple[int, np.ndarray | _Fill]]:
+    """``(offset, piece)`` covering ``[lo, hi)`` of one set-up command's bytes."""
+    if isinstance(data, _Fill):
+        yield lo, _Fill(hi - lo, data.value)
+    elif isinstance(data, np.ndarray):
+        yield lo, data[lo:hi]
+    else:
+        segs = data.segments
+        pos = lo
+        i = max(bisect_right(segs, lo, key=lambda sg: sg[0]) - 1, 0)  # last segment starting at or before lo
+        while pos < hi:
+            if i < len(segs) and segs[i][0] + len(segs[i][1]) <= pos:
+                i += 1
+                continue
+            if i < len(segs) and segs[i][0] <= pos:
+                off, buf = segs[i]
+                end = min(hi, off + len(buf))
+                yield pos, np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos - off)
+                pos = end
+                i += 1
             else:
-                spans.append([a, a + d.size])
-        for lo, hi in spans:
-            buf = np.zeros(hi - lo, dtype=np.uint8)
-            for a, d in mine:  # file order: later commands overwrite earlier ones
-                if lo <= a < hi:
-                    buf[a - lo : a - lo + d.size] = d
-            out.append((port, lo, buf))
+                end = min(hi, segs[i][0]) if i < len(segs) else hi
+                yield pos, _Fill(end - pos, 0)
+                pos = end
+
+
+def _merge_pieces(pieces: list[tuple[str, int, np.ndarray | _Fill | _DatImage]]) -> list[tuple[str, int, np.ndarray | _Fill]]:
+    """Merge memory writes (applied in order: later ones win) into as few transport writes as
+    possible, per port in address order. A piece is a buffer, a :class:`_Fill` or a ``.dat``
+    image; the result has buffers (contiguous data merged, at most :data:`SETUP_CHUNK` bytes
+    each; fills up to :data:`SMALL_FILL` merged into them) and large :class:`_Fill` regions,
+    which are never materialised. Never allocates more than :data:`SETUP_CHUNK` at once per
+    buffer; the final memory contents are those of applying the pieces in order."""
+    out: list[tuple[str, int, np.ndarray | _Fill]] = []
+    for port in dict.fromkeys(p for p, _, _ in pieces):
+        mine = [(a, a + _span(d), i, d) for i, (p, a, d) in enumerate(pieces) if p == port and _span(d) > 0]
+        # which piece owns each byte: the latest one covering it (sweep, max-heap of active pieces)
+        starts: dict[int, list[int]] = {}
+        for k, (a, _e, _i, _d) in enumerate(mine):
+            starts.setdefault(a, []).append(k)
+        points = sorted({a for a, _, _, _ in mine} | {e for _, e, _, _ in mine})
+        heap: list[tuple[int, int]] = []
+        owned: list[list[int]] = []  # [lo, hi, k]
+        for j, x in enumerate(points[:-1]):
+            for k in starts.get(x, ()):
+                heapq.heappush(heap, (-mine[k][2], k))
+            while heap and mine[heap[0][1]][1] <= x:
+                heapq.heappop(heap)
+            if not heap:
+                continue
+            k = heap[0][1]
+            if owned and owned[-1][2] == k and owned[-1][1] == x:
+                owned[-1][1] = points[j + 1]
+            else:
+                owned.append([x, points[j + 1], k])
+        ops: list[tuple[int, np.ndarray | _Fill]] = []
+        for lo, hi, k in owned:
+            a, _e, _i, d = mine[k]
+            for off, piece in _slices(d, lo - a, hi - a):
+                addr = a + off
+                if ops and isinstance(piece, _Fill) and isinstance(ops[-1][1], _Fill) \
+                        and ops[-1][1].value == piece.value and ops[-1][0] + ops[-1][1].size == addr:
+                    ops[-1] = (ops[-1][0], _Fill(ops[-1][1].size + piece.size, piece.value))
+                else:
+                    ops.append((addr, piece))
+        buf: list[np.ndarray] = []
+        start = length = 0
+
+        def flush() -> None:
+            nonlocal buf, length
+            if buf:
+                out.append((port, start, np.concatenate(buf) if len(buf) > 1 else np.array(buf[0], dtype=np.uint8)))
+            buf, length = [], 0
+
+        for addr, piece in ops:
+            if isinstance(piece, _Fill) and piece.size > SMALL_FILL:
+                flush()
+                out.append((port, addr, piece))
+                continue
+            data = np.full(piece.size, piece.value, dtype=np.uint8) if isinstance(piece, _Fill) else piece
+            pos = 0
+            while pos < data.size:
+                if buf and (start + length != addr + pos or length >= SETUP_CHUNK):
+                    flush()
+                if not buf:
+                    start = addr + pos
+                take = min(data.size - pos, SETUP_CHUNK - length)
+                buf.append(data[pos : pos + take])
+                length += take
+                pos += take
+        flush()
     return out
 
 
-def _crc(transport: Transport, port: str, address: int, size: int) -> int:
-    return zlib.crc32(transport.mem_read(address, size, port=port).tobytes()) & 0xFFFFFFFF
+def _mem_fill(transport: Transport, port: str, address: int, size: int, value: int) -> None:
+    """Set ``size`` bytes to ``value`` on the target without materialising them: the target's
+    own ``mem_fill`` when it has one, the model's sparse memory directly, else chunked writes of
+    one bounded buffer through ``Transport.mem_write``."""
+    fill = getattr(transport, "mem_fill", None)
+    if callable(fill):
+        fill(address, size, value, port=port)
+        return
+    mems = getattr(transport, "memories", None)
+    if transport.is_open and isinstance(mems, dict) and isinstance(mems.get(port), SparseMemory):
+        mems[port].fill(address, size, value)
+        return
+    chunk = np.full(min(size, SETUP_CHUNK), value, dtype=np.uint8)
+    for off in range(0, size, SETUP_CHUNK):
+        transport.mem_write(address + off, chunk[: min(SETUP_CHUNK, size - off)], port=port)
+
+
+def _crc(transport: Transport, port: str, address: int, size: int, *, where: tuple[Path, int] | None = None) -> int:
+    """zlib CRC-32 of a memory region, read in chunks of at most :data:`SETUP_CHUNK` bytes.
+    A region the target refuses (``ValueError``) is a :class:`TraceError` at ``where``."""
+    crc = 0
+    try:
+        for off in range(0, size, SETUP_CHUNK):
+            part = transport.mem_read(address + off, min(SETUP_CHUNK, size - off), port=port)
+            crc = zlib.crc32(np.ascontiguousarray(part, dtype=np.uint8).tobytes(), crc)
+    except (TransportError, TraceError):
+        raise
+    except ValueError as e:
+        if where is None:
+            raise
+        raise TraceError(where[0], where[1], f"check_crc {port}[{address:#x}+{size:#x}]: {e}") from None
+    return crc & 0xFFFFFFFF
 
 
 def _overlaps(a: int, n: int, b: int, m: int) -> bool:
@@ -391,25 +719,50 @@ def run_trace(
         # 1. memory set-up, merged so that every byte crosses the link once (traces often
         #    mem_init a region and then mem_load an image over it)
         inputs: list[tuple[str, int, int]] = []
-        pieces: list[tuple[str, int, np.ndarray]] = []
+        pieces: list[tuple[str, int, np.ndarray | _Fill | _DatImage]] = []
+        lines: list[int] = []
+        images: dict[Path, _DatImage] = {}  # a file loaded twice is read once
+        set_up = 0
         for c in trace.of_kind("mem_init", "mem_load"):
             if c.kind == "mem_init":
                 port, addr, size, pattern = c.args
-                fill = 0 if pattern == "ALL_ZERO" else 0xFF
-                pieces.append((port, addr, np.full(size, fill, dtype=np.uint8)))
+                pieces.append((port, addr, _Fill(size, 0 if pattern == "ALL_ZERO" else 0xFF)))
+                set_up += size
             else:
                 port, addr, rel = c.args
-                image = load_dat(trace.folder / rel, trace_path=f"{trace.path}:{c.line}")
+                dat = trace.folder / rel
+                image = images.get(dat)
+                if image is None:
+                    image = images[dat] = _read_dat(dat, where=f"{trace.path}:{c.line}", folder=trace.folder)
+                if addr + image.extent > ADDRESS_LIMIT:
+                    raise TraceError(trace.path, c.line, f"{rel} ({image.extent:#x} bytes) at {addr:#x} runs "
+                                                         f"past the 64-bit address space")
                 pieces.append((port, addr, image))
+                set_up += image.extent
                 if "output" not in rel.lower():
-                    inputs.append((port, addr, image.size))
+                    inputs.append((port, addr, image.extent))
+            lines.append(c.line)
+            if set_up > MAX_TRACE_BYTES:
+                raise TraceError(trace.path, c.line, f"the trace sets up more than {MAX_TRACE_BYTES:#x} bytes "
+                                                     f"({MAX_TRACE_BYTES >> 30} GiB) of memory")
         for port, addr, data in _merge_pieces(pieces):
-            transport.mem_write(addr, data, port=port)
+            try:
+                if isinstance(data, _Fill):
+                    _mem_fill(transport, port, addr, data.size, data.value)
+                else:
+                    transport.mem_write(addr, data, port=port)
+            except (TransportError, TraceError):
+                raise
+            except ValueError as e:  # the target refuses the address (outside its memory window)
+                n = _span(data)
+                line = next((ln for (p, a, d), ln in zip(pieces, lines, strict=True)
+                             if p == port and _overlaps(a, _span(d), addr, n)), None)
+                raise TraceError(trace.path, line, f"memory set-up {port}[{addr:#x}+{n:#x}]: {e}") from None
         masks = _written_masks(trace, transport.profile_name) if poison else None
         for ck in result.checks:
             if ck.kind != "crc":
                 continue
-            ck.vacuous = _crc(transport, ck.port, ck.address, ck.size) == ck.expected
+            ck.vacuous = _crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line)) == ck.expected
             if not (poison or _fill is not None):
                 continue
             is_input = any(p == ck.port and _overlaps(ck.address, ck.size, a, n) for p, a, n in inputs)
@@ -425,7 +778,7 @@ def run_trace(
                 transport.mem_write(ck.address, region, port=ck.port)
                 ck.poisoned = bool(masks[ck.line].any())
             else:
-                transport.mem_write(ck.address, np.full(ck.size, POISON_BYTE, dtype=np.uint8), port=ck.port)
+                _mem_fill(transport, ck.port, ck.address, ck.size, POISON_BYTE)
                 ck.poisoned = True
         # 2. register sequence; a LUT programming run (CFG, then DATA writes) goes as one
         #    indirect-port unit, which a verifying link proves by reading the table back
@@ -463,7 +816,7 @@ def run_trace(
                 raise TraceError(trace.path, c.line, f"unknown interrupt {unit}_{group}: {e}") from e
             for ck in checks.get(sync, []):
                 if ck.kind == "crc":
-                    ck.actual = _crc(transport, ck.port, ck.address, ck.size)
+                    ck.actual = _crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line))
         failed = [ck for ck in result.checks if not ck.passed]
         if failed:
             result.status = "failed"
@@ -478,6 +831,9 @@ def run_trace(
     except (TransportError, RegisterMapError, TimeoutError) as e:
         result.status = "error"
         result.message = f"{type(e).__name__}: {e}"
+    except ValueError as e:  # the target refuses what the registers program (e.g. the model's shape checks)
+        result.status = "error"
+        result.message = f"the target refused the programmed layer: {type(e).__name__}: {e}"
     result.duration = time.monotonic() - t0
     return result
 

@@ -10,10 +10,14 @@ A *case* is a folder holding ``case.yaml`` (the manifest) and raw binary blobs. 
 * ``layout``: an array and its packed form for one memory layout; the "run" is a pack /
   unpack comparison (no target).
 
-The loader trusts nothing: ``yaml.safe_load``, blobs are raw bytes (or ``.npy`` read with
-``allow_pickle=False``) confined to the case folder, every name is checked against the
-register map / layout registry, every size against the declared shapes. A bad case raises
-:class:`VectorError` naming the file and the field; nothing is half-loaded.
+The loader trusts nothing: strict YAML (``drivers/yamlstrict``: safe tags, a duplicate key is an
+error naming both lines), blobs are raw bytes (or ``.npy`` whose header is checked against the
+file size and :data:`MAX_BLOB_BYTES` before anything is read, ``allow_pickle=False``) confined
+to the case folder, every name is checked against the register map / layout registry, every
+size against the declared shapes. A bad case raises :class:`VectorError` naming the file and
+the field (or line); nothing is half-loaded. Output goldens are compared in full: the
+channel-padding lanes of a packed golden are compared byte for byte too (NVDLA writes whole
+atoms, and its own traces' CRCs cover those lanes).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from numpy.lib import format as npy_format
 
 from ..drivers.driver import NvdlaDriver
 from ..drivers.precision import CONVERTORS, ConvertorSetting, LutConfig, PrecisionControl, Statistics, \
@@ -34,6 +39,8 @@ from ..drivers.precision import CONVERTORS, ConvertorSetting, LutConfig, Precisi
 from ..drivers.profiles import FEATURES, FeatureMissingError, HardwareProfile, ProfileError, load_profile
 from ..drivers.regmap import RegisterMapError, UnitNotPresentError
 from ..drivers.transport import Transport, TransportError
+from ..drivers.yamlstrict import YamlError
+from ..drivers.yamlstrict import load as yaml_load_strict
 from .compare import RULES, CompareResult, compare
 from .refmodel.base import UnitNotModelled
 
@@ -73,7 +80,6 @@ DEFAULT_LAUNCH = {"SDP": ("SDP_RDMA", "SDP"), "CDP": ("CDP_RDMA", "CDP"), "PDP":
 #: registers the runner owns: the manifest may not write them
 _RESERVED = ("S_POINTER", "D_OP_ENABLE", "S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA")
 RAW_LAYOUT = "raw"
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 _TOP_LAYER = {"format", "name", "kind", "description", "unit", "profile", "features", "launch", "registers",
               "lut", "convertors", "inputs", "outputs", "statistics", "provenance"}
@@ -278,13 +284,46 @@ class _Ctx:
             raise self.err(where, f"blob {rel!r} is larger than {MAX_BLOB_BYTES} bytes")
         return resolved
 
+    def npy_header(self, path: Path, rel: str, where: str) -> None:
+        """Check a ``.npy`` header before numpy allocates anything: a plain (non-object) dtype and
+        a shape whose bytes are exactly what the file holds after the header, within
+        :data:`MAX_BLOB_BYTES` (a header may declare 93 GiB in a 128-byte file)."""
+        try:
+            with path.open("rb") as fh:
+                version = npy_format.read_magic(fh)
+                if version == (1, 0):
+                    shape, _fortran, dt = npy_format.read_array_header_1_0(fh)
+                elif version in ((2, 0), (3, 0)):
+                    shape, _fortran, dt = npy_format.read_array_header_2_0(fh) if version == (2, 0) \
+                        else npy_format._read_array_header(fh, version)  # noqa: SLF001
+                else:
+                    raise ValueError(f"unsupported .npy version {version}")
+                offset = fh.tell()
+        except (ValueError, OSError, SyntaxError, TypeError, KeyError, EOFError, AttributeError) as e:
+            raise self.err(where, f"cannot read {rel!r} as .npy: bad header ({e})") from None
+        if dt.hasobject:
+            raise self.err(where, f"{rel!r}: object arrays are not allowed")
+        if not isinstance(shape, tuple) or not all(isinstance(d, int) and d >= 0 for d in shape):
+            raise self.err(where, f"{rel!r}: bad shape {shape!r} in the .npy header")
+        n = dt.itemsize
+        for d in shape:
+            n *= d
+        if n > MAX_BLOB_BYTES:
+            raise self.err(where, f"{rel!r}: the .npy header declares {n} bytes (shape {list(shape)} of {dt}), "
+                                  f"more than {MAX_BLOB_BYTES}; refused")
+        size = path.stat().st_size
+        if offset + n != size:
+            raise self.err(where, f"{rel!r}: the .npy header declares {n} bytes of data but the file holds "
+                                  f"{size - offset}")
+
     def blob(self, rel: Any, where: str, dtype: np.dtype, shape: tuple[int, ...] | None) -> np.ndarray:
         """Read a blob: ``.npy`` (no pickle; dtype/shape must match) or raw little-endian bytes."""
         path = self.blob_path(rel, where)
         if path.suffix == ".npy":
+            self.npy_header(path, rel, where)
             try:
                 arr = np.load(path, allow_pickle=False)
-            except (ValueError, OSError) as e:
+            except (ValueError, OSError, EOFError, MemoryError) as e:
                 raise self.err(where, f"cannot read {rel!r} as .npy without pickle: {e}") from None
             if arr.dtype.kind == "O":
                 raise self.err(where, f"{rel!r}: object arrays are not allowed")
@@ -329,6 +368,15 @@ def _params(ctx: _Ctx, v: Any, where: str) -> dict[str, Any]:
     return m
 
 
+def _description(ctx: _Ctx, top: Mapping[str, Any]) -> str:
+    v = top.get("description")
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise ctx.err("description", f"expected a string, got {type(v).__name__}")
+    return v
+
+
 def _layout_name(ctx: _Ctx, v: Any, where: str) -> str:
     name = ctx.string(v, where)
     if name == RAW_LAYOUT:
@@ -356,12 +404,21 @@ def load_case(path: str | Path) -> Case:
     except (OSError, UnicodeDecodeError) as e:
         raise ctx.err(None, f"cannot read manifest: {e}") from None
     try:
-        # the safe loader (libyaml's C build when present: same schema, ~10x faster)
-        doc = yaml.load(text, Loader=_SAFE_LOADER)  # noqa: S506 - a SafeLoader
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else None
-        raise ctx.err(where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+        # strict safe loader: a duplicate key (a second `statistics:` silently dropping the
+        # first one's checks) is an error naming both lines
+        doc = yaml_load_strict(text, str(path))
+    except YamlError as e:
+        msg = str(e).removeprefix(str(path)).lstrip(":").strip()
+        line, _, rest = msg.partition(": ")
+        if line.isdigit():
+            line = f"line {line}"
+        elif line.startswith("line "):
+            pass
+        else:
+            line, rest = None, msg
+        raise ctx.err(line, f"not valid YAML: {rest}") from None
+    except RecursionError:
+        raise ctx.err(None, "not valid YAML: nested too deeply") from None
     top = ctx.mapping(doc, "", required=("format", "name", "kind"))
     if top["format"] != FORMAT:
         raise ctx.err("format", f"expected {FORMAT!r}, got {top['format']!r}")
@@ -407,6 +464,12 @@ def _load_layout_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
         size = packed_size(lname, shape, dt, params)
     except ValueError as e:
         raise ctx.err("layout.params", str(e)) from None
+    except MemoryError:
+        raise ctx.err("layout.params", f"layout {lname} with these parameters packs to an image too large "
+                                       f"to hold") from None
+    if size > MAX_BLOB_BYTES:
+        raise ctx.err("layout.params", f"layout {lname} packs to {size} bytes, more than a blob may hold "
+                                       f"({MAX_BLOB_BYTES})")
     array = ctx.blob(lay["data"], "layout.data", dt, shape)
     packed = ctx.blob(lay["packed"], "layout.packed", np.dtype(np.uint8), None)
     if packed.size != size:
@@ -417,7 +480,7 @@ def _load_layout_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
         family = ctx.string(family, "family")
     prof = _profile(ctx, top["profile"]).name if top.get("profile") is not None else None
     return Case(path=ctx.path, name=name, kind="layout", profile=prof, features=frozenset(),
-                description=str(top.get("description") or ""), family=family,
+                description=_description(ctx, top), family=family,
                 provenance=_provenance(ctx, top.get("provenance")),
                 layout=LayoutPair(lname, params, dt, shape, array, packed, lay["data"], lay["packed"]),
                 manifest=top)
@@ -531,6 +594,12 @@ def _load_surface(ctx: _Ctx, item: Any, where: str, prof: HardwareProfile, outpu
         nbytes = packed_size(lname, shape, dt, params)
     except ValueError as e:
         raise ctx.err(f"{where}.params", str(e)) from None
+    except MemoryError:
+        raise ctx.err(f"{where}.params", f"layout {lname} with these parameters packs to an image too large "
+                                         f"to hold") from None
+    if nbytes > MAX_BLOB_BYTES:
+        raise ctx.err(f"{where}.params", f"layout {lname} packs to {nbytes} bytes, more than a surface may "
+                                         f"hold ({MAX_BLOB_BYTES})")
     port = ctx.string(m.get("port", "pri_mem"), f"{where}.port", PORTS)
     if port == "sec_mem" and not prof.has("sec_mem"):
         raise ctx.err(f"{where}.port", f"{prof.name} has no secondary memory port")
@@ -618,7 +687,7 @@ def _load_layer_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
         for i, f in enumerate(fv):
             declared.add(ctx.string(f, f"features[{i}]", FEATURES))
     case = Case(path=ctx.path, name=name, kind="layer", profile=prof.name, features=frozenset(), unit=unit,
-                description=str(top.get("description") or ""), launch=launch, registers=registers, lut=lut,
+                description=_description(ctx, top), launch=launch, registers=registers, lut=lut,
                 convertors=convs, inputs=tuple(s for s in inputs if s.data is not None),
                 outputs=tuple(s for s in inputs if s.data is None), statistics=stats,
                 provenance=_provenance(ctx, top.get("provenance")), manifest=top)
@@ -754,7 +823,27 @@ def _compare_surface(s: Surface, actual: np.ndarray) -> OutputCheck:
         res = compare(s.rule, exp, act, shape=_cmp_shape(s.shape), **s.rule_params)
     except (TypeError, ValueError) as e:
         return OutputCheck(s.name, s.rule, False, f"rule {s.rule} cannot compare this output: {e}")
+    pad = padding_mask(s)
+    act_u8 = np.ascontiguousarray(actual, dtype=np.uint8).reshape(-1)[: s.nbytes]
+    diff = np.flatnonzero(pad & (s.packed != act_u8)) if pad.any() else np.zeros(0, dtype=np.intp)
+    if diff.size:
+        i = int(diff[0])
+        msg = (f"{res.format()}; {diff.size} of {int(pad.sum())} channel-padding bytes differ (first at byte "
+               f"{i:#x}: expected {int(s.packed[i]):#04x} got {int(act_u8[i]):#04x})")
+        return OutputCheck(s.name, s.rule, False, msg, result=res)
     return OutputCheck(s.name, s.rule, res.passed, res.format(), result=res)
+
+
+def padding_mask(s: Surface) -> np.ndarray:
+    """``bool[nbytes]``: bytes of the surface's memory image that hold no element (channel
+    padding lanes of an atom, line/surface gaps): packing an array whose every byte is 0xff
+    and one of zeros tells them apart. Those bytes of a golden are compared byte for byte."""
+    n = int(np.prod(s.shape, dtype=np.int64))
+    ones = np.frombuffer(b"\xff" * (n * s.dtype.itemsize), dtype=s.dtype).reshape(s.shape)
+    with np.errstate(all="ignore"):
+        full = pack_surface(s.layout, ones, s.params)
+        zero = pack_surface(s.layout, np.zeros(s.shape, dtype=s.dtype), s.params)
+    return full == zero
 
 
 def _target_kind(transport: Transport) -> str:
