@@ -360,6 +360,13 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(_WavesOnFailure(), "nvdla-hil-waves-on-failure")
     if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
+        # functional coverage of the reference model's events (harness/coverage.py): the table at
+        # the end, and coverage.json beside the run directory's logs when there are logs
+        from .coverage import coverage_for_session
+
+        logs = config.getoption("--nvdla-log")
+        path = Path(logs).parent / "coverage.json" if logs else None
+        config.pluginmanager.register(coverage_for_session(config, path), "nvdla-hil-coverage")
 
 
 def _configure_boards(config: pytest.Config, lab: str | None, board: str | None) -> tuple[str, list[str], dict]:
