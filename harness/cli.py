@@ -83,7 +83,7 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
                    help="hardware profile (nv_small, nv_small_256_full, nv_full, ...)")
     g.add_argument("--model-semantics", choices=("rtl", "cmod"), default="rtl",
                    help="model target: follow the RTL (default) or NVDLA's C model where they differ")
-    g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="nvdla/hw checkout (verilator target)")
+    g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="nvdla/hw checkout (verilator and cmod targets)")
     g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
     g.add_argument("--lab", default=os.environ.get("NVDLA_HIL_LAB"), help="lab file (serial target)")
     g.add_argument("--board", default=os.environ.get("NVDLA_HIL_BOARD"), help="board name (serial target)")
@@ -108,11 +108,13 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
 
     from .plugin import check_trace_source, check_vector_source
 
-    if args.target == "verilator":
+    if args.target in ("verilator", "cmod"):
         if not args.nvdla_hw:
-            raise _Bad("--target verilator needs an nvdla/hw checkout: pass --nvdla-hw PATH (or set NVDLA_HW)")
+            raise _Bad(f"--target {args.target} needs an nvdla/hw checkout: pass --nvdla-hw PATH (or set NVDLA_HW)")
         if not Path(args.nvdla_hw).is_dir():
-            raise _Bad(f"--nvdla-hw {args.nvdla_hw}: no such folder (the nvdla/hw checkout for --target verilator)")
+            raise _Bad(f"--nvdla-hw {args.nvdla_hw}: no such folder (the nvdla/hw checkout for --target {args.target})")
+    if args.model_bug and args.target != "model":
+        raise _Bad("--model-bug injects a datapath bug into the model target only (--target model)")
     if args.target == "serial":
         from .lab import LabError, resolve_board
 
@@ -232,6 +234,8 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv.append("--nvdla-poison")
     if args.allow_empty:
         argv.append("--nvdla-allow-empty")
+    for bug in args.model_bug or []:
+        argv += ["--nvdla-model-bug", bug]
     argv += ["--junitxml", str(junit)]
     if args.keyword:
         argv += ["-k", args.keyword]
@@ -599,6 +603,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--traces", help="NVDLA trace folder: one configuration's, or a folder of configuration folders "
                                     "(default: NVDLA_TRACES, else the --nvdla-hw checkout's verif/tests/trace_tests, "
                                     "else ../shared/nvdla/trace_tests/nv_small); a missing or empty folder is an error")
+    p.add_argument("--model-bug", action="append", metavar="SPEC",
+                   help="model target: inject a datapath bug into the target only (harness/targets/faults.py)")
     p.add_argument("--txn", help="folder of nv_full's traceplayer tests (input.txn; default: NVDLA_TXN_TESTS, else "
                                  "../shared/nvdla/traceplayer_v1)")
     p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")

@@ -150,6 +150,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nvdla-waves-dir", default=None,
                 help="where re-run wave files go (default: beside --nvdla-log, else a temp folder)")
     g.addoption("--nvdla-log", default=None, help="folder for per-test register access logs")
+    g.addoption("--nvdla-model-bug", action="append", default=None, metavar="SPEC",
+                help="model target: inject a datapath bug into the target (never the reference), e.g. "
+                     "SDP.D_CVT_OFFSET.CVT_OFFSET+1 (harness/targets/faults.py); repeatable")
     g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
     g.addoption("--nvdla-summary-file", default=None, help="also write the summary table to this file")
     g.addoption("--nvdla-allow-empty", action="store_true",
@@ -338,6 +341,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --nvdla-target verilator)")
     if kind == "serial":
         board, profiles, extra = _configure_boards(config, lab, board)
+    bugs = config.getoption("--nvdla-model-bug")
+    if bugs:
+        if kind != "model":
+            raise pytest.UsageError("--nvdla-model-bug injects a datapath bug into the model target only")
+        extra = {**extra, "model_bugs": list(bugs)}
     for i, p in enumerate(profiles):
         try:
             profiles[i] = load_profile(p, nvdla_hw=hw).name if not p.endswith(".spec") else p

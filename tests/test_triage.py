@@ -121,3 +121,18 @@ def test_trace_command_explains_a_model_bug(trace_sets: Path, capsys) -> None:  
     assert "SDP output elements of 33x3x3 (int8) differ" in out
     assert "1. SDP.D_CVT_OFFSET.CVT_OFFSET: programmed 0x0, as 0x1 the model reproduces" in out
     assert main(["trace", str(t), "--target", "model", "--model-bug", "NOPE.X.Y+1"]) == 2
+
+
+def test_regress_with_an_injected_bug_explains_the_failure(trace_sets: Path, tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    code = main(["regress", "--suite", "traces", "--traces", str(trace_sets / "nv_small"), "--results-dir",
+                 str(tmp_path), "--model-bug", "SDP.D_CVT_OFFSET.CVT_OFFSET+1",
+                 "-k", "sdp_3x3x33_bs_int8_reg_0 or cdp_8x8x32_lrn3_int8_0"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "summary: 1 passed, 1 failed" in out  # the CDP trace does not use the SDP convertor
+    assert "294 SDP output elements of 33x3x3 (int8) differ" in out
+    assert "1. SDP.D_CVT_OFFSET.CVT_OFFSET: programmed 0x0, as 0x1 the model reproduces" in out
+    diags = sorted({p.resolve() for p in tmp_path.glob("*/logs/*.diag.json")})  # the run dir and latest/
+    assert len(diags) == 1 and (diags[0].parent.parent / "report.html").is_file()
+    assert main(["regress", "--suite", "traces", "--traces", str(trace_sets / "nv_small"), "--target", "verilator",
+                 "--model-bug", "SDP.D_CVT_OFFSET.CVT_OFFSET+1", "--nvdla-hw", str(tmp_path)]) == 2

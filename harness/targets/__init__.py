@@ -5,6 +5,7 @@ and a context manager that always releases its board, process or files.
 ``model``       in-process virtual NVDLA on the bit-exact reference model (default)
 ``verilator``   the public NVDLA RTL under Verilator, driven by cocotb (``sims/``)
 ``serial``      an FPGA board over a UART bridge (LiteX UARTBone), from a lab file
+``cmod``        NVDLA's SystemC C model of the user's checkout, driven by our host (sims/cmod/)
 ==============  ==========================================================================
 """
 
@@ -23,7 +24,7 @@ __all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout", "watch_opene
 #: session may run another one in-process (pytester)
 _OPEN_LISTENERS: list[Callable[[Transport, TargetSpec], None]] = []
 
-TARGETS = ("model", "verilator", "serial")
+TARGETS = ("model", "verilator", "serial", "cmod")
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,11 @@ def _create(spec: TargetSpec) -> Transport:
     if spec.kind == "model":
         from .model import ModelTarget
 
-        return ModelTarget(spec.profile, semantics=spec.semantics)
+        return ModelTarget(spec.profile, semantics=spec.semantics, bugs=spec.extra.get("model_bugs"))
+    if spec.kind == "cmod":
+        from .cmod import CmodTarget
+
+        return CmodTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, **spec.extra)
     if spec.kind == "verilator":
         from .verilator import VerilatorTarget
 
