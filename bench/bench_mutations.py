@@ -28,7 +28,7 @@ import traceback
 from collections import Counter
 from pathlib import Path
 
-TRACES = Path(os.environ.get("NVDLA_TRACE_SETS", "/work/shared/nvdla/trace_tests"))
+TRACES = Path(os.environ.get("NVDLA_TRACE_SETS", Path(__file__).resolve().parents[1] / "../shared/nvdla/trace_tests"))
 #: small nv_small traces that run quickly on the model (the .cfg/.dat sources)
 SOURCES = ["sdp_8x8x32_bypass_int8_0", "cdp_8x8x32_lrn3_int8_0", "pdp_8x8x32_1x1_int8_0",
            "sdp_pdp_32x16x32_pass_through_int8_0", "sdp_1x8192x1_pass_through_int8_0"]

@@ -42,7 +42,7 @@ def row(name: str, n: int, t_model: float, t_copy: float) -> None:
 
 
 def bench_trace(repeat: int) -> None:
-    root = Path(os.environ.get("NVDLA_TRACES", "/work/shared/nvdla/trace_tests/nv_small"))
+    root = Path(os.environ.get("NVDLA_TRACES", Path(__file__).resolve().parents[1] / "../shared/nvdla/trace_tests/nv_small"))
     folder = root / TRACE
     if not folder.is_dir():
         print(f"(trace {TRACE} not found under {root}; skipped)")

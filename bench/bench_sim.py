@@ -11,14 +11,20 @@ invocation, and the ratio is printed. The player reads ``trace.bin``; it is take
 ``--native-tests DIR/<trace>/trace.bin`` when present, else encoded here from the ``.cfg``
 (NVDLA's own converter rejects the ``pri_mem`` memory names these traces use).
 
-    python bench/bench_sim.py --nvdla-hw ~/nvdla-hw --traces ~/traces/nv_small \\
-        [-k sdp_ -k pdp_] [--native ~/nvdla-hw/outdir/nv_small/verilator/VNV_nvdla]
+    python bench/bench_sim.py --nvdla-hw ~/nvdla-hw --traces ~/nvdla-hw/verif/tests/trace_tests/nv_small \\
+        [-k sdp_ -k pdp_] [--native auto | --native PATH]
+
+``--native auto`` builds (or reuses) the player with ``nvdla-hil sim native`` (NVDLA's
+``verif/verilator/nvdla.cpp`` compiled from the same RTL, flags and compiler as our simulator).
+``--fixture`` measures only the idle clock of the project's CSB fixture (no checkout needed).
+The simulator comes from the shared build cache: the same build as ``nvdla-hil sim build``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -39,14 +45,17 @@ DEFAULT_SET = (
 def _run_ours(trace: Path, build, timeout: float) -> tuple[str, int, float, str]:
     from nvdla_hil.drivers.driver import NvdlaDriver
     from nvdla_hil.harness.targets.verilator import VerilatorTarget
-    from nvdla_hil.harness.traces import parse_trace, run_trace
+    from nvdla_hil.harness.traces import TraceError, parse_trace, run_trace
 
-    parsed = parse_trace(trace)
-    with VerilatorTarget(build) as t:
-        drv = NvdlaDriver(t)  # register map loading is not simulation time
-        c0, w0 = t.cycles, time.perf_counter()
-        r = run_trace(parsed, t, driver=drv, timeout=timeout)
-        return r.status, t.cycles - c0, time.perf_counter() - w0, r.message
+    try:
+        parsed = parse_trace(trace)
+        with VerilatorTarget(build) as t:
+            drv = NvdlaDriver(t)  # register map loading is not simulation time
+            c0, w0 = t.cycles, time.perf_counter()
+            r = run_trace(parsed, t, driver=drv, timeout=timeout)
+            return r.status, t.cycles - c0, time.perf_counter() - w0, r.message
+    except TraceError as e:  # e.g. a data file the public repository lacks
+        return "bad", 0, 0.0, str(e)
 
 
 def _idle_rate(build, cycles: int) -> float:
@@ -130,24 +139,41 @@ def _run_native(exe: Path, trace_bin: Path) -> tuple[str, int, float]:
     return status, (int(m.group(1)) // 2 if m else 0), wall
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"))
     ap.add_argument("--config", default="nv_small")
     ap.add_argument("--traces", default=os.environ.get("NVDLA_TRACES"), help="folder of trace folders")
     ap.add_argument("-k", action="append", default=[], help="run traces whose name contains this (repeatable)")
     ap.add_argument("--all", action="store_true", help="every trace in --traces")
-    ap.add_argument("--native", help="NVDLA's native Verilator player (VNV_nvdla) to compare with")
+    ap.add_argument("--native", help="NVDLA's native Verilator player (VNV_nvdla) to compare with, or "
+                    "'auto' to build/reuse it with `nvdla-hil sim native`")
+    ap.add_argument("--fixture", action="store_true",
+                    help="only the idle clock rate of the project's CSB fixture (no checkout needed)")
     ap.add_argument("--native-tests", help="folder with <trace>/trace.bin for the native player")
     ap.add_argument("--idle-cycles", type=int, default=200_000)
     ap.add_argument("--timeout", type=float, default=600.0, help="per-layer wall timeout (s)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
+    from nvdla_hil.sims.build import build_fixture, build_nvdla
+
+    if args.fixture:
+        build = build_fixture()
+        print(f"# {build.verilator}; build {build.directory}")
+        print(f"# idle free-running clock (fixture): {_idle_rate(build, args.idle_cycles):.0f} cycles/s")
+        return 0
     if not args.traces:
         ap.error("--traces (or NVDLA_TRACES) is required")
 
-    from nvdla_hil.sims.build import build_nvdla
-
     build = build_nvdla(args.nvdla_hw, args.config)
+    if args.native == "auto":
+        from nvdla_hil.sims.native import build_native
+
+        args.native = str(build_native(args.nvdla_hw, args.config))
     root = Path(args.traces)
     names = sorted(p.name for p in root.iterdir() if p.is_dir())
     if args.k:
@@ -155,23 +181,33 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.all:
         names = [n for n in DEFAULT_SET if n in names]
     work = Path(tempfile.mkdtemp(prefix="bench-native-"))
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}; {platform.node()}: {os.cpu_count()} cores, "
+          f"{platform.processor() or platform.machine()}, load {load}")
     print(f"# {build.verilator}; build {build.directory}")
+    if args.native:
+        print(f"# native player: {args.native}")
     hdr = f"{'trace':40s} {'result':8s} {'cycles':>9s} {'wall s':>7s} {'cyc/s':>8s}"
     if args.native:
         hdr += f" | {'native':8s} {'cycles':>9s} {'wall s':>7s} {'cyc/s':>8s} {'ratio':>6s}"
     print(hdr)
     tot = [0, 0.0, 0, 0.0]
     passed = 0
+    both = [0, 0.0]  # our cycles / wall over the traces both ran
     for n in names:
         status, cyc, wall, msg = _run_ours(root / n, build, args.timeout)
         passed += status == "passed"
         tot[0] += cyc
         tot[1] += wall
         line = f"{n:40s} {status:8s} {cyc:9d} {wall:7.2f} {cyc / max(wall, 1e-9):8.0f}"
-        if args.native:
+        if args.native and status != "passed":
+            line += " | (not run natively: failed here)"
+        elif args.native:
             ns, ncyc, nwall = _run_native(Path(args.native), _native_trace_bin(root / n, args, work))
             tot[2] += ncyc
             tot[3] += nwall
+            both[0] += cyc
+            both[1] += wall
             ratio = (ncyc / nwall) / (cyc / wall) if cyc and wall and nwall else float("nan")
             line += f" | {ns:8s} {ncyc:9d} {nwall:7.2f} {ncyc / max(nwall, 1e-9):8.0f} {ratio:6.2f}"
         print(line + (f"  {msg}" if status != "passed" and msg else ""), flush=True)
@@ -179,8 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# {passed}/{len(names)} passed; total {tot[0]} cycles in {tot[1]:.2f} s = {rate:.0f} cycles/s")
     if args.native and tot[3]:
         nrate = tot[2] / tot[3]
+        brate = both[0] / both[1] if both[1] else rate
         print(f"# native player: {tot[2]} cycles in {tot[3]:.2f} s = {nrate:.0f} cycles/s "
-              f"(includes its 8192-cycle reset and file load); native/ours = {nrate / rate:.2f}x")
+              f"(includes its 8192-cycle reset and file load); native/ours = {nrate / brate:.2f}x")
     if args.idle_cycles:
         print(f"# idle free-running clock: {_idle_rate(build, args.idle_cycles):.0f} cycles/s")
     return 0

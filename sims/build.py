@@ -14,18 +14,19 @@ Rules learnt from the RTL (see the report of issue 5):
   * The wheel's ``verilated.mk`` names build-host compilers and leaves ``CFG_CXXFLAGS_PCH_I``
     empty; both are overridden on the make command line.
 
-Builds are cached under ``~/.cache/nvdla-hil/sim/<key>`` (or ``$NVDLA_HIL_CACHE``); the key
-hashes the RTL content, the configuration, the Verilator version, cocotb version and flags.
+Builds are cached under ``~/.cache/nvdla-hil/sim/<key>`` (``$NVDLA_HIL_CACHE/sim`` when set);
+the key hashes only what determines the simulator (RTL content, configuration, Verilator and
+cocotb versions, compiler version, flags, our testbench sources), never tool or Python paths.
+The cache may be shared by many processes and hosts: see :mod:`nvdla_hil.sims.cache`.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import functools
 import hashlib
-import json
 import os
+import platform
 import re
 import resource
 import shutil
@@ -37,15 +38,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .cache import CacheEntryError, check_entry, get_or_build, read_manifest, write_manifest
+
 __all__ = [
     "BuildError",
+    "RtlIssue",
     "SimBuild",
     "SourceSet",
     "add_subcommands",
     "build_fixture",
     "build_nvdla",
+    "cache_key",
     "cache_root",
+    "check_known_rtl_issues",
     "collect_sources",
+    "find_known_rtl_issues",
     "find_vmod",
 ]
 
@@ -94,10 +101,10 @@ def find_vmod(nvdla_hw: str | os.PathLike[str] | None, config: str) -> Path:
     if not (vmod / "nvdla" / "top" / "NV_nvdla.v").is_file():
         raise BuildError(
             f"{vmod} has no generated RTL (nvdla/top/NV_nvdla.v missing).\n"
-            f"Generate it in your nvdla/hw checkout (master branch) with NVDLA's tmake flow:\n"
-            f"  cd {root}\n"
-            f"  make                      # once: writes tree.make; answer PROJECTS with {config}\n"
-            f"  ./tools/bin/tmake -build vmod -projects {config}\n"
+            f"Generate it with NVDLA's tmake flow in your nvdla/hw checkout (master branch):\n"
+            f"  nvdla-hil sim setup --nvdla-hw {root} --config {config}\n"
+            f"checks the prerequisites, writes or checks tree.make and runs\n"
+            f"  cd {root} && ./tools/bin/tmake -build vmod -projects {config}\n"
             f"The flow needs these Debian packages: {TMAKE_DEBIAN_PACKAGES}\n"
             f"(tree.make must name a python3 as PYTHON, and cpp/java/perl paths that exist)."
         )
@@ -253,17 +260,46 @@ def _width(expr: str) -> int | None:
     return int(eval(expr.replace("/", "//"), {"__builtins__": {}}, {})) + 1
 
 
-def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[str]:
+@dataclass
+class RtlIssue:
+    """One construct of the generated RTL that Verilator rejects, and where it comes from."""
+
+    generated: Path          # <hw>/outdir/<cfg>/vmod/...v
+    line: int                # 1-based line in ``generated``
+    text: str                # that line, stripped
+    fixed: str               # what the line should be (stripped), "" to delete it
+    port: str
+    width: int
+    direction: str
+    decl_line: int
+    source: Path | None = None   # <hw>/vmod/...v that tmake generates ``generated`` from
+    source_line: int = 0
+    source_text: str = ""
+
+    def message(self) -> str:
+        fix = f"`{self.fixed}`" if self.fixed else "nothing (delete the line)"
+        msg = (f"{self.generated}:{self.line}: `{self.text}` redeclares the {self.width}-bit "
+               f"{self.direction} port `{self.port}` (declared at line {self.decl_line}) as a 1-bit "
+               f"wire, which Verilator rejects.\n"
+               f"  Change that line in your own nvdla/hw tree to {fix} and rerun "
+               f"`nvdla-hil sim build` (nvdla-hil does not modify NVDLA sources unless you run "
+               f"`nvdla-hil sim setup --apply-fixes`).")
+        if self.source is not None:
+            msg += (f"\n  It is generated from {self.source}:{self.source_line} (`{self.source_text}`): "
+                    f"change `wire` to `assign` there too, or regenerating the RTL (tmake) undoes the fix.")
+        return msg
+
+
+def find_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[RtlIssue]:
     """Find constructs in the generated RTL that Verilator rejects and the user must change.
 
     Known case (NV_NVDLA_CSC_dl.v of nv_small_256, nv_small_256_full, nv_medium_512 and
     nv_large; nv_small is not affected): a multi-bit output port redeclared as a 1-bit
     ``wire`` of the same name (``wire sc2buf_dat_rd_shift = {9{1'b0}};`` in the active
-    `ifdef CBUF_NO_SUPPORT_READ_JUMPING branch). Returns one message per finding, naming the
-    generated file and line, the fix, and the line of the checkout's ``vmod/`` source that
-    NVDLA's tmake generates it from (a fix there survives regenerating the RTL).
+    `ifdef CBUF_NO_SUPPORT_READ_JUMPING branch), generated from line 1342 of the checkout's
+    ``vmod/nvdla/csc/NV_NVDLA_CSC_dl.v`` at master 1a65f1f5.
     """
-    problems: list[str] = []
+    problems: list[RtlIssue] = []
     for f in sorted((vmod / "nvdla").rglob("*.v")):
         raw = f.read_text(errors="replace")
         if not re.search(r"^[ \t]*wire\s+\w+\s*[=;]", raw, re.MULTILINE):
@@ -284,18 +320,21 @@ def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -
             decl_line = text.count("\n", 0, m.start()) + 1
             src = raw_lines[line - 1].strip()
             init = re.search(r"=\s*([^;]*);", src)
-            fix = (f"`assign {name} = {init.group(1).strip()};`" if init
-                   else "nothing (delete the line)")
+            fixed = f"assign {name} = {init.group(1).strip()};" if init else ""
             origin = _source_line(vmod, f, name)
-            problems.append(
-                f"{f}:{line}: `{src}` redeclares the {width}-bit {direction} port `{name}` "
-                f"(declared at line {decl_line}) as a 1-bit wire, which Verilator rejects.\n"
-                f"  Change that line in your own nvdla/hw tree to {fix} and rerun "
-                f"`nvdla-hil sim build` (nvdla-hil does not modify NVDLA sources)."
-                + (f"\n  It is generated from {origin[0]}:{origin[1]} (`{origin[2]}`): change `wire` to "
-                   f"`assign` there too, or regenerating the RTL (tmake) undoes the fix." if origin else "")
-            )
+            problems.append(RtlIssue(generated=f, line=line, text=src, fixed=fixed, port=name,
+                                     width=width, direction=direction, decl_line=decl_line,
+                                     source=origin[0] if origin else None,
+                                     source_line=origin[1] if origin else 0,
+                                     source_text=origin[2] if origin else ""))
     return problems
+
+
+def check_known_rtl_issues(vmod: Path, defines: Sequence[str] = NVDLA_DEFINES) -> list[str]:
+    """:func:`find_known_rtl_issues` as messages: one per finding, naming the generated file
+    and line, the fix, and the line of the checkout's ``vmod/`` source that NVDLA's tmake
+    generates it from (a fix there survives regenerating the RTL)."""
+    return [p.message() for p in find_known_rtl_issues(vmod, defines)]
 
 
 def _source_line(vmod: Path, generated: Path, name: str) -> tuple[Path, int, str] | None:
@@ -369,26 +408,31 @@ def verilator_version() -> str:
     return v
 
 
+#: make variables every build sets (part of the cache key; tool paths are not)
+_MAKE_FLAGS: tuple[str, ...] = (
+    "CFG_CXXFLAGS_PCH_I=-include",
+    "CFG_CXXFLAGS_STD=-std=c++20",
+    "CFG_CXXFLAGS_NO_UNUSED=-Wno-unused-parameter -Wno-unused-variable -Wno-shadow",
+    "CFG_LDLIBS_THREADS=-pthread",
+    f"OPT_FAST={OPT_FAST}",
+)
+
+
 def _make_overrides() -> list[str]:
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++") or "c++"
-    ar = shutil.which("ar") or "ar"
+    cxx = _cxx()
     return [
         f"CXX={cxx}",
         f"LINK={cxx}",
-        f"AR={ar}",
+        f"AR={shutil.which('ar') or 'ar'}",
         f"PERL={shutil.which('perl') or 'perl'}",
         f"PYTHON3={sys.executable}",
-        "CFG_CXXFLAGS_PCH_I=-include",
-        "CFG_CXXFLAGS_STD=-std=c++20",
-        "CFG_CXXFLAGS_NO_UNUSED=-Wno-unused-parameter -Wno-unused-variable -Wno-shadow",
-        "CFG_LDLIBS_THREADS=-pthread",
-        f"OPT_FAST={OPT_FAST}",
+        *_MAKE_FLAGS,
     ]
 
 
 def _have_fst_headers() -> bool:
     """Verilator's FST writer needs <lz4.h> and <zlib.h> (and links -llz4 -lz)."""
-    cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++") or "c++"
+    cxx = _cxx()
     try:
         r = subprocess.run([cxx, "-E", "-x", "c++", "-"], input="#include <lz4.h>\n#include <zlib.h>\n",
                            capture_output=True, text=True, timeout=60, check=False)
@@ -406,9 +450,17 @@ def cache_root() -> Path:
 # ---------------------------------------------------------------------------------------------
 # the build itself
 # ---------------------------------------------------------------------------------------------
+_SIMBUILD_FIELDS = ("directory", "executable", "toplevel", "config", "key", "waves", "verilator",
+                    "parameters", "reset_wait_cycles", "build_seconds", "wave_format", "peak_rss_mb")
+
+
 @dataclass
 class SimBuild:
-    """A finished simulator build (what ``manifest.json`` in its directory records)."""
+    """A finished simulator build (what ``manifest.json`` in its directory records).
+
+    ``directory`` and ``executable`` are absolute paths where the entry is *now*; the manifest
+    stores them relative to the entry, so a copied or moved cache runs its own executable.
+    """
 
     directory: str
     executable: str
@@ -424,12 +476,24 @@ class SimBuild:
     peak_rss_mb: int = 0  # largest resident size of a build tool process (verilator, cc1plus)
 
     @classmethod
-    def load(cls, directory: Path) -> SimBuild:
-        data = json.loads((directory / "manifest.json").read_text())
-        return cls(**data)
+    def from_manifest(cls, data: dict) -> SimBuild:
+        return cls(**{k: data[k] for k in _SIMBUILD_FIELDS if k in data})
+
+    @classmethod
+    def load(cls, directory: Path | str) -> SimBuild:
+        """Load the build in ``directory``; raise BuildError saying what is wrong with it."""
+        directory = Path(directory)
+        try:
+            data = read_manifest(directory)
+            if data.get("format") is not None:  # entries of format 1 had no size/hash to check
+                data = check_entry(directory)
+        except CacheEntryError as e:
+            raise BuildError(f"{directory} is not a usable simulator build: {e}; rebuild it with "
+                             f"`nvdla-hil sim build` (or delete it)") from None
+        return cls.from_manifest(data)
 
     def save(self) -> None:
-        (Path(self.directory) / "manifest.json").write_text(json.dumps(asdict(self), indent=2))
+        write_manifest(Path(self.directory), asdict(self))
 
 
 def _hash_files(h: hashlib._Hash, files: Sequence[Path], base: Path | None = None) -> None:
@@ -453,6 +517,42 @@ def _cocotb_paths() -> tuple[Path, Path, str]:
     return Path(cfg.share_dir) / "lib" / "verilator" / "verilator.cpp", Path(cfg.libs_dir), cocotb.__version__
 
 
+def _cxx() -> str:
+    return os.environ.get("CXX") or shutil.which("g++") or shutil.which("clang++") or "c++"
+
+
+@functools.lru_cache(maxsize=4)
+def compiler_identity(cxx: str | None = None) -> str:
+    """What the C++ compiler is (its ``--version`` line and the machine), not where it lives:
+    part of the cache key, so hosts with the same toolchain share builds."""
+    cxx = cxx or _cxx()
+    try:
+        out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        first = (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr).strip() else ""
+    except (OSError, subprocess.TimeoutExpired):
+        first = ""
+    return f"{Path(cxx).name}: {first or 'unknown'}; {platform.machine()}"
+
+
+def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], key_parts: Sequence[str],
+              hashed: Sequence[Path], hashed_base: Path | None, own: Sequence[Path], waves: bool,
+              vversion: str | None = None, cocotb_version: str | None = None) -> str:
+    """The cache key: only what determines the simulator (RTL content, configuration,
+    Verilator/cocotb versions, compiler, flags, our testbench sources) - never where Python,
+    the checkout or the cache are."""
+    vversion = vversion or verilator_version()
+    if cocotb_version is None:
+        verilator_cpp, _, cocotb_version = _cocotb_paths()
+        own = [*own, verilator_cpp]
+    h = hashlib.sha256()
+    for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, compiler_identity(),
+                 *flags, *key_parts, *_MAKE_FLAGS]:
+        h.update(part.encode() + b"\0")
+    _hash_files(h, hashed, hashed_base)
+    _hash_files(h, own)
+    return f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}"
+
+
 Progress = Callable[[str], None]
 
 
@@ -461,7 +561,7 @@ def _default_progress(msg: str) -> None:
 
 
 def _run_logged(cmd: list[str], log, cwd: Path, env: dict[str, str], phase: str,
-                progress: Progress, count_dir: Path | None = None) -> int:
+                progress: Progress, count_dir: Path | None = None, count_glob: str = "Vtop*.cpp") -> int:
     """Run ``cmd`` appending its output to ``log``; report elapsed time every 15 s."""
     log.write(f"\n$ {' '.join(cmd)}\n")
     log.flush()
@@ -474,7 +574,7 @@ def _run_logged(cmd: list[str], log, cwd: Path, env: dict[str, str], phase: str,
             extra = ""
             if count_dir is not None:
                 n_obj = len(list(count_dir.glob("*.o")))
-                n_cpp = len(list(count_dir.glob("Vtop*.cpp")))
+                n_cpp = len(list(count_dir.glob(count_glob)))
                 extra = f", {n_obj}/{n_cpp + 3} objects"
             progress(f"  [{phase}] {time.monotonic() - start:5.0f} s{extra}")
 
@@ -502,10 +602,19 @@ def _log_tail(path: Path, n: int = 25) -> str:
     return "\n".join("    " + ln for ln in pick)
 
 
+def _prune(obj: Path, keep: str) -> None:
+    """Drop the intermediate files of a finished build (objects, generated C++): a shared cache
+    holds executables, not gigabytes of objects."""
+    for f in obj.iterdir():
+        if f.name != keep and f.is_file():
+            f.unlink()
+
+
 def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_parts: list[str],
              hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
              defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
-             force: bool, progress: Progress, cache: Path | None) -> SimBuild:
+             force: bool, progress: Progress, cache: Path | None,
+             lookup_only: bool = False) -> SimBuild | None:
     verilator_cpp, cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
     flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
@@ -520,47 +629,43 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
                      "building with VCD waves instead")
             flags += ["--trace", "--trace-structs"]
     own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
-    h = hashlib.sha256()
-    for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, *flags, *key_parts,
-                 *_make_overrides()]:
-        h.update(part.encode() + b"\0")
-    _hash_files(h, hashed, hashed_base)
-    _hash_files(h, own + [Path(s) for s in sources if Path(s).parent == HDL_DIR])
-    key = f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}"
+    own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
+    key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
+                    hashed=hashed, hashed_base=hashed_base, own=[*own, verilator_cpp], waves=waves,
+                    vversion=vversion, cocotb_version=cocotb_version)
     root = cache or cache_root()
-    out = root / key
-    exe = out / "obj" / toplevel
-    if not force and (out / "manifest.json").is_file() and exe.is_file():
-        progress(f"sim build: cached {out}")
-        return SimBuild.load(out)
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "w") as lock:
-        # one builder per key (pytest-xdist workers, two shells); the others wait and reuse it
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and (out / "manifest.json").is_file() and exe.is_file():
-            progress(f"sim build: cached {out} (built by another process)")
-            return SimBuild.load(out)
-        return _compile_locked(name=name, config=config, toplevel=toplevel, sources=sources,
-                               flags=flags, out=out, exe=exe, key=key, vversion=vversion,
-                               cocotb_version=cocotb_version, verilator_cpp=verilator_cpp,
-                               cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
-                               wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
-                               jobs=jobs, progress=progress)
+    if lookup_only:
+        try:
+            return SimBuild.from_manifest(check_entry(root / key, key))
+        except CacheEntryError:
+            return None
+
+    def build(tmp: Path) -> dict:
+        return _compile_into(tmp, root=root, name=name, config=config, toplevel=toplevel,
+                             sources=sources, flags=flags, key=key, vversion=vversion,
+                             cocotb_version=cocotb_version, verilator_cpp=verilator_cpp,
+                             cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
+                             wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
+                             jobs=jobs, progress=progress)
+
+    data = get_or_build(root, key, build, force=force, progress=progress)
+    return SimBuild.from_manifest(data)
 
 
-def _compile_locked(*, name: str, config: str, toplevel: str, sources: list[str], flags: list[str],
-                    out: Path, exe: Path, key: str, vversion: str, cocotb_version: str,
-                    verilator_cpp: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
-                    wave_format: str, reset_wait_cycles: int, jobs: int | None,
-                    progress: Progress) -> SimBuild:
-    if out.exists():
-        shutil.rmtree(out)
-    (out / "obj").mkdir(parents=True)
-    log_path = out / "build.log"
+def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: str, sources: list[str],
+                  flags: list[str], key: str, vversion: str, cocotb_version: str,
+                  verilator_cpp: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
+                  wave_format: str, reset_wait_cycles: int, jobs: int | None,
+                  progress: Progress) -> dict:
+    """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
+    next to the entries while building, so a failed build leaves it for the user."""
+    obj = tmp / "obj"
+    obj.mkdir(parents=True)
+    log_path = root / f"{key}.build.log"
     env = _tool_env()
     vroot = verilator_root()
     cmd = [
-        str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(out / "obj"),
+        str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
         "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel,
         "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
         *flags, str(verilator_cpp), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
@@ -568,28 +673,30 @@ def _compile_locked(*, name: str, config: str, toplevel: str, sources: list[str]
     ]
     jobs = jobs or max(1, os.cpu_count() or 1)
     t0 = time.monotonic()
-    progress(f"sim build: {name} ({config}) -> {out}\n  log: {log_path}")
+    progress(f"sim build: {name} ({config}) -> {root / key}\n  log: {log_path}")
     with open(log_path, "w") as log:
-        log.write(f"nvdla-hil sim build {name} config={config}\n{vversion}\ncocotb {cocotb_version}\n")
+        log.write(f"nvdla-hil sim build {name} config={config} key={key}\n{vversion}\n"
+                  f"cocotb {cocotb_version}\n{compiler_identity()}\n")
         progress("  verilating ...")
-        rc = _run_logged(cmd, log, out, env, "verilate", progress)
+        rc = _run_logged(cmd, log, tmp, env, "verilate", progress)
         if rc != 0:
             raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
         progress(f"  compiling C++ with {jobs} jobs ...")
-        make = ["make", "-j", str(jobs), "-C", str(out / "obj"), "-f", "Vtop.mk",
+        make = ["make", "-j", str(jobs), "-C", str(obj), "-f", "Vtop.mk",
                 f"VM_TRACE={int(waves)}", *_make_overrides()]
-        rc = _run_logged(make, log, out, env, "c++", progress, count_dir=out / "obj")
+        rc = _run_logged(make, log, tmp, env, "c++", progress, count_dir=obj)
         if rc != 0:
             raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
     seconds = time.monotonic() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-    build = SimBuild(directory=str(out), executable=str(exe), toplevel=toplevel, config=config,
-                     key=key, waves=waves, verilator=vversion, parameters=parameters,
-                     reset_wait_cycles=reset_wait_cycles, build_seconds=round(seconds, 1),
-                     wave_format=wave_format, peak_rss_mb=int(peak_mb))
-    build.save()
-    progress(f"sim build: done in {seconds:.0f} s (largest tool process {peak_mb} MiB) -> {exe}")
-    return build
+    _prune(obj, toplevel)
+    shutil.copyfile(log_path, tmp / "build.log")
+    log_path.unlink()
+    progress(f"sim build: done in {seconds:.0f} s (largest tool process {peak_mb} MiB) -> {root / key}")
+    return {"directory": str(tmp), "executable": f"obj/{toplevel}", "toplevel": toplevel,
+            "config": config, "waves": waves, "verilator": vversion, "parameters": parameters,
+            "reset_wait_cycles": reset_wait_cycles, "build_seconds": round(seconds, 1),
+            "wave_format": wave_format, "peak_rss_mb": int(peak_mb)}
 
 
 def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
@@ -599,7 +706,9 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
     vmod = find_vmod(nvdla_hw, config)
     problems = check_known_rtl_issues(vmod)
     if problems:
-        raise BuildError("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems))
+        raise BuildError("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems)
+                         + f"\n`nvdla-hil sim setup --nvdla-hw {vmod.parents[2]} --config {config} "
+                           f"--apply-fixes` makes these changes for you (and shows the diff).")
     ss = collect_sources(vmod)
     params, defines = wrapper_params(vmod)
     sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
@@ -607,6 +716,22 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
                     jobs=jobs, force=force, progress=progress, cache=cache)
+
+
+def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
+                 waves: bool = False, cache: Path | None = None) -> SimBuild | None:
+    """The cached simulator of ``<nvdla_hw>/outdir/<config>/vmod`` if there is a usable one
+    (nothing is built; None otherwise)."""
+    vmod = find_vmod(nvdla_hw, config)
+    if check_known_rtl_issues(vmod):
+        return None
+    ss = collect_sources(vmod)
+    params, defines = wrapper_params(vmod)
+    sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
+    return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
+                    key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
+                    defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
+                    jobs=None, force=False, progress=lambda m: None, cache=cache, lookup_only=True)
 
 
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
@@ -636,8 +761,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
-    """Register ``sim build`` on the nvdla-hil CLI."""
+def add_subcommands(subparsers: argparse._SubParsersAction) -> argparse._SubParsersAction:
+    """Register ``sim build`` on the nvdla-hil CLI; return the ``sim`` subcommand parsers."""
     sim = subparsers.add_parser("sim", help="Verilator simulation of the NVDLA RTL")
     sub = sim.add_subparsers(dest="sim_command", required=True)
     b = sub.add_parser("build", help="build (or reuse) the Verilator simulator of nvdla/hw RTL")
@@ -650,6 +775,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     b.add_argument("--fixture", action="store_true",
                    help="build the project's own CSB fixture instead of NVDLA (self-test)")
     b.set_defaults(func=_cmd_build)
+    return sub
 
 
 def main(argv: Sequence[str] | None = None) -> int:

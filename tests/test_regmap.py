@@ -453,7 +453,7 @@ def test_restricted_regmap() -> None:
         load_regmap("v2").restricted_to("nv_full")
 
 
-TRACES = Path("/work/shared/nvdla/trace_tests/nv_small")
+TRACES = Path(os.environ.get("NVDLA_TRACES", Path(__file__).resolve().parents[1] / "../shared/nvdla/trace_tests/nv_small"))
 
 
 @pytest.mark.skipif(not TRACES.is_dir(), reason="NVDLA nv_small trace tests not available")

@@ -256,7 +256,7 @@ def test_crashed_simulator_fails_the_call_then_reopens(fixture_build) -> None:
     t = VerilatorTarget(fixture_build, config="fixture")
     with t:
         os.kill(t._proc.pid, signal.SIGKILL)
-        with pytest.raises(SimulatorCrashed, match="simulator exited"):
+        with pytest.raises(SimulatorCrashed, match="simulator (exited|connection lost)"):  # which one first: a race
             t.read32(ID)
         assert not t.is_open
     t.open()                                                   # a fresh simulator

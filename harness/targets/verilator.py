@@ -135,6 +135,8 @@ class VerilatorTarget(Transport):
             raise TransportError("cannot find libpython for cocotb (set LIBPYTHON_LOC)")
         env.update({
             "PATH": env.get("PATH", "") + os.pathsep + str(cfg.libs_dir),
+            # this host's cocotb libraries, whatever the (shared, copied) build's RUNPATH says
+            "LD_LIBRARY_PATH": os.pathsep.join(p for p in (str(cfg.libs_dir), env.get("LD_LIBRARY_PATH", "")) if p),
             "PYTHONPATH": os.pathsep.join(p for p in sys.path if p),
             "PYGPI_PYTHON_BIN": sys.executable,
             "GPI_USERS": f"{libpython};{cfg.pygpi_entry_point()}",
