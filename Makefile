@@ -17,7 +17,7 @@ JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test fuzz bench clean
+.PHONY: install regress test lint fuzz bench clean
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ regress: install
 	$(BIN)/nvdla-hil regress --target model \
 	  $(if $(wildcard $(NVDLA_TRACE_SETS)),--traces $(NVDLA_TRACE_SETS)) \
 	  $(if $(wildcard $(NVDLA_TXN_TESTS)),--txn $(NVDLA_TXN_TESTS))
+
+# the lint gate CI runs: ruff with the rule set and line length in pyproject.toml
+lint: install
+	$(BIN)/ruff check drivers harness sims nvdla_hil tests bench
 
 test: install
 	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)

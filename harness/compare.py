@@ -21,7 +21,8 @@ Every comparison returns a ``CompareResult`` whose ``format()`` gives a one-line
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view

@@ -291,9 +291,9 @@ class Coverage:
             i_le = cdpm._linear_index(d_le, params.le_index_select, 65, semantics, le_abs)[1]
         d_lo = np.maximum(s - cmp(params.lo_start), 1)
         i_lo = cdpm._linear_index(d_lo, params.lo_index_select, 257, semantics, lo_abs)[1]
-        U, O, H = cdpm.UF, cdpm.OF, cdpm.HIT
-        self._lut("cdp.lut", le_state == H, lo_state == H, le_state == U, lo_state == U, le_state == O,
-                  lo_state == O, params, i_le, i_lo)
+        uf, of, hit = cdpm.UF, cdpm.OF, cdpm.HIT
+        self._lut("cdp.lut", le_state == hit, lo_state == hit, le_state == uf, lo_state == uf, le_state == of,
+                  lo_state == of, params, i_le, i_lo)
 
     def _on_layer(self, *, unit, blocks, view, profile, **_: Any) -> None:  # noqa: ANN001
         self.layers += 1

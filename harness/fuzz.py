@@ -601,7 +601,7 @@ def gen_sdp_bsbn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     mem = _Mem()
     geo, _ = _sdp_io(d, s, prof, mem)
     desc = []
-    for k, (st, dma) in enumerate((("BS", "BRDMA"), ("BN", "NRDMA"))):
+    for _k, (st, dma) in enumerate((("BS", "BRDMA"), ("BN", "NRDMA"))):
         if st == "BN" and not s["bn_on"]:
             _bypass(d, "BN")
             _rdma_off(d, "NRDMA")

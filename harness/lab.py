@@ -29,7 +29,8 @@ A lab file is YAML::
 Selection: ``--nvdla-lab FILE --nvdla-board NAME`` (``nvdla-hil``: ``--lab``/``--board``) or the
 environment variables ``NVDLA_HIL_LAB`` and ``NVDLA_HIL_BOARD``. The board may be a pool
 (``pool:arty``, or the pool's name) or a comma list of boards: a regression with ``-n N`` then
-gives each xdist worker a board of its own (:meth:`Lab.select`, :func:`resolve_boards`). The file is read strictly (:mod:`nvdla_hil.drivers.yamlstrict`: a
+gives each xdist worker a board of its own (:meth:`Lab.select`, :func:`resolve_boards`).
+The file is read strictly (:mod:`nvdla_hil.drivers.yamlstrict`: a
 duplicate key is an error naming both lines); unknown fields are errors, and every field's type
 and range is checked, the error naming the file, line, board and field (``lock_dir: 5``,
 ``response_timeout: .inf``, ``baud: 0`` are refused).

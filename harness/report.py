@@ -432,8 +432,9 @@ def _diag_html(d: dict[str, Any]) -> str:
     fp = d.get("fp16")
     if fp:
         params = fp.get("params") or {}
-        out.append(f'<img class="fp16hist" alt="FP16 error histogram" '
-                   f'src="{fp16_histogram_png(fp["rule"], np.asarray(fp["expected"], np.uint16), np.asarray(fp["actual"], np.uint16), **params)}">')
+        png = fp16_histogram_png(fp["rule"], np.asarray(fp["expected"], np.uint16),
+                                 np.asarray(fp["actual"], np.uint16), **params)
+        out.append(f'<img class="fp16hist" alt="FP16 error histogram" src="{png}">')
     return "\n".join(out)
 
 

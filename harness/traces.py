@@ -590,7 +590,8 @@ def _merge_pieces(pieces: list[tuple[str, int, np.ndarray | _Fill | _DatImage]])
         def flush() -> None:
             nonlocal buf, length
             if buf:
-                out.append((port, start, np.concatenate(buf) if len(buf) > 1 else np.array(buf[0], dtype=np.uint8)))
+                # called only inside this port's iteration: port and start are that iteration's
+                out.append((port, start, np.concatenate(buf) if len(buf) > 1 else np.array(buf[0], dtype=np.uint8)))  # noqa: B023
             buf, length = [], 0
 
         for addr, piece in ops:

@@ -22,7 +22,6 @@ case was saved, 1 when the case does not fail (nothing to minimise), 2 for bad i
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import os
 import shutil

@@ -17,7 +17,7 @@ caller names (the layer's units; OP_EN is not inspected).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 __all__ = [
     "InvalidPrecisionConfig", "PrecisionRow", "TABLES", "PRECISION_CODES", "FLOAT_PIXEL_FORMATS",

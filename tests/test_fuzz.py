@@ -28,7 +28,7 @@ def test_case_i_of_seed_s_is_reproducible(unit: str, tmp_path: Path) -> None:
 
 
 def test_replaying_one_case_gives_the_campaigns_case(tmp_path: Path) -> None:
-    rep = fuzz.run_fuzz("sdp-cvt", TargetSpec("model"), count=3, seed=5, model_bugs=["SDP.D_CVT_OFFSET.CVT_OFFSET+1"],
+    fuzz.run_fuzz("sdp-cvt", TargetSpec("model"), count=3, seed=5, model_bugs=["SDP.D_CVT_OFFSET.CVT_OFFSET+1"],
                         out=tmp_path / "all")
     one = fuzz.run_fuzz("sdp-cvt", TargetSpec("model"), count=1, seed=5, first=2,
                         model_bugs=["SDP.D_CVT_OFFSET.CVT_OFFSET+1"], out=tmp_path / "one")

@@ -81,8 +81,8 @@ def test_strided_lines_and_surfaces_with_gaps():
     want = np.full(0x400, 0xEE, np.uint8)
     srcb = _pattern(0x400)
     for s in range(2):
-        for l in range(3):
-            o_src, o_dst = s * 256 + l * 64, s * 0x200 + l * 96
+        for ln in range(3):
+            o_src, o_dst = s * 256 + ln * 64, s * 0x200 + ln * 96
             want[o_dst : o_dst + 32] = srcb[o_src : o_src + 32]
     assert np.array_equal(m.read(dst, 0x400), want)
     # spot checks written out: surface 1 line 2 comes from src+0x180 and lands at dst+0x2c0

@@ -7,6 +7,9 @@ NVDLA's own trace-test CRCs.
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import zlib
 
 import numpy as np
@@ -27,9 +30,6 @@ from nvdla_hil.harness.refmodel.cdp import (
 )
 from nvdla_hil.harness.refmodel.lut import LutParams
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 LE_RAMP = np.arange(65, dtype=np.int64) * 100  # T[i] = 100 i
 LO_RAMP = np.arange(257, dtype=np.int64) * -10  # T[i] = -10 i

@@ -57,12 +57,12 @@ def _cfg(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0):
     """pad = (left, right, top, bottom); output size as the hardware programs it."""
     C, H, W = d.shape
     K, _, KH, KW = w.shape
-    l, r, t, b = pad
-    ow = (W + l + r - ((KW - 1) * dil[0] + 1)) // stride[0] + 1
+    left, r, t, b = pad
+    ow = (W + left + r - ((KW - 1) * dil[0] + 1)) // stride[0] + 1
     oh = (H + t + b - ((KH - 1) * dil[1] + 1)) // stride[1] + 1
     return ConvConfig(in_w=W, in_h=H, in_c=C, k_w=KW, k_h=KH, out_w=ow, out_h=oh, out_k=K,
                       stride_x=stride[0], stride_y=stride[1], dil_x=dil[0], dil_y=dil[1],
-                      pad_left=l, pad_top=t, pad_value=pad_value)  # fmt: skip
+                      pad_left=left, pad_top=t, pad_value=pad_value)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------------------

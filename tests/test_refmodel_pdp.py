@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 import numpy as np
 import pytest
 from _regview import RegView, run_on_model, trace_names
@@ -9,9 +12,6 @@ from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pad_values, pool2d, run_pdp
 
-hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 Q16 = 1 << 16
 

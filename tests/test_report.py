@@ -18,7 +18,7 @@ import pytest
 from nvdla_hil.harness import triage_cli
 from nvdla_hil.harness.outputs import OutputCube, diff_region
 from nvdla_hil.harness.report import (diag_path, fp16_errors, fp16_histogram_png, heatmap_png, parse_junit,
-                                      read_diagnosis, render_report, write_diagnosis, write_report)
+                                      read_diagnosis, render_report, write_diagnosis)
 from nvdla_hil.harness.triage import TraceDiagnosis
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case
 

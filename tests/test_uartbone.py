@@ -147,7 +147,7 @@ def test_silent_link_times_out():
     with serve_in_thread(tgt, faults=FaultConfig(silent_after=200), fsm_timeout=0.005) as emu:
         with _transport(emu.url, "verify", response_timeout=0.05) as t:
             with pytest.raises((TransportTimeoutError, LinkIntegrityError)):
-                for i in range(100):
+                for _i in range(100):
                     t.read32(0x5000)
 
 

@@ -141,7 +141,7 @@ def test_merge_keeps_file_order_with_fills():
     ref[10:14] = np.arange(4)
     ref[(1 << 20) - 2:] = 0xFF
     ref[12] = 0xFF
-    for port, addr, data in _merge_pieces(pieces):
+    for _port, addr, data in _merge_pieces(pieces):
         assert isinstance(data, _Fill) or data.size <= 16 << 20
         mem.fill(addr, data.size, data.value) if isinstance(data, _Fill) else mem.write(addr, data)
     assert np.array_equal(mem.read(0, ref.size), ref)

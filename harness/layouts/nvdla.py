@@ -1008,7 +1008,8 @@ def _sdp_geo(shape: tuple[int, ...], p: dict[str, Any], use: str, mode: str) -> 
     n_lead = 1 if mode == "per_channel" else 3
     want = n_lead + (1 if comps == 2 else 0)
     if len(shape) != want or (comps == 2 and shape[-1] != 2):
-        form = "(C" + (",)" if mode == "per_channel" and comps == 1 else ", H, W" * (mode != "per_channel") + (", 2)" if comps == 2 else ")"))
+        tail = ",)" if mode == "per_channel" and comps == 1 else ", H, W" * (mode != "per_channel") + (", 2)" if comps == 2 else ")")
+        form = "(C" + tail
         raise LayoutError(f"{use} {mode} data has shape {form}, got {shape}")
     if mode == "per_channel":
         C, H, W = shape[0], 1, 1

@@ -178,7 +178,8 @@ def _local_setup(shape: tuple[int, ...], itemsize: int, p: dict[str, Any], what:
             raise LayoutError(f"{what}: strides are (N, C, H, W) in elements, got {p['strides']}")
         st = Strides(*p["strides"])
     elif layout == "aligned":
-        check_aligned(f"{what} address", p["address"], 128, "the address of a tensor in the 128-byte aligned layout is divisible by 128 (seed 004)")
+        check_aligned(f"{what} address", p["address"], 128,
+                      "the address of a tensor in the 128-byte aligned layout is divisible by 128 (seed 004)")
         st = aligned_stride(shape, itemsize * 8, Q, X)
     else:
         check_aligned(f"{what} address", p["address"], 4, "the address of a tensor in the compact layout is divisible by 4 (seed 004)")

@@ -438,7 +438,8 @@ def run_conv(
             f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c}x{bpe} bytes (not modelled)"
         )
     w = read_dc_weights(
-        engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE"), _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
+        engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE"),
+        _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
         cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atomic_k, atomic_c, bpe,
     )  # fmt: skip
     y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")), atomic_c=atomic_c,

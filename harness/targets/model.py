@@ -13,7 +13,8 @@ It behaves like the hardware at the register level (semantics doc sections 7 and
   convolution); its outputs are in memory at once, but it *completes* only as time passes:
 * time passes while the host waits, as on the hardware. Completion events queue in hardware
   order (CDMA data, CDMA weights, CACC, SDP, PDP); one fires when the host waits for the
-  interrupt (``wait_irq``) while nothing it has not seen yet is pending. The first event of a layer completes it (statistics loaded, OP_EN cleared, consumer
+  interrupt (``wait_irq``) while nothing it has not seen yet is pending. The first event of a
+  layer completes it (statistics loaded, OP_EN cleared, consumer
   pointers toggled, a layer waiting in the other group starts); each raises its done bit.
   A host that polls ``S_INTR_STATUS`` instead sees the next unit finish on its second read in
   a row that finds nothing new (nv_full's tests clear the status and read 0 once right after;
