@@ -449,6 +449,12 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
         diag = diagnose_trace(trace, actual, prof, semantics=args.model_semantics, budget=args.hint_budget)  # type: ignore[arg-type]
         print(diag.summary())
+    return _finish_trace(args, result, log)
+
+
+def _finish_trace(args: argparse.Namespace, result, log) -> int:  # noqa: ANN001
+    """The end of ``trace`` (both formats): the access log to ``--log`` or its tail on a
+    failure, and the exit code (2 when nothing was checked)."""
     if args.log:
         with open(args.log, "w", encoding="utf-8") as fh:
             log.dump(fh)
@@ -486,17 +492,7 @@ def _cmd_txn(args: argparse.Namespace) -> int:
         result = run_txn(test, target, profile=prof, timeout=args.timeout or layer_timeout(target))
     print(f"[{prof.name} on {args.target}]")
     print(result.summary())
-    if args.log:
-        with open(args.log, "w", encoding="utf-8") as fh:
-            log.dump(fh)
-        print(f"register access log: {args.log} ({len(log.records)} accesses)")
-    elif result.status in ("failed", "error"):
-        print("last register accesses:")
-        print("\n".join("  " + line for line in log.tail(15)))
-    if result.status == "skipped":
-        print(f"nvdla-hil trace: nothing was checked: {result.message}", file=sys.stderr)
-        return 2
-    return 0 if result.status == "passed" else 1
+    return _finish_trace(args, result, log)
 
 
 # ---- profile ------------------------------------------------------------------------------
