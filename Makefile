@@ -6,7 +6,7 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,sim
+EXTRAS ?= dev,sim,lab,cluster
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
 export NVDLA_TRACES
 NVDLA_TRACE_SETS ?= $(abspath ../shared/nvdla/trace_tests)
@@ -17,7 +17,7 @@ JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test lint fuzz bench clean
+.PHONY: install regress test lint typecheck fuzz bench clean
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ regress: install
 # the lint gate CI runs: ruff with the rule set and line length in pyproject.toml
 lint: install
 	$(BIN)/ruff check drivers harness sims nvdla_hil tests bench
+
+# the type gate CI runs: mypy over the nvdla_hil package, settings in pyproject's [tool.mypy]
+typecheck: install
+	.ci/typecheck
 
 test: install
 	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)

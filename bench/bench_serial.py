@@ -2,6 +2,12 @@
 ideal, transport CPU per operation, and a fault-injection campaign.
 
     python bench/bench_serial.py [--faults N] [--skip-faults]
+    python bench/bench_serial.py --regress 20 [--via litex_server] [--traces DIR] [--out DIR]
+
+``--regress N`` runs the serial regression (NVDLA's nv_small traces + the bundled vectors,
+verify policy, every timeout at its default) N times in a row through a fresh ``board-emu``
+process each time (TCP and pty alternately; ``--via litex_server``: a real ``litex_server --uart``
+on the emulator's pty, ``pip install litex``) and prints each run's result and wall time.
 
 The board runs as a separate process (``board-emu --pty``, nv_small model) so the CPU time
 measured here (``time.process_time``) is the transport's own.
@@ -10,9 +16,12 @@ measured here (``time.process_time``) is the transport's own.
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 from nvdla_hil.drivers.uartbone import (
@@ -126,13 +135,96 @@ def bench_faults(n: int, seed: int = 1) -> None:
     print(f"  elapsed {r['elapsed_s']:.1f} s, slowest single operation {r['slowest_op_s'] * 1e3:.0f} ms")
 
 
+# ---- the serial regression, N times in a row ----------------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def regress_once(out: Path, traces: str, mode: str, via: str) -> tuple[int, float, str]:
+    """One ``nvdla-hil regress --target serial`` through a fresh emulator: (exit code, s, summary)."""
+    import shutil
+    import socket
+
+    out.mkdir(parents=True, exist_ok=True)
+    procs = [subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu",
+                               "--pty" if mode == "pty" else "--tcp=0"], stdout=subprocess.PIPE, text=True,
+                              stderr=(out / "board-emu.log").open("w"))]
+    try:
+        url = procs[0].stdout.readline().strip()
+        extra = ""
+        if via == "litex_server":
+            port = _free_port()
+            server = shutil.which("litex_server") or str(Path(sys.executable).with_name("litex_server"))
+            procs.append(subprocess.Popen([server, "--uart", "--uart-port", url, "--uart-baudrate", "3000000",
+                                           "--bind-ip", "127.0.0.1", "--bind-port", str(port)],
+                                          stdout=(out / "litex_server.log").open("w"), stderr=subprocess.STDOUT))
+            deadline = time.monotonic() + 20
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        return 2, 0.0, "litex_server did not come up"
+                    time.sleep(0.1)
+            url, extra = f"tcp://127.0.0.1:{port}", "    transport: litex_server\n"
+        lab = out / "lab.yaml"
+        lab.write_text(f"lock_dir: {out}\nboards:\n  emu:\n    url: {url}\n    baud: 3000000\n    profile: nv_small\n"
+                       f"    reset_address: 0xf0000000\n{extra}")
+        cli = str(Path(sys.executable).with_name("nvdla-hil"))
+        t0 = time.monotonic()
+        r = subprocess.run([cli, "regress", "--target", "serial", "--lab", str(lab), "--board", "emu", "--suite", "all",
+                            "--traces", traces, "--results-dir", str(out / "results")],
+                           stdout=(out / "regress.log").open("w"), stderr=subprocess.STDOUT)
+        took = time.monotonic() - t0
+        lines = (out / "regress.log").read_text().splitlines()
+        summary = next((x for x in reversed(lines) if x.startswith("summary:")), "(no summary line)")
+        return r.returncode, took, summary
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def bench_regress(n: int, traces: str, out: Path, via: str) -> int:
+    print(f"serial regression x{n} via {via}: nv_small traces ({traces}) + bundled vectors, verify, default timeouts")
+    passed = 0
+    walls = []
+    for i in range(1, n + 1):
+        mode = "pty" if via == "litex_server" or i % 2 == 0 else "tcp"
+        rc, took, summary = regress_once(out / f"run{i:02d}", traces, mode, via)
+        walls.append(took)
+        passed += rc == 0
+        print(f"  run {i:2d} ({mode}): exit {rc}, {took:6.1f} s  {summary}", flush=True)
+        if rc:
+            print(f"  run {i} failed: see {out / f'run{i:02d}' / 'regress.log'}")
+            break
+    print(f"  {passed}/{n} in a row; wall time min {min(walls):.1f} s, median {sorted(walls)[len(walls) // 2]:.1f} s, "
+          f"max {max(walls):.1f} s")
+    return 0 if passed == n else 1
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--regress", type=int, default=0, metavar="N", help="run the serial regression N times in a row")
+    ap.add_argument("--via", choices=("uartbone", "litex_server"), default="uartbone")
+    ap.add_argument("--traces", default=os.environ.get("NVDLA_TRACES", "../shared/nvdla/trace_tests/nv_small"))
+    ap.add_argument("--out", default=None, help="folder for the runs (default: a new temporary folder)")
     ap.add_argument("--faults", type=int, default=20000, help="operations in the fault campaign")
     ap.add_argument("--skip-faults", action="store_true")
     ap.add_argument("--skip-wire", action="store_true")
     ap.add_argument("--seed", type=int, default=1, help="fault campaign seed")
     a = ap.parse_args()
+    if a.regress:
+        out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="bench-serial-"))
+        raise SystemExit(bench_regress(a.regress, a.traces, out, a.via))
     if not a.skip_wire:
         bench_wire()
     if not a.skip_faults:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -210,7 +211,7 @@ def _build_table(fn: Fn, spec: TableSpec, n: int, name: str, *, in_scale: float,
         _check_range(f"{name} index select", sel, lo_sel, hi_sel)
         xs = x_start + np.arange(n, dtype=np.float64) * 2.0**sel
         x_end = int(round(xs[-1]))
-        uf_anchor = x_start
+        uf_anchor: float = x_start
         offset = 0
         text = f"{name} linear {n} entries, X = {x_start} + i*2^{sel}"
     elif spec.mode == "exponent":
@@ -257,7 +258,7 @@ def program_lut(fn: Fn, le: TableSpec, lo: TableSpec, *, in_scale: float = 1.0, 
             raise ValueError(f"{nm}_priority must be 'LE' or 'LO', not {p!r}")
     if in_scale <= 0:
         raise ValueError("in_scale must be positive")
-    kw = dict(in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=u, slopes=slopes)
+    kw: dict[str, Any] = dict(in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=u, slopes=slopes)
     t_le = _build_table(fn, le, LE_ENTRIES, "LE", **kw)
     t_lo = _build_table(fn, lo, LO_ENTRIES, "LO", **kw)
     params = LutParams(
@@ -347,7 +348,7 @@ def program_case(fn: Fn, case: str, x_min: float, x_max: float, *, in_scale: flo
         spans = {t: (x_min, x_min + 0.4 * w), other: (x_max - 0.4 * w, x_max)}
         prio = dict(hybrid_priority=t, uflow_priority=t, oflow_priority=other)
     return program_lut(fn, TableSpec("linear", *spans["LE"]), TableSpec("linear", *spans["LO"]),
-                       in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=unit, case=case, **prio)
+                       in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=unit, case=case, **prio)  # type: ignore[arg-type]  # prio: the three *_priority str keywords
 
 
 # ----------------------------------------------------------------------------------------------
@@ -401,7 +402,7 @@ def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics
     cfg = lut_config_from_fields(u.upper(), lambda reg, name: int(fields.get(name, 0)))
     if u == "cdp" and semantics == "cmod":
         sel = {k: int(fields.get(k, 0)) & 0xFF for k in ("LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT")}
-        cfg = replace(cfg, **{f"{k[4:6].lower()}_index_select": v for k, v in sel.items() if not v & 0x20})
+        cfg = replace(cfg, **{f"{k[4:6].lower()}_index_select": v for k, v in sel.items() if not v & 0x20})  # type: ignore[arg-type]  # int fields only
     return cfg
 
 
@@ -427,6 +428,6 @@ def lut_write_sequence(program: LutProgram) -> list[tuple[str, int]]:
     return seq
 
 
-def with_params(program: LutProgram, **changes: object) -> LutProgram:
+def with_params(program: LutProgram, **changes: Any) -> LutProgram:
     """Copy of ``program`` with some LutParams fields changed (e.g. priorities)."""
     return replace(program, params=replace(program.params, **changes))

@@ -325,7 +325,7 @@ def lut_config_from_fields(unit: str, get) -> LutConfig:  # noqa: ANN001 - get(r
                 lo = get(f"S_LUT_{T}_{E}_LOW", f"LUT_{T}_{E}_LOW")
                 hi = get(f"S_LUT_{T}_{E}_HIGH", f"LUT_{T}_{E}_HIGH")
                 kw[f"{tbl}_{edge}"] = _sx((hi << 32) | lo, 38)
-    return LutConfig(**kw)  # type: ignore[arg-type]
+    return LutConfig(**kw)  # type: ignore[arg-type]  # field values by name
 
 
 class PrecisionControl:
@@ -436,10 +436,10 @@ class PrecisionControl:
         """Program one convertor instance (see :data:`CONVERTORS`) with range checks on
         the widths the datapath really uses."""
         c = self._cvt(name)
-        self.drv.write_fields((c.block, c.offset[0]), **{c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})
-        self.drv.write_fields((c.block, c.scale[0]), **{c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})
+        self.drv.write_fields((c.block, c.offset[0]), **{c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
+        self.drv.write_fields((c.block, c.scale[0]), **{c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
         extra = {"CVT_EN": int(enable)} if name == "cdma" else {}
-        self.drv.write_fields((c.block, c.shift[0]), **{c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits)}, **extra)
+        self.drv.write_fields((c.block, c.shift[0]), **{c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits)}, **extra)  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
 
     def get_convertor(self, name: str) -> ConvertorSetting:
         c = self._cvt(name)
@@ -460,7 +460,7 @@ class PrecisionControl:
             block, reg, fld = TRUNCATIONS[name]
         except KeyError:
             raise RegisterMapError(f"unknown truncation {name!r}; truncations: {', '.join(TRUNCATIONS)}") from None
-        self.drv.write_fields((block, reg), **{fld: shift})
+        self.drv.write_fields((block, reg), **{fld: shift})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
 
     def get_truncation(self, name: str) -> int:
         block, reg, fld = TRUNCATIONS[name]

@@ -299,7 +299,7 @@ class _Parser:
                 props: dict[str, object] = {}
                 self.assignment(props)
                 if "regwidth" in props:
-                    regwidth = int(props["regwidth"])  # type: ignore[arg-type]
+                    regwidth = int(props["regwidth"])  # type: ignore[call-overload]  # a num token; int() rejects the rest
             elif tok.text == "reg":
                 reg = self.reg(regwidth)
                 if reg.offset < 0:
@@ -398,7 +398,7 @@ class _Parser:
 
     def addrmap(self) -> None:
         self.expect("addrmap")
-        if self.peek() is not None and self.peek().kind == "ident":  # type: ignore[union-attr]
+        if self.peek() is not None and self.peek().kind == "ident":  # type: ignore[union-attr]  # peek() checked first
             self.next()
         self.expect("{")
         while not self.at("}"):
@@ -409,7 +409,7 @@ class _Parser:
             self.expect(";")
             self.instances.append((type_tok.text, inst.text, base, type_tok.line))
         self.expect("}")
-        if self.peek() is not None and self.peek().kind == "ident":  # type: ignore[union-attr]
+        if self.peek() is not None and self.peek().kind == "ident":  # type: ignore[union-attr]  # peek() checked first
             self.next()
         self.expect(";")
 
@@ -539,9 +539,9 @@ def parse_arnvdla_uh(text: str, file: str = "arnvdla.uh") -> RdlSpec:
             m = _UH_ENM.match(line)
             if m is None:
                 continue
-            f = fields.get((m.group(1), m.group(2), m.group(3)))
-            if f is not None:
-                f.enum[m.group(4)] = int(m.group(5), 0)
+            fe = fields.get((m.group(1), m.group(2), m.group(3)))
+            if fe is not None:
+                fe.enum[m.group(4)] = int(m.group(5), 0)
     if not spec.blocks:
         raise RdlSyntaxError(file, 1, "no REG_ rows found (not a simspec .uh header?)")
     return spec

@@ -357,6 +357,7 @@ class RegisterMap:
         ``"NVDLA_SDP.S_POINTER_0"`` / ``"NVDLA_SDP_S_POINTER_0"``."""
         if isinstance(spec, Register):
             return self.register(spec.block, spec.name)
+        blk: str | None
         if reg is not None:
             blk, name = (spec[6:] if spec.upper().startswith("NVDLA_") else spec), reg
         else:
@@ -445,15 +446,15 @@ _SafeLoader: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~1
 _SafeDumper: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Dumper(_SafeDumper):  # type: ignore[misc, valid-type]
+class _Dumper(_SafeDumper):
     pass
 
 
-class _Flow(dict):  # type: ignore[type-arg]
+class _Flow(dict):
     pass
 
 
-class _FlowList(list):  # type: ignore[type-arg]
+class _FlowList(list):
     pass
 
 

@@ -19,6 +19,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class Transport(ABC):
             self._is_open = False
             self._close()
 
-    def __enter__(self) -> Transport:
+    def __enter__(self) -> Self:
         if not self._is_open:
             self.open()
         return self

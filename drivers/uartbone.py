@@ -34,7 +34,19 @@ Wire format (LiteX ``litex/soc/cores/uart.py`` ``Stream2Wishbone`` and the host 
   be the last command of a request; writes can be streamed back to back.
 
 Board mapping: the NVDLA CSB byte space sits at ``BoardMap.csr_base`` on the board's bus,
-and NVDLA's DRAM (DBBIF) addresses ``dram_nvdla_base..+dram_size`` at ``dram_base``.
+and NVDLA's DRAM (DBBIF) addresses ``dram_nvdla_base..+dram_size`` at ``dram_base``. The default
+window is NVDLA 0x80000000..0xbfffffff (1 GiB): NVDLA's nv_small traces place their surfaces at
+0x80000000, 0x90000000 and 0xa0000000. :meth:`SerialTransport.probe_window` proves that the
+board maps the whole window (an unmapped word of a LiteX SoC answers 0xFFFFFFFF after the bus
+timeout and drops writes); a window the board does not map is a :class:`BoardConfigError`
+naming both windows, not a link fault.
+
+A board that does not answer at all (port closed, process killed, board hung) raises
+:class:`BoardDeadError` naming the board and its URL: the failing request and two silent sync
+reads, about ``3 * response_timeout + 2 * 1.5 * board_timeout`` (1.8 s with the defaults), not the
+whole retry budget; a port error (closed pty, reset connection) raises it at once. Every later
+operation raises it at once until the transport is reopened. Raw pyserial/socket exceptions
+never escape.
 Memory is byte addressed little-endian on the bus (LiteX SoCs are little-endian), so the
 word carrying bytes ``b0 b1 b2 b3`` has value ``b0 | b1<<8 | ...`` and goes on the wire as
 ``b3 b2 b1 b0``.
@@ -71,7 +83,7 @@ Not guaranteed: the payload of raw non-readback writes, and registers hit by str
 Residual risk for reads: independently corrupted reads agreeing on the same wrong value.
 A corrupted request address (4 of the 6 header bytes) is the way there: at a per-byte
 corruption rate p each read misses with q ~ 4p, and the wrong words are mostly uniform
-(unmapped space reads 0), so two agreeing reads would leave ~q^2 (4e-4 at p = 0.5 %, the
+(unmapped space reads all ones on a LiteX SoC, 0 elsewhere), so two agreeing reads would leave ~q^2 (4e-4 at p = 0.5 %, the
 campaign's first silent failures); uniform results take four reads (q^4 ~ 2e-7), and a
 distinctive result needs both corrupted addresses to be the same one (~q^2 / 1020).
 """
@@ -84,6 +96,7 @@ import socket
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +110,8 @@ from .transport import (
 )
 
 __all__ = [
+    "BoardConfigError",
+    "BoardDeadError",
     "CMD_READ_FIXED",
     "CMD_READ_INCR",
     "CMD_WRITE_FIXED",
@@ -129,6 +144,16 @@ HEADER_BYTES = 2 + ADDR_BYTES
 
 GLB_HW_VERSION = 0x1000
 GLB_INTR_STATUS = 0x100C
+
+
+class BoardDeadError(LinkIntegrityError):
+    """The board does not answer at all, or its port failed (closed, unplugged, process killed,
+    board hung). The message names the board and its URL; a regression can stop on it."""
+
+
+class BoardConfigError(ValueError):
+    """The board map does not fit: an address outside the configured DRAM window, or a window
+    (from the lab file) that the board does not map. A configuration error, not a link fault."""
 
 
 # ---- framing ------------------------------------------------------------------------------
@@ -199,7 +224,7 @@ class BoardMap:
     csr_size: int = 0x0004_0000
     dram_base: int = 0x8000_0000
     dram_nvdla_base: int = 0x8000_0000
-    dram_size: int = 0x1000_0000
+    dram_size: int = 0x4000_0000
 
     def __post_init__(self) -> None:
         for name in ("csr_base", "dram_base", "dram_nvdla_base"):
@@ -223,9 +248,9 @@ class BoardMap:
     def dram(self, nvdla_address: int, size: int) -> int:
         off = nvdla_address - self.dram_nvdla_base
         if off < 0 or off + size > self.dram_size:
-            raise ValueError(
+            raise BoardConfigError(
                 f"memory {nvdla_address:#x}+{size:#x} outside the DRAM window "
-                f"{self.dram_nvdla_base:#x}+{self.dram_size:#x}"
+                f"{self.dram_nvdla_base:#x}+{self.dram_size:#x} (lab file: dram_nvdla_base, dram_size)"
             )
         return self.dram_base + off
 
@@ -299,6 +324,10 @@ class _LinkFault(Exception):
     """Internal: the exchange went wrong in a way a resync may cure."""
 
 
+class _Silence(_LinkFault):
+    """Internal: not one byte came back."""
+
+
 def _all_readback(address: int) -> bool:
     return False
 
@@ -324,6 +353,7 @@ class SerialTransport(Transport):
         response_timeout: seconds to wait for a response beyond its wire time.
         sync_address: register used to resynchronise (GLB S_NVDLA_HW_VERSION).
         board_timeout: the bridge's FSM timeout; a resync keeps the line silent this long.
+        board_name: the lab's name of the board, for messages (:class:`BoardDeadError`).
     """
 
     def __init__(
@@ -347,9 +377,12 @@ class SerialTransport(Transport):
         reset_hook: Callable[[], None] | None = None,
         reset_address: int | None = None,
         serial_kwargs: dict | None = None,
+        board_name: str | None = None,
     ) -> None:
         super().__init__()
         self.url = url
+        self._board = board_name  # (SerialTarget's board_name follows the board it got)
+        self._dead: str | None = None  # why the board was declared dead (until reopened)
         self.baudrate = int(baudrate)
         self.board_map = board_map or BoardMap()
         self.policy = policy or IntegrityPolicy()
@@ -372,9 +405,28 @@ class SerialTransport(Transport):
         self.serial_kwargs = dict(serial_kwargs or {})
         self.stats = LinkStats()
         self.sync_value: int | None = None
-        self._port = None
+        self._port: Any = None  # a pyserial port, or any object with its read/write/in_waiting/timeout API
         self._tx = bytearray()  # pipelined writes not yet handed to the port
         self._pending: dict[int, int] = {}  # verify mode: board word address -> value written
+
+    @property
+    def where(self) -> str:
+        """``board 'NAME' (URL)`` or the URL alone, for messages."""
+        return f"board {self._board!r} ({self.url})" if self._board else self.url
+
+    def _declare_dead(self, why: str) -> BoardDeadError:
+        """Mark the board dead (every later operation fails at once) and build the error."""
+        self._dead = why
+        self.stats.link_faults += 1
+        return BoardDeadError(f"{self.where}: {why}; the board is dead or hung (check power, cable, "
+                              f"bitstream, or the process serving it), not a test failure")
+
+    def _check_alive(self) -> None:
+        if self._dead is not None:
+            raise BoardDeadError(f"{self.where}: declared dead earlier in this session: {self._dead}")
+
+    def _port_error(self, what: str, e: BaseException) -> BoardDeadError:
+        return self._declare_dead(f"{what} failed: {type(e).__name__}: {e}")
 
     def __repr__(self) -> str:
         return f"SerialTransport({self.url!r}, baudrate={self.baudrate}, policy={self.policy.mode})"
@@ -393,18 +445,27 @@ class SerialTransport(Transport):
         return f"UARTBone {self.url} @ {self.baudrate} baud ({self.policy.mode}, {self.profile_name})"
 
     # ---- life cycle ---------------------------------------------------------------------------
+    def _make_port(self):  # noqa: ANN202 - a pyserial-like port
+        import serial  # pyserial
+
+        port = serial.serial_for_url(self.url, baudrate=self.baudrate, timeout=0.0, **self.serial_kwargs)
+        # a stalled link must not block a write forever
+        port.write_timeout = self.response_timeout + 2.0
+        _no_delay(port)
+        return port
+
     def _open(self) -> None:
         import serial  # pyserial
 
+        self._dead = None
         try:
-            self._port = serial.serial_for_url(
-                self.url, baudrate=self.baudrate, timeout=0.0, **self.serial_kwargs
-            )
-            # a stalled link must not block a write forever
-            self._port.write_timeout = self.response_timeout + 2.0
-            _no_delay(self._port)
-        except (serial.SerialException, ValueError) as e:
+            self._port = self._make_port()
+        except ValueError as e:
             raise TransportError(f"cannot open serial port {self.url!r}: {e}") from e
+        except (serial.SerialException, OSError) as e:
+            if isinstance(e, TransportError):
+                raise
+            raise self._port_error(f"cannot open serial port {self.url!r}: opening it", e) from None
         try:
             self._resync(first=True)
         except BaseException:
@@ -416,19 +477,26 @@ class SerialTransport(Transport):
         if self._port is None:
             return
         try:
-            self._fence()
+            if self._dead is None:
+                self._fence()
         finally:
             port, self._port = self._port, None
-            port.close()
+            with contextlib.suppress(Exception):  # a dead port may fail to close; it is gone either way
+                port.close()
 
     # ---- byte level -----------------------------------------------------------------------------
     def _send(self, data: bytes | bytearray) -> None:
         import serial
 
+        self._check_alive()
         try:
             self._port.write(data)
         except serial.SerialTimeoutException:
-            raise TransportTimeoutError(f"{self.url}: write of {len(data)} bytes timed out") from None
+            raise self._declare_dead(f"write of {len(data)} bytes timed out (the board stopped reading)") from None
+        except (serial.SerialException, OSError) as e:
+            if isinstance(e, TransportError):
+                raise
+            raise self._port_error(f"write of {len(data)} bytes", e) from None
         self.stats.tx_bytes += len(data)
 
     def _flush_tx(self) -> None:
@@ -437,22 +505,36 @@ class SerialTransport(Transport):
             self._send(data)
 
     def _drain(self) -> int:
+        import serial
+
         n = 0
-        while True:
-            w = self._port.in_waiting
-            if not w:
-                return n
-            n += len(self._port.read(w))
+        try:
+            while True:
+                w = self._port.in_waiting
+                if not w:
+                    return n
+                n += len(self._port.read(w))
+        except (serial.SerialException, OSError) as e:
+            if isinstance(e, TransportError):
+                raise
+            raise self._port_error("read", e) from None
 
     def _recv(self, size: int, deadline: Timeout) -> bytes:
+        import serial
+
         port = self._port
         buf = bytearray()
         while len(buf) < size:
             left = deadline.time_left()
             if left is not None and left <= 0:
                 break
-            port.timeout = min(left, 0.05) if left is not None else 0.05
-            chunk = port.read(size - len(buf))
+            try:
+                port.timeout = min(left, 0.05) if left is not None else 0.05
+                chunk = port.read(size - len(buf))
+            except (serial.SerialException, OSError) as e:
+                if isinstance(e, TransportError):
+                    raise
+                raise self._port_error("read", e) from None
             if chunk:
                 buf += chunk
         self.stats.rx_bytes += len(buf)
@@ -463,6 +545,7 @@ class SerialTransport(Transport):
 
     def _exchange(self, request: bytes, nresp: int) -> bytes:
         """Send queued writes + ``request`` (ending with one read command); return the response."""
+        self._check_alive()
         stale = self._drain()
         if stale:
             self.stats.discarded_bytes += stale
@@ -474,6 +557,8 @@ class SerialTransport(Transport):
         self.stats.commands += 1
         deadline = Timeout(self.response_timeout + 1.5 * self._wire_time(nreq + nresp))
         data = self._recv(nresp, deadline)
+        if not data:
+            raise _Silence(f"no response ({nresp} bytes expected within {deadline.duration:.3g} s)")
         if len(data) != nresp:
             raise _LinkFault(f"short response: {len(data)} of {nresp} bytes")
         return data
@@ -481,20 +566,28 @@ class SerialTransport(Transport):
     # ---- resynchronisation ----------------------------------------------------------------------
     def _quiet(self) -> None:
         """Keep the line silent until the bridge's FSM timer has surely reset it, draining input."""
+        import serial
+
+        self._check_alive()
         port = self._port
         self._tx.clear()
-        port.flush()  # bytes still in the OS/adapter TX buffer would reach the board later
         quiet_for = self.board_timeout * 1.5 + min(0.02, self.board_timeout)
         limit = Timeout(max(2.0, 10 * quiet_for))
-        last = time.monotonic()
-        while time.monotonic() - last < quiet_for:
-            if limit.expired():
-                raise TransportTimeoutError(f"{self.url}: the line never went quiet while resynchronising")
-            port.timeout = 0.01
-            chunk = port.read(max(1, port.in_waiting))
-            if chunk:
-                self.stats.discarded_bytes += len(chunk)
-                last = time.monotonic()
+        try:
+            port.flush()  # bytes still in the OS/adapter TX buffer would reach the board later
+            last = time.monotonic()
+            while time.monotonic() - last < quiet_for:
+                if limit.expired():
+                    raise TransportTimeoutError(f"{self.where}: the line never went quiet while resynchronising")
+                port.timeout = 0.01
+                chunk = port.read(max(1, port.in_waiting))
+                if chunk:
+                    self.stats.discarded_bytes += len(chunk)
+                    last = time.monotonic()
+        except (serial.SerialException, OSError) as e:
+            if isinstance(e, TransportError):
+                raise
+            raise self._port_error("resynchronising", e) from None
 
     def _read_sync(self) -> int:
         req = encode_read(self.board_map.csr(self.sync_address) >> 2, 1)
@@ -505,6 +598,7 @@ class SerialTransport(Transport):
         if not first:
             self.stats.resyncs += 1
         last_err: Exception | None = None
+        silent = 0
         for _ in range(self.policy.retries + 1):
             try:
                 self._quiet()
@@ -516,10 +610,20 @@ class SerialTransport(Transport):
                 elif a != self.sync_value:
                     raise _LinkFault(f"sync register read {a:#x}, expected {self.sync_value:#x}")
                 return
-            except _LinkFault as e:
+            except _Silence as e:
+                # a board that answers nothing twice in a row, after the FSM timer has surely
+                # reset the bridge, is dead or hung: retrying the whole budget only delays that
                 last_err = e
                 self.stats.link_faults += 1
-        raise TransportTimeoutError(f"{self.url}: cannot resynchronise the UARTBone link: {last_err}")
+                silent += 1
+                if silent >= 2:
+                    raise self._declare_dead(f"no answer to {silent} sync reads of CSB {self.sync_address:#x} "
+                                             f"({e})") from None
+            except _LinkFault as e:
+                last_err = e
+                silent = 0
+                self.stats.link_faults += 1
+        raise TransportTimeoutError(f"{self.where}: cannot resynchronise the UARTBone link: {last_err}")
 
     def _attempt(self, what: str, fn: Callable[[], object], idempotent: bool = True):
         """Run ``fn``; on a link fault resync and retry if idempotent, else raise LinkIntegrityError."""
@@ -532,11 +636,11 @@ class SerialTransport(Transport):
                 self._resync()
                 if not idempotent:
                     raise LinkIntegrityError(
-                        f"{self.url}: {what} may or may not have happened ({e}); not repeated"
+                        f"{self.where}: {what} may or may not have happened ({e}); not repeated"
                     ) from None
                 if attempt == self.policy.retries:
                     raise LinkIntegrityError(
-                        f"{self.url}: {what} failed after {self.policy.retries + 1} attempts: {e}"
+                        f"{self.where}: {what} failed after {self.policy.retries + 1} attempts: {e}"
                     ) from None
                 self.stats.retries += 1
         raise AssertionError("unreachable")
@@ -584,10 +688,13 @@ class SerialTransport(Transport):
         for done in range(0, count, self.max_read_burst):
             n = min(self.max_read_burst, count - done)
             w = word + (done if incr else 0)
-            out[done : done + n] = self._agreeing(
-                lambda w=w, n=n: self._read_words_once(w, n, incr), reads,
-                lambda words, w=w: uniform and self._uniform(w, words, incr), f"read of word {w:#x}+{n}",
-            )
+            def once(w: int = w, n: int = n) -> np.ndarray:
+                return self._read_words_once(w, n, incr)
+
+            def suspicious(words: np.ndarray, w: int = w) -> bool:
+                return bool(uniform and self._uniform(w, words, incr))
+
+            out[done : done + n] = self._agreeing(once, reads, suspicious, f"read of word {w:#x}+{n}")
         return out
 
     def _read_words(self, word: int, count: int, incr: bool, uniform: bool = True) -> np.ndarray:
@@ -653,7 +760,7 @@ class SerialTransport(Transport):
                     self._resync()
                     if attempt == self.policy.retries:
                         raise LinkIntegrityError(
-                            f"{self.url}: register writes could not be verified after "
+                            f"{self.where}: register writes could not be verified after "
                             f"{attempt + 1} attempts: {e}"
                         ) from None
                     self.stats.retries += 1
@@ -808,7 +915,7 @@ class SerialTransport(Transport):
     # ---- memory ------------------------------------------------------------------------------
     def _mem_base(self, address: int, size: int, port: str) -> int:
         if port != "pri_mem":
-            raise TransportError(f"{self.url}: only pri_mem is mapped on this board, not {port!r}")
+            raise TransportError(f"{self.where}: only pri_mem is mapped on this board, not {port!r}")
         return self.board_map.dram(address, size)
 
     def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
@@ -879,13 +986,14 @@ class SerialTransport(Transport):
         """Reset NVDLA: write 1 to the SoC's reset register (``reset_address``, a board bus
         address such as LiteX's ``ctrl_reset`` CSR) or run the lab's reset command."""
         if self.reset_hook is None and self.reset_address is None:
-            raise TransportError(f"{self.url}: no reset_address or reset_command configured for this board")
+            raise TransportError(f"{self.where}: no reset_address or reset_command configured for this board")
         self._tx.clear()
         self._pending.clear()
         if self.reset_address is not None:
             self._queue_write(self.reset_address >> 2, np.array([1], dtype=np.uint32), True)
             self._flush_tx()
         else:
+            assert self.reset_hook is not None  # checked above
             self.reset_hook()
         self._resync()
 
@@ -901,3 +1009,58 @@ class SerialTransport(Transport):
             raise NotOpenError()
         self._fence()
         self._attempt("sync", self._read_sync)
+
+    # ---- the board map, proven ------------------------------------------------------------------
+    def _word_mapped(self, word: int) -> bool:
+        """Write a distinctive value to one board word, read it back, put the old value back.
+        A LiteX SoC drops a write to an address no slave decodes and answers its read with
+        0xFFFFFFFF after the bus timeout (``wishbone.Timeout``, litex/soc/interconnect/wishbone.py)."""
+        def once() -> bool:
+            try:
+                old = int(self._read_words_once(word, 1, True)[0])
+                probe = (old ^ 0x5AA5_C33C) & 0xFFFF_FFFF
+                self._queue_write(word, np.array([probe], dtype=np.uint32), True)
+                got = int(self._read_words_once(word, 1, True)[0])
+            except _Silence:
+                # no reply at all: the bus timed out on the word (the bridge lost the read sent
+                # behind a stalled write, or a bus timeout longer than its FSM timer cut the
+                # reply); the resync proves the board itself is alive, or raises BoardDeadError
+                self._resync()
+                return False
+            self._queue_write(word, np.array([old], dtype=np.uint32), True)
+            self._flush_tx()
+            return got == probe
+
+        # a fault on a lossy link is told apart from an unmapped word by asking twice
+        return bool(self._attempt(f"probe of board word {word:#x}", lambda: once() or once()))
+
+    def probe_window(self, granule: int = 1 << 20) -> None:
+        """Prove the board maps the whole DRAM window of :attr:`board_map` (its first and last
+        word); otherwise raise :class:`BoardConfigError` naming the configured window and the part
+        of it the board maps (found by bisection to ``granule`` bytes; ~20 probes)."""
+        if not self.is_open:
+            raise NotOpenError()
+        self._fence()
+        bm = self.board_map
+        first, last = bm.dram_base >> 2, (bm.dram_base + bm.dram_size - 4) >> 2
+        lab = (f"the configured DRAM window (NVDLA {bm.dram_nvdla_base:#x}..{bm.dram_nvdla_base + bm.dram_size - 1:#x} "
+               f"at board {bm.dram_base:#x}..{bm.dram_base + bm.dram_size - 1:#x}; lab file fields dram_base, "
+               f"dram_nvdla_base, dram_size)")
+        if not self._word_mapped(first):
+            raise BoardConfigError(f"{self.where}: the board maps nothing at board address {bm.dram_base:#x}, the start of "
+                                   f"{lab}; the board's memory is elsewhere: set dram_base to where its DRAM sits")
+        if self._word_mapped(last):
+            return
+        lo, hi = 0, bm.dram_size  # mapped at offset lo, unmapped at hi - 4
+        while hi - lo > granule:
+            mid = (lo + (hi - lo) // 2) & ~3
+            if self._word_mapped((bm.dram_base + mid) >> 2):
+                lo = mid
+            else:
+                hi = mid
+        end = bm.dram_base + hi
+        raise BoardConfigError(
+            f"{self.where}: {lab} is larger than the board's: the board maps board {bm.dram_base:#x}..~{end - 1:#x} "
+            f"(NVDLA {bm.dram_nvdla_base:#x}..~{bm.dram_nvdla_base + hi - 1:#x}, {hi >> 20} MiB, probed to "
+            f"{granule >> 10} KiB) but not board {bm.dram_base + bm.dram_size - 4:#x}; make dram_size at most {hi:#x} "
+            f"or serve the board with a larger window")

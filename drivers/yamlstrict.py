@@ -21,7 +21,7 @@ class YamlError(ValueError):
     """Malformed YAML or a duplicate key; the message names the file and line."""
 
 
-class _StrictLoader(_Base):  # type: ignore[misc, valid-type]
+class _StrictLoader(_Base):
     pass
 
 

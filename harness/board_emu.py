@@ -7,10 +7,19 @@ pseudo-terminal or a TCP socket on 127.0.0.1, speaking the byte protocol that
 * the command FSM of ``Stream2Wishbone`` (LiteX ``litex/soc/cores/uart.py``): unknown
   commands consume ``len`` + address and do nothing; each write word reaches the bus as
   soon as its 4 bytes are in (a burst cut short has already written its first words);
-* the 100 ms FSM timer: a command not complete 100 ms after its command byte is dropped;
-* the PHY's missing receive FIFO: input that arrives while a read response is being sent is
-  lost (up to ``4*len`` bytes already queued behind a read command are discarded);
-* unmapped bus addresses: writes ignored, reads return 0.
+* the 100 ms FSM timer: a command not complete 100 ms after its command byte is dropped,
+  and a read reply still being sent when it fires is cut; a zero ``len`` never ends a
+  command (read: words stream until the timer; write: words are taken until then);
+* the PHY's missing receive FIFO: input that arrives while a read response is being sent, or
+  while the bus waits, is lost (bytes already queued behind a read command are discarded);
+* unmapped bus addresses follow the SoC's bus timeout (``bus_timeout``, 10 ms a word by
+  default): writes are dropped, reads answer 0xFFFFFFFF;
+* NVDLA computes a layer while the bridge keeps serving: the bus write that launches it
+  returns at once, the done bits of GLB S_INTR_STATUS rise when it is finished, and register
+  reads meanwhile see the unit busy (:class:`_Nvdla`).
+
+The default board map holds NVDLA 0x80000000..0xbfffffff (where NVDLA's traces put their
+surfaces: 0x80000000, 0x90000000, 0xa0000000).
 
 Fault injection (``FaultConfig``), seeded and applied to every byte in both directions:
 dropped bytes, corrupted bytes (XOR with a random non-zero value), a random delay before
@@ -21,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import select
 import socket
@@ -28,6 +38,7 @@ import sys
 import threading
 import time
 import tty
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -49,6 +60,10 @@ _DEFAULT_MAP = BoardMap()
 #: LiteX SoCs put the SoC controller at the CSR base 0xf0000000; its first CSR, ctrl_reset,
 #: resets the SoC when written with 1. The emulator resets its NVDLA on a write there.
 DEFAULT_RESET_ADDRESS = 0xF000_0000
+#: LiteX ``SoCBusHandler(timeout=1e6)`` cycles at a 100 MHz system clock
+DEFAULT_BUS_TIMEOUT = 0.010
+#: nominal line rate for the FSM timer's arithmetic (the emulator does not pace its output)
+DEFAULT_BAUD = 3_000_000
 __all__ = [
     "BoardEmulator",
     "BridgeCore",
@@ -133,6 +148,9 @@ class EmuStats:
     lost_while_sending: int = 0
     resets: int = 0
     target_errors: int = 0
+    async_writes: int = 0  # launch writes whose layer was computed off the serving thread
+    reads_while_busy: int = 0  # register reads answered while a layer computed
+    cut_replies: int = 0  # read replies cut by the FSM timer
     write_log: list[tuple[str, int, int]] = field(default_factory=list)
 
 
@@ -160,9 +178,174 @@ class _Faults:
         return arr.tobytes()
 
 
+# ---- the NVDLA side: layers computed off the serving thread ------------------------------------
+def _launch_addresses(target: Transport) -> frozenset[int]:
+    """CSB addresses whose write may start a layer: every ``D_OP_ENABLE`` and BDMA's
+    ``CFG_LAUNCH0/1`` (NVDLA's programming guide: a unit starts when its OP_EN is set)."""
+    regmap = getattr(target, "regmap", None)
+    if regmap is None:
+        return frozenset()
+    return frozenset(r.address for r in regmap.registers()
+                     if r.name == "D_OP_ENABLE" or (r.block == "BDMA" and r.name.startswith("CFG_LAUNCH")))
+
+
+#: registers whose read changes state (a pointer moves, a counter counts): never read aside
+_READ_SIDE_EFFECTS = ("S_LUT_ACCESS_DATA", "S_LUT_ACCESS_CFG", "S_CBUF_FLUSH_STATUS")
+
+
+def _peeker(target: Transport) -> Callable[[int], int | None] | None:
+    """A side-effect-free register read for use while a layer computes, or None.
+
+    NVDLA answers CSB reads while a layer runs (its configuration registers are flops, the
+    status bits rise when a unit is done). For the model target that is its register file
+    as it stands: a layer's done bits are set only when the layer completes."""
+    if isinstance(target, RegisterFileTarget):
+        return lambda a: target.regs.get(a, 0)
+    by_addr, value, group = (getattr(target, n, None) for n in ("_by_addr", "_value", "_group_of"))
+    if by_addr is None or value is None or group is None:
+        return None
+
+    def peek(address: int) -> int | None:
+        r = by_addr.get(address)
+        if r is None or r.name in _READ_SIDE_EFFECTS:
+            return None
+        try:
+            return int(value(r, group(r)))
+        except (KeyError, RuntimeError):  # a reset rebuilding the register file meanwhile
+            return None
+
+    return peek
+
+
+class _Nvdla:
+    """The bus slave behind the bridge: a worker thread computes layers so the bridge keeps
+    serving. A write to a launch register (:func:`_launch_addresses`) is handed to the worker
+    and the bus write returns at once; accesses behind it wait in order. While it computes,
+    register reads are answered from the register file as it stands (:func:`_peeker`: done
+    bits still clear, so a status poll sees the unit busy); memory accesses, reads of registers
+    with read side effects or with a write queued behind the layer wait for the worker."""
+
+    def __init__(self, target: Transport, stats: EmuStats, settle: Callable[[], None] | None, *,
+                 threaded: bool) -> None:
+        self.target, self.stats, self.settle = target, stats, settle
+        self.launch = _launch_addresses(target) if threaded else frozenset()
+        self.peek = _peeker(target) if threaded else None
+        self._cv = threading.Condition()
+        self._queue: deque[tuple[Callable[[], None], int | None]] = deque()
+        self._running = False
+        self._thread: threading.Thread | None = None
+        self._stop = False
+
+    # worker ---------------------------------------------------------------------------------------
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stop:
+                    self._cv.wait()
+                if self._stop and not self._queue:
+                    return
+                fn, _ = self._queue.popleft()
+                self._running = True
+            try:
+                fn()
+            finally:
+                with self._cv:
+                    self._running = False
+                    self._cv.notify_all()
+
+    @property
+    def idle(self) -> bool:
+        return not self._queue and not self._running
+
+    def wait_idle(self) -> None:
+        with self._cv:
+            while self._queue or self._running:
+                self._cv.wait(0.05)
+
+    def _post(self, fn: Callable[[], None], address: int | None) -> None:
+        with self._cv:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="board-emu-nvdla", daemon=True)
+                self._thread.start()
+            self._queue.append((fn, address))
+            self._cv.notify_all()
+
+    def close(self) -> None:
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    # bus operations -----------------------------------------------------------------------------
+    def _guard(self, fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except TransportError:
+            self.stats.unmapped += 1
+        except Exception as e:  # noqa: BLE001 - e.g. UnitNotModelled: the board must keep serving
+            self.stats.target_errors += 1
+            print(f"board-emu: {type(e).__name__}: {e}", file=sys.stderr)
+
+    def csr_write(self, address: int, value: int) -> None:
+        def do() -> None:
+            self.target.write32(address, value)
+            if self.settle is not None:
+                self.settle()
+
+        if address in self.launch or not self.idle:
+            self.stats.async_writes += address in self.launch
+            self._post(lambda: self._guard(do), address)
+        else:
+            self._guard(do)
+
+    def reset(self) -> None:
+        if self.idle:
+            self.target.reset()
+        else:
+            self._post(self.target.reset, None)
+
+    def csr_read(self, address: int) -> int:
+        """Raises TransportError for a register the target does not have."""
+        with self._cv:
+            aside = not self.idle and self.peek is not None and not any(a == address for _, a in self._queue)
+        if aside:
+            v = self.peek(address) if self.peek is not None else None
+            if v is not None:
+                self.stats.reads_while_busy += 1
+                return v
+        self.wait_idle()
+        return self.target.read32(address)
+
+    def mem_write(self, address: int, data: bytes) -> None:
+        self.wait_idle()
+        self.target.mem_write(address, data)
+
+    def mem_read(self, address: int, size: int) -> np.ndarray:
+        self.wait_idle()
+        return np.asarray(self.target.mem_read(address, size), dtype=np.uint8)
+
+
 # ---- the bridge FSM --------------------------------------------------------------------------------
 class BridgeCore:
-    """``Stream2Wishbone`` as a byte-stream function: ``feed(bytes, now) -> response bytes``."""
+    """``Stream2Wishbone`` as a byte-stream function: ``feed(bytes, now) -> response bytes``.
+
+    Timing that a host can see, in the gateware's terms (litex/soc/cores/uart.py, LiteX 2024.12):
+
+    * the FSM timer (``WaitTimer(100e-3*clk_freq)``, armed outside RECEIVE-CMD) resets the
+      FSM ``fsm_timeout`` after a command byte: a read reply still being sent then is cut
+      (the bytes the PHY had not started are never sent);
+    * ``length`` 0: ``words_count == length - 1`` compares an 8-bit counter with a 9-bit
+      511 (Migen widens the subtraction), so it never ends: a read streams words, a write
+      takes words, until the FSM timer fires;
+    * a bus access no slave answers completes after the SoC's bus timeout
+      (``wishbone.Timeout``, ``bus_timeout`` 1e6 cycles: 10 ms at 100 MHz) with
+      ``dat_r = 0xFFFFFFFF``; a write there is dropped. Meanwhile the bridge holds
+      ``sink.ready`` low and the PHY, with no receive FIFO, loses what arrives.
+
+    ``baud`` is the nominal line rate used for that arithmetic (the emulator does not pace its
+    output); ``sleep`` is called with each bus timeout (real time by default).
+    """
 
     def __init__(
         self,
@@ -173,6 +356,10 @@ class BridgeCore:
         fsm_timeout: float = FSM_TIMEOUT,
         log_writes: bool = False,
         reset_address: int | None = DEFAULT_RESET_ADDRESS,
+        bus_timeout: float = DEFAULT_BUS_TIMEOUT,
+        baud: int = DEFAULT_BAUD,
+        threaded: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.target = target
         # a model behind the bridge completes each layer at once (its host polls the status
@@ -182,82 +369,139 @@ class BridgeCore:
         self.map = board_map
         self.stats = stats or EmuStats()
         self.fsm_timeout = fsm_timeout
+        self.bus_timeout = float(bus_timeout)
+        if baud <= 0:
+            raise ValueError(f"baud {baud} must be > 0")
+        self.byte_time = 10.0 / baud
+        self.sleep = sleep
         self.log_writes = log_writes
+        self.nvdla = _Nvdla(target, self.stats, self._settle, threaded=threaded)
         self.buf = bytearray()
         self._frame: tuple[int, int, int] | None = None  # (cmd, length, word address) of a write in progress
         self._done = 0
         self._started: float | None = None
+        self._stalled = 0.0  # bus-timeout time spent inside the current command
+
+    def close(self) -> None:
+        self.nvdla.close()
 
     # bus ----------------------------------------------------------------------------------------
+    def _stall(self) -> None:
+        """One bus access ran into the SoC's bus timeout: the bridge waits it out, and input
+        arriving meanwhile is lost (no RX FIFO; ``sink.ready`` is low outside RECEIVE states)."""
+        self.stats.unmapped += 1
+        self._stalled += self.bus_timeout
+        if self.bus_timeout > 0:
+            self.sleep(self.bus_timeout)
+            lost = min(len(self.buf), int(self.bus_timeout / self.byte_time))
+            if lost:
+                self.stats.lost_while_sending += lost
+                del self.buf[:lost]
+
+    def _dram_run(self, word: int, count: int) -> int | None:
+        """NVDLA address of ``count`` incrementing words at ``word`` when all are DRAM, else None."""
+        dec = self.map.decode(word * 4)
+        if dec is not None and dec[0] == "dram" and self.map.decode(word * 4 + 4 * count - 4) == (
+            "dram", dec[1] + 4 * count - 4
+        ):
+            return dec[1]
+        return None
+
     def _bus_write(self, word: int, values: np.ndarray, incr: bool) -> None:
         self.stats.bus_writes += int(values.size)
         if incr:
-            base = word * 4
-            dec = self.map.decode(base)
-            if dec is not None and dec[0] == "dram" and self.map.decode(base + 4 * values.size - 4) == (
-                "dram", dec[1] + 4 * values.size - 4
-            ):
-                self.target.mem_write(dec[1], values.astype("<u4").tobytes())
+            base = self._dram_run(word, int(values.size))
+            if base is not None:
+                self.nvdla.mem_write(base, values.astype("<u4").tobytes())
                 if self.log_writes:
-                    self.stats.write_log.append(("dram", dec[1], len(values)))
+                    self.stats.write_log.append(("dram", base, len(values)))
                 return
         for i, v in enumerate(values):
-            addr = 4 * (word + (i if incr else 0))
-            dec = self.map.decode(addr & 0xFFFF_FFFF)
-            if dec is None and addr == self.reset_address:
-                if int(v) & 1:
-                    self.target.reset()
-                    self.stats.resets += 1
-                continue
-            try:
-                if dec is None:
-                    raise ValueError
-                if dec[0] == "csr":
-                    self.target.write32(dec[1], int(v))
-                    if self._settle is not None:
-                        self._settle()
-                else:
-                    self.target.mem_write(dec[1], int(v).to_bytes(4, "little"))
-                if self.log_writes:
-                    self.stats.write_log.append((dec[0], dec[1], int(v)))
-            except (ValueError, TransportError):
-                self.stats.unmapped += 1
-            except Exception as e:  # noqa: BLE001 - e.g. UnitNotModelled: the board must keep serving
-                self.stats.target_errors += 1
-                print(f"board-emu: {type(e).__name__}: {e}", file=sys.stderr)
-
-    def _bus_read(self, word: int, count: int, incr: bool) -> bytes:
-        self.stats.bus_reads += count
-        if incr:
-            dec = self.map.decode(word * 4)
-            if dec is not None and dec[0] == "dram" and self.map.decode(word * 4 + 4 * count - 4) == (
-                "dram", dec[1] + 4 * count - 4
-            ):
-                raw = np.asarray(self.target.mem_read(dec[1], 4 * count), dtype=np.uint8)
-                return raw.view("<u4").astype(">u4").tobytes()
-        out = np.zeros(count, dtype=np.uint32)
-        for i in range(count):
             addr = 4 * (word + (i if incr else 0)) & 0xFFFF_FFFF
             dec = self.map.decode(addr)
-            try:
-                if dec is None:
-                    raise ValueError
-                if dec[0] == "csr":
-                    out[i] = self.target.read32(dec[1])
-                else:
-                    out[i] = int(np.asarray(self.target.mem_read(dec[1], 4), dtype=np.uint8).view("<u4")[0])
-            except (ValueError, TransportError):
+            if dec is None and addr == self.reset_address:
+                if int(v) & 1:
+                    self.nvdla.reset()
+                    self.stats.resets += 1
+                continue
+            if dec is None:
+                self._stall()
+                continue
+            if dec[0] == "csr":
+                self.nvdla.csr_write(dec[1], int(v))
+            else:
+                self.nvdla.mem_write(dec[1], int(v).to_bytes(4, "little"))
+            if self.log_writes:
+                self.stats.write_log.append((dec[0], dec[1], int(v)))
+
+    def _read_word(self, addr: int) -> int | None:
+        """One bus read; None when no slave answers (the caller waits out the bus timeout)."""
+        dec = self.map.decode(addr)
+        if dec is None:
+            return None
+        try:
+            if dec[0] == "csr":
+                return self.nvdla.csr_read(dec[1])
+            return int(self.nvdla.mem_read(dec[1], 4).view("<u4")[0])
+        except TransportError:
+            return 0  # NVDLA's CSB answers an address it does not decode with 0 (no bus timeout)
+
+    def _bus_read(self, word: int, length: int, incr: bool) -> bytes:
+        """The reply to a read command, cut where the FSM timer fires."""
+        budget = self.fsm_timeout
+        per_word = 4 * self.byte_time
+        # words the line can carry before the timer: a zero length streams until then
+        fit = int(budget / per_word) + 1 if per_word > 0 else 256
+        count = length if length else fit
+        self.stats.bus_reads += count
+        if incr and length:
+            base = self._dram_run(word, count)
+            if base is not None:
+                raw = self.nvdla.mem_read(base, 4 * count)
+                return self._cut(raw.view("<u4").astype(">u4").tobytes(), 0.0)
+        out = bytearray()
+        t = 0.0
+        for i in range(count):
+            addr = 4 * (word + (i if incr else 0)) & 0xFFFF_FFFF
+            v = self._read_word(addr)
+            if v is None:
+                t += self.bus_timeout
+                if t >= budget:  # the timer fires while the bus waits: nothing more is sent
+                    self.stats.unmapped += 1
+                    self.sleep(max(0.0, budget - (t - self.bus_timeout)))
+                    self.stats.fsm_timeouts += 1
+                    return bytes(out)
                 self.stats.unmapped += 1
-        return out.astype(">u4").tobytes()
+                self.sleep(self.bus_timeout)
+                v = 0xFFFF_FFFF
+            out += int(v).to_bytes(4, "big")
+            t += per_word
+            if t >= budget and (not length or i + 1 < count):  # more to send: the timer ends it
+                self.stats.fsm_timeouts += 1
+                self.stats.cut_replies += 1
+                return self._cut(bytes(out), t - per_word * (len(out) // 4))
+        return self._cut(bytes(out), t - per_word * (len(out) // 4))
+
+    def _cut(self, out: bytes, bus_time: float) -> bytes:
+        """Bytes the PHY starts before the FSM timer fires (``bus_time`` spent on the bus first)."""
+        if self.byte_time <= 0:
+            return out
+        room = math.ceil((self.fsm_timeout - bus_time) / self.byte_time - 1e-9)  # bytes started in time
+        if len(out) > room:
+            self.stats.fsm_timeouts += 1
+            self.stats.cut_replies += 1
+            return out[: max(0, room)]
+        return out
 
     # FSM ------------------------------------------------------------------------------------------
     def tick(self, now: float) -> None:
         """The FSM timer: drop a command not finished ``fsm_timeout`` after its command byte."""
-        if self._started is not None and now - self._started > self.fsm_timeout:
+        if self._started is not None and now - self._started + self._stalled > self.fsm_timeout:
             self.stats.fsm_timeouts += 1
             self.buf.clear()  # bytes of the broken command still queued belong to it
             self._frame = None
             self._started = None
+            self._stalled = 0.0
 
     def feed(self, data: bytes, now: float) -> bytes:
         self.tick(now)
@@ -267,6 +511,7 @@ class BridgeCore:
         while buf:
             if self._started is None:
                 self._started = now
+                self._stalled = 0.0
             if self._frame is None:
                 if len(buf) < 6:
                     break
@@ -275,10 +520,13 @@ class BridgeCore:
                 del buf[:6]
                 self.stats.frames += 1
                 if cmd in (CMD_READ_INCR, CMD_READ_FIXED):
-                    count = length or 256  # length 0 never ends in gateware; bounded here
-                    resp = self._bus_read(word, count, cmd == CMD_READ_INCR)
+                    timeouts = self.stats.fsm_timeouts
+                    resp = self._bus_read(word, length, cmd == CMD_READ_INCR)
                     out += resp
-                    lost = min(len(buf), len(resp))  # no RX FIFO while SEND-DATA
+                    # no RX FIFO while READ/SEND-DATA: what the host queued behind is lost, all
+                    # of it when the reply took the FSM timer's whole 100 ms
+                    cut = self.stats.fsm_timeouts != timeouts
+                    lost = len(buf) if cut else min(len(buf), len(resp))
                     if lost:
                         self.stats.lost_while_sending += lost
                         del buf[:lost]
@@ -300,6 +548,9 @@ class BridgeCore:
             del buf[: 4 * k]
             self._bus_write(word + (self._done if incr else 0), vals, incr)
             self._done += k
+            if self._stalled and now - self._started + self._stalled > self.fsm_timeout:
+                self.tick(now)  # bus timeouts used the timer up: the rest of the command is lost
+                break
             if length and self._done == length:
                 self._frame = None
                 self._started = None
@@ -323,6 +574,9 @@ class BoardEmulator:
         fsm_timeout: float = FSM_TIMEOUT,
         log_writes: bool = False,
         reset_address: int | None = None,
+        bus_timeout: float = DEFAULT_BUS_TIMEOUT,
+        baud: int = DEFAULT_BAUD,
+        threaded: bool = True,
     ) -> None:
         if mode not in ("pty", "tcp"):
             raise ValueError(f"board-emu mode {mode!r} is not 'pty' or 'tcp'")
@@ -331,7 +585,8 @@ class BoardEmulator:
         self.faults = faults or FaultConfig()
         self.stats = EmuStats()
         self.core = BridgeCore(target, self.board_map, self.stats, fsm_timeout=fsm_timeout, log_writes=log_writes,
-                               reset_address=DEFAULT_RESET_ADDRESS if reset_address is None else reset_address)
+                               reset_address=DEFAULT_RESET_ADDRESS if reset_address is None else reset_address,
+                               bus_timeout=bus_timeout, baud=baud, threaded=threaded)
         self._faults = _Faults(self.faults, self.stats)
         self._delay_rng = np.random.default_rng(self.faults.seed + 1)
         self.mode = mode
@@ -391,29 +646,34 @@ class BoardEmulator:
         return True
 
     def _send_pty(self, data: bytes) -> None:
-        """A UART transmitter never waits for the host: output nobody reads within 0.2 s is lost."""
+        """A UART transmitter never waits for the host: output nobody reads within 1 s is lost."""
         view = memoryview(data)
-        give_up = time.monotonic() + 0.2
+        give_up = time.monotonic() + 1.0  # (a pty buffer, not a slow host, is what fills under load)
         while view and not self._stop.is_set():
             if time.monotonic() > give_up:
                 self.stats.dropped += len(view)
                 return
-            _, w, _ = select.select([], [self._master], [], 0.05)
+            master = self._master
+            assert master is not None
+            _, w, _ = select.select([], [master], [], 0.05)
             if w:
                 try:
-                    view = view[os.write(self._master, view) :]
+                    view = view[os.write(master, view) :]
                 except BlockingIOError:
                     pass
 
     def serve_forever(self) -> None:
         if self.mode == "pty":
+            assert self._master is not None  # open until close()
             self._serve_fd(self._master, self._send_pty)
             return
+        lsock = self._lsock
+        assert lsock is not None  # open until close()
         while not self._stop.is_set():
-            r, _, _ = select.select([self._lsock], [], [], 0.05)
+            r, _, _ = select.select([lsock], [], [], 0.05)
             if not r:
                 continue
-            self._conn, _ = self._lsock.accept()
+            self._conn, _ = lsock.accept()
             self._conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.core.buf.clear()
             try:
@@ -426,6 +686,7 @@ class BoardEmulator:
 
     def close(self) -> None:
         self._stop.set()
+        self.core.close()
         for fd in (self._master, self._slave):
             if fd is not None:
                 with contextlib.suppress(OSError):
@@ -507,8 +768,9 @@ def fault_campaign(
 
     worst = 0.0
     # The emulator shares the CPU with the host: its FSM timer (5 ms) is kept well below the
-    # driver's quiet window (1.5 x 10 ms + 10 ms) so a starved emulator thread cannot answer late.
-    with serve_in_thread(tgt, faults=faults, mode=mode, fsm_timeout=0.005, log_writes=True) as emu:
+    # driver's quiet window (1.5 x 10 ms + 10 ms) so a starved emulator thread cannot answer late;
+    # the bus timeout (a corrupted address reaching unmapped space) shrinks with it.
+    with serve_in_thread(tgt, faults=faults, mode=mode, fsm_timeout=0.005, bus_timeout=0.0005, log_writes=True) as emu:
         t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy(policy, retries),
                             readback_ok=lambda a: a != CAMPAIGN_PORT, response_timeout=0.03, board_timeout=0.01)
         t.open()
@@ -647,7 +909,17 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--dram-base", type=_int, default=_DEFAULT_MAP.dram_base, help="board address of the DRAM window")
     p.add_argument("--dram-nvdla-base", type=_int, default=_DEFAULT_MAP.dram_nvdla_base,
                    help="NVDLA address the DRAM window starts at")
-    p.add_argument("--dram-size", type=_int, default=_DEFAULT_MAP.dram_size)
+    p.add_argument("--dram-size", type=_int, default=_DEFAULT_MAP.dram_size,
+                   help=f"bytes of the DRAM window (default {_DEFAULT_MAP.dram_size:#x}: NVDLA "
+                        f"{_DEFAULT_MAP.dram_nvdla_base:#x}..{_DEFAULT_MAP.dram_nvdla_base + _DEFAULT_MAP.dram_size - 1:#x}, "
+                        f"where NVDLA's traces put their surfaces)")
+    p.add_argument("--bus-timeout", type=_seconds, default=DEFAULT_BUS_TIMEOUT,
+                   help="seconds an access to an unmapped bus address takes before it answers 0xFFFFFFFF "
+                        "(LiteX's bus timeout, 1e6 cycles; default 0.01)")
+    p.add_argument("--baud", type=_count, default=DEFAULT_BAUD,
+                   help="nominal line rate for the 100 ms FSM timer's arithmetic (default 3000000)")
+    p.add_argument("--inline-layers", action="store_true",
+                   help="compute each layer inside the bus write that launches it (the link stalls meanwhile)")
     p.add_argument("--drop", type=_prob, default=0.0, help="probability a byte is dropped (each direction)")
     p.add_argument("--corrupt", type=_prob, default=0.0, help="probability a byte is corrupted")
     p.add_argument("--delay", type=_seconds, default=0.0, help="max random delay before each response (s)")
@@ -670,7 +942,8 @@ def _run(args: argparse.Namespace) -> int:
     target = _make_target(args.backend, args.profile)
     mode = "tcp" if args.tcp is not None else "pty"
     with target:
-        emu = BoardEmulator(target, bmap, faults, mode=mode, tcp_port=args.tcp or 0, reset_address=args.reset_address)
+        emu = BoardEmulator(target, bmap, faults, mode=mode, tcp_port=args.tcp or 0, reset_address=args.reset_address,
+                            bus_timeout=args.bus_timeout, baud=args.baud or DEFAULT_BAUD, threaded=not args.inline_layers)
         print(emu.url, flush=True)
         try:
             emu.serve_forever()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import os
 import secrets
@@ -241,7 +242,15 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv += ["-k", args.keyword]
     if args.jobs and args.jobs != 1:
         argv += ["-n", str(args.jobs)]
+    if args.cluster:
+        argv += ["--nvdla-cluster", args.cluster]
+    if args.max_board_failures is not None:
+        argv += ["--nvdla-max-board-failures", str(args.max_board_failures)]
     argv += args.pytest_args
+    # labgrid's pytest plugin asserts when a second session starts in one process
+    # (labgrid/logging.py StepLogger.start): leave it out unless a --lg-* option asks for it
+    if importlib.util.find_spec("labgrid") is not None and not any(a.startswith("--lg-") for a in argv):
+        argv = ["-p", "no:labgrid", *argv]
     t0 = time.monotonic()
     code = pytest.main(argv)
     if code == pytest.ExitCode.OK:
@@ -618,6 +627,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
     p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
+    p.add_argument("--cluster", metavar="ADDR", default=os.environ.get("NVDLA_HIL_CLUSTER"),
+                   help="run the tests on a Dask distributed cluster: its scheduler address, tcp://host:8786 "
+                        "(or NVDLA_HIL_CLUSTER; needs dask[distributed])")
+    p.add_argument("--max-board-failures", type=int, default=None, metavar="N",
+                   help="stop after N consecutive tests failed on a dead board (default 3; 0: never)")
     p.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     p.set_defaults(func=_cmd_regress)
 

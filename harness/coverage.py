@@ -535,7 +535,7 @@ class SessionCoverage:
 
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
         if self.is_worker:
-            self.config.workeroutput[_WORKER_KEY] = self.cov.to_json()  # type: ignore[attr-defined]
+            self.config.workeroutput[_WORKER_KEY] = self.cov.to_json()
         uninstall(self.cov)
 
     @pytest.hookimpl(optionalhook=True)

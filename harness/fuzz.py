@@ -23,6 +23,7 @@ Units (:data:`UNITS`): ``sdp-lut``, ``sdp-bsbn``, ``sdp-ew``, ``sdp-cvt``, ``cdp
 
 from __future__ import annotations
 
+import contextlib
 import math
 import shutil
 import tempfile
@@ -124,7 +125,7 @@ UNIT_GROUPS = {
     "sdp-cvt": ("sdp.out", "sdp.cube", "sdp.ports"),
     "cdp-lrn": ("cdp.lut", "cdp.cvt", "cdp.cube", "cdp.ports"),
 }
-UNITS = tuple(SCHEMAS)
+UNITS = tuple(SCHEMAS)  # extended by register_unit (the modules of harness/fuzzgen/)
 
 
 # ---- constraints: how to draw --------------------------------------------------------------------------
@@ -148,6 +149,7 @@ class Constraints:
     profile: HardwareProfile
     fields: dict[str, FieldSpec]  # in drawing order
     sources: list[str] = field(default_factory=list)
+    overrides: list[str] = field(default_factory=list)  # the --set items, as given
 
     def describe(self) -> str:
         return f"{self.unit} on {self.profile.name} (constraints: {', '.join(self.sources)})"
@@ -213,7 +215,7 @@ def _parse_field(name: str, raw: Any, leg: Any, where: str, prof: HardwareProfil
             spec.weights.append(float(w))
         if not spec.values or sum(spec.weights) <= 0:
             lacks = {getattr(leg, "needs", {}).get(v) for v, _ in items} - {None}
-            why = f" ({prof.name} lacks {', '.join(sorted(lacks))})" if lacks else ""
+            why = f" ({prof.name} lacks {', '.join(sorted(str(x) for x in lacks))})" if lacks else ""
             raise ConstraintError(f"{where}.choices: nothing left to choose{why}")
     if "value" in raw:
         spec.values = [_coerce(leg, raw["value"], f"{where}.value")]
@@ -316,6 +318,7 @@ def load_constraints(unit: str, *, profile: str | None = None, files: Iterable[s
                 spec["default"] = c.fields[k].default
             fl[k] = spec
         c = _parse_doc(unit, {"fields": fl}, "--set", profile, c)
+        c.overrides = sets
     return c
 
 
@@ -387,6 +390,8 @@ def _geometry(s: Sampler, atom: int) -> _Geo:
     c = int(s["channels"])
     gap_l = atom * int(s.rng.integers(1, 3)) if s["gaps"] else 0
     gap_s = atom * int(s.rng.integers(1, 4)) if s["gaps"] else 0
+    if shape == "1x1xC":  # a 1x1xC cube is packed: SURFACE_STRIDE == atom (the C model asserts it,
+        gap_l = gap_s = 0  # cmod/sdp/NV_NVDLA_sdp.cpp:392; the RTL ignores the strides, tests/test_sdp_1x1_pack.py)
     line = w * atom + gap_l
     return _Geo(w, h, c, line, h * line + gap_s)
 
@@ -457,9 +462,9 @@ def _pick_cvt(s: Sampler, values: np.ndarray, *, mode: str, shift: int, out_max:
         off = int(np.clip(rng.integers(lo - 64, hi + 65), -omax - 1, omax))
         scale = int(rng.integers(-32768, 32768)) if rng.random() < 0.5 else int(rng.integers(-64, 65))
         return {"offset": off, "scale": scale, "shift": int(shift)}
-    lo, hi = (float(x) for x in np.percentile(v, [1, 99]))
-    off = int(np.clip(round((lo + hi) / 2), -omax - 1, omax))
-    half = max((hi - lo) / 2, 1.0)
+    p_lo, p_hi = (float(x) for x in np.percentile(v, [1, 99]))
+    off = int(np.clip(round((p_lo + p_hi) / 2), -omax - 1, omax))
+    half = max((p_hi - p_lo) / 2, 1.0)
     scale = _log_uniform_int(rng, scale_lo, 32767)
     target = out_max * (rng.uniform(0.5, 1.0) if mode == "fit" else rng.uniform(3.0, 60.0))
     sh = int(np.clip(math.ceil(math.log2(max(half * scale / target, 1e-9))), 0, shift_top))
@@ -530,11 +535,11 @@ def _place_lut(s: Sampler, lo_v: float, hi_v: float, *, cdp: bool) -> dict[str, 
     cfg["lo_end"] = int(np.clip(lo_start + t_lo, -bound - 1, bound))
     cfg["le_end"] = int(np.clip(le_start + t_le, -bound - 1, bound))
     for t in ("le", "lo"):
-        for k in ("uflow", "oflow"):
-            cfg[f"{t}_slope_{k}_scale"] = int(s.draw("slope_scale"))
-            cfg[f"{t}_slope_{k}_shift"] = int(s.draw("slope_shift"))
-    for k in ("uflow_priority", "oflow_priority", "hybrid_priority"):
-        cfg[k] = s[k]
+        for side in ("uflow", "oflow"):
+            cfg[f"{t}_slope_{side}_scale"] = int(s.draw("slope_scale"))
+            cfg[f"{t}_slope_{side}_shift"] = int(s.draw("slope_shift"))
+    for prio in ("uflow_priority", "oflow_priority", "hybrid_priority"):
+        cfg[prio] = s[prio]
     return cfg
 
 
@@ -590,7 +595,9 @@ def _operand_input(d: Draft, s: Sampler, mem: _Mem, prof: HardwareProfile, geo: 
         arr = s.rng.integers(lo, hi + 1, size=(cpad,)).astype(dt)
         size = arr.nbytes
         meta = {"layout": "raw", "params": {}, "shape": [cpad]}
-        ls = ss = 0
+        # a per-channel operand is a packed 1x1xC cube: the RTL ignores its strides (1x1 pack
+        # mode), the C model asserts SURFACE_STRIDE == atom * bytes (cmod/sdp/NV_NVDLA_sdp.cpp:392)
+        ls = ss = atom * bpe
     addr = mem.alloc(PORTS[port], size)
     d.inputs.append(({"name": name, **meta, "dtype": np.dtype(dt).name, "address": Hex(addr), "port": PORTS[port]}, arr))
     return addr, ls, ss, per_element, RAM_TYPE[port]
@@ -776,6 +783,22 @@ GENERATORS: dict[str, Callable[[Sampler, HardwareProfile, Capture], Draft]] = {
 }
 
 
+def register_unit(name: str, *, schema: dict[str, Any], needs: tuple[str, ...], groups: tuple[str, ...],
+                  generator: Callable[[Sampler, HardwareProfile, Capture], Draft]) -> None:  # fmt: skip
+    """Add a fuzz unit: its legal space (``schema``: :class:`IntF` / :class:`EnumF` per field),
+    the profile features it needs, the coverage groups it aims at and its generator. The
+    unit's shipped constraints are ``constraints/<name>.yaml``. Units live in
+    ``harness/fuzzgen/<module>.py``, each calling this at import."""
+    global UNITS
+    if name in SCHEMAS:
+        raise ValueError(f"fuzz unit {name!r} registered twice")
+    SCHEMAS[name] = schema
+    UNIT_NEEDS[name] = tuple(needs)
+    UNIT_GROUPS[name] = tuple(groups)
+    GENERATORS[name] = generator
+    UNITS = tuple(SCHEMAS)
+
+
 # ---- building a case ---------------------------------------------------------------------------------------
 
 
@@ -795,17 +818,44 @@ def case_name(unit: str, seed: int, index: int) -> str:
 
 def _provenance(c: Constraints, seed: int, index: int, semantics: str) -> dict[str, Any]:
     note = f"replay: nvdla-hil fuzz --unit {c.unit} --profile {c.profile.name} --seed {seed} --first {index} --count 1"
-    extra = [s for s in c.sources[1:]]
-    if extra:
-        note += f" (constraints: {', '.join(extra)})"
+    files = [s for s in c.sources[1:] if s != "--set"]
+    if files:
+        note += "".join(f" --constraints {f}" for f in files)
+    if c.overrides:
+        note += "".join(f" --set {o}" for o in c.overrides)
     return {"generator": "nvdla-hil fuzz", "suite": f"fuzz:{c.unit}", "seed": seed, "index": index,
             "model_version": model_version(), "semantics": semantics, "note": note}
+
+
+def _field_values(d: Draft) -> Draft:
+    """Generators give addresses and strides in bytes; a register map may declare them as the
+    upper bits only (nv_full's v1 map: bits [31:5], 32-byte units), so each byte value is
+    shifted by its field's lsb (no-op for the v2 maps) in a copy of the draft. A value that
+    is not aligned to the field's unit is a generator bug, named."""
+    import copy
+
+    assert d.profile is not None, "a fuzz draft names its profile"
+    rm = load_profile(d.profile).regmap
+    out = copy.copy(d)
+    out.registers = []
+    for r in d.registers:
+        blk, reg = r["reg"].split(".", 1)
+        fl = dict(r["fields"])
+        for fname, v in fl.items():
+            if "ADDR_LOW" in fname or fname.endswith(("LINE_STRIDE", "SURFACE_STRIDE")):
+                lsb = rm.register(blk, reg).field(fname).lsb
+                if lsb:
+                    if int(v) % (1 << lsb):
+                        raise ValueError(f"{r['reg']}.{fname} = {int(v):#x} is not {1 << lsb}-byte aligned")
+                    fl[fname] = Hex(int(v) >> lsb) if "ADDR_LOW" in fname else int(v) >> lsb
+        out.registers.append({**r, "fields": fl})
+    return out
 
 
 def _run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics: str, sink: Any):
     from .targets.model import ModelTarget
 
-    man, blobs = _manifest_layer(name, d, prov, None)
+    man, blobs = _manifest_layer(name, _field_values(d), prov, None)
     if work.exists():
         shutil.rmtree(work)
     write_case(work, man, blobs)
@@ -834,7 +884,7 @@ def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: st
 
     d = GENERATORS[c.unit](s, c.profile, capture)
     golden = _run_reference(d, name, prov, folder, semantics, coverage)
-    man, blobs = _manifest_layer(name, d, prov, golden)
+    man, blobs = _manifest_layer(name, _field_values(d), prov, golden)
     write_case(folder, man, blobs)
     load_case(folder)
     return folder
@@ -895,9 +945,37 @@ def _fail_line(c: Constraints, seed: int, index: int, res: Any) -> str:
     return f"seed={seed} case={index}: " + " | ".join(parts)
 
 
+def _keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> None:
+    """Save ``folder`` as a packed vector under ``dest`` whose golden is what the DUT computed
+    (its outputs and statistics counters), the provenance naming the DUT and whether the
+    reference model agreed. This is how bundled suites get goldens from NVDLA's C model."""
+    from ..drivers import yamlstrict
+
+    man = yamlstrict.load((folder / "case.yaml").read_text(encoding="utf-8"), str(folder / "case.yaml"))
+    blobs: dict[str, bytes] = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "case.yaml"}
+    for o in man["outputs"]:
+        blobs[o["expected"]] = np.ascontiguousarray(res.outputs[o["name"]]).tobytes()
+    if man.get("statistics") is not None and res.actual_statistics is not None:
+        man["statistics"] = {k: int(v) for k, v in res.actual_statistics.counters().items()}
+    describe = getattr(dut, "describe", None)
+    who = describe() if describe else type(dut).__name__
+    prov = dict(man["provenance"])
+    prov["generator"] = "nvdla-hil fuzz --keep"
+    prov["note"] = (f"{prov.get('note', '')}; golden: the outputs of {who}; the reference model "
+                    f"{'agreed bit for bit' if agreed else 'DISAGREED'} when it was kept").lstrip("; ")
+    man["provenance"] = prov
+    if dest.exists():
+        shutil.rmtree(dest)
+    write_case(dest, man, blobs)
+    load_case(dest)  # what we wrote must load
+
+
 def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: str = "rtl",
-            model_bugs: list[str] | None = None) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
-    """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON)."""
+            model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None,
+            ) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
+    """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON).
+    ``dut`` is an open target kept across cases (else one is opened for this case); ``keep``
+    saves the case with the DUT's outputs as its golden (:func:`_keep_case`)."""
     from .targets import layer_timeout
 
     t0 = time.monotonic()
@@ -911,14 +989,18 @@ def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, 
                             f"{type(e).__name__}: {e}", time.monotonic() - t0), cov.to_json()
         case = load_case(folder)
         dspec = spec.with_profile(c.profile.name)
+        kind = "model" if dspec.kind == "model" else "rtl"
         try:
-            with open_dut(dspec, model_bugs) as t:
-                res = run_case(case, t, target_kind="model" if dspec.kind == "model" else "rtl",
-                               timeout=layer_timeout(t))
+            if dut is not None:
+                res = run_case(case, dut, target_kind=kind, timeout=layer_timeout(dut))
+            else:
+                with open_dut(dspec, model_bugs) as t:
+                    res = run_case(case, t, target_kind=kind, timeout=layer_timeout(t))
         except Exception as e:  # noqa: BLE001 - a target that cannot open is an error of this case
             res = None
             status, line = "error", f"seed={seed} case={index}: {type(e).__name__}: {e}"
         else:
+            assert res is not None
             status = res.status
             line = f"seed={seed} case={index}: {res.status}" if res.passed else (
                 _fail_line(c, seed, index, res) if res.status == "failed" else f"seed={seed} case={index}: {res.message}")
@@ -930,29 +1012,74 @@ def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, 
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copytree(folder, dest)
             saved = str(dest)
+        if keep is not None and res is not None and status in ("passed", "failed") and res.outputs:
+            _keep_case(folder, Path(keep) / name, res, dut, status == "passed")
     return FuzzCase(index, name, status, line, time.monotonic() - t0, saved), cov.to_json()
 
 
-def _worker(args: tuple) -> tuple[FuzzCase, dict[str, Any]]:
-    unit, profile, files, sets, spec, seed, index, out, semantics, bugs = args
+def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path | None, *, semantics: str,
+               model_bugs: list[str] | None, keep: Path | None) -> list[tuple[FuzzCase, dict[str, Any]]]:  # fmt: skip
+    """Run cases ``idx`` on one DUT opened for the chunk (a simulator or C model starts once, not
+    per case). Every case programs the registers it uses and the runner poisons its outputs, so
+    what an earlier case left behind can make a case fail, never pass; the DUT is reset
+    between cases all the same, and a DUT that dies is reopened for the next case."""
+    dspec = spec.with_profile(c.profile.name)
+    results: list[tuple[FuzzCase, dict[str, Any]]] = []
+    dut = None
+    fresh = True
+    try:
+        for k in idx:
+            if dut is None:
+                try:
+                    dut = open_dut(dspec, model_bugs)
+                    dut.__enter__()
+                    fresh = True
+                except Exception as e:  # noqa: BLE001 - report it against the case, try again for the next
+                    dut = None
+                    results.append((FuzzCase(k, case_name(c.unit, seed, k), "error",
+                                             f"seed={seed} case={k}: cannot open the target: {type(e).__name__}: {e}", 0.0), {}))
+                    continue
+            if not fresh:
+                # a fresh start for every case: what a layer leaves in the status registers (the
+                # C model's counters that a later layer does not update) must not leak into the next
+                dut.reset()
+            fresh = False
+            fc, cj = run_one(c, spec, seed, k, out, semantics=semantics, model_bugs=model_bugs, dut=dut, keep=keep)
+            results.append((fc, cj))
+            if fc.status == "error":  # the DUT may be gone: start a fresh one
+                with contextlib.suppress(Exception):
+                    dut.__exit__(None, None, None)
+                dut = None
+    finally:
+        if dut is not None:
+            dut.__exit__(None, None, None)
+    return results
+
+
+def _worker(args: tuple) -> list[tuple[FuzzCase, dict[str, Any]]]:
+    unit, profile, files, sets, spec, seed, idx, out, semantics, bugs, keep = args
     c = load_constraints(unit, profile=profile, files=files, sets=sets)
-    return run_one(c, spec, seed, index, Path(out) if out else None, semantics=semantics, model_bugs=bugs)
+    return _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics, model_bugs=bugs,
+                      keep=Path(keep) if keep else None)
 
 
 def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int = 0, profile: str | None = None,
              constraint_files: Iterable[str] = (), sets: Iterable[str] = (), out: str | Path | None = None,
              until_covered: bool = False, budget: int = 1000, jobs: int = 1, semantics: str = "rtl",
-             model_bugs: list[str] | None = None, log: Callable[[str], None] | None = None) -> FuzzReport:  # fmt: skip
+             model_bugs: list[str] | None = None, log: Callable[[str], None] | None = None,
+             keep: str | Path | None = None) -> FuzzReport:  # fmt: skip
     """Run ``count`` cases (``first`` .. ``first+count-1``), or with ``until_covered`` up to
     ``budget`` cases until every bin the unit aims at is hit. ``jobs`` > 1 runs cases in worker
-    processes (results and coverage merged in case order)."""
+    processes (results and coverage merged in case order); each worker (or this process) keeps
+    its DUT open across a chunk of cases. ``keep`` saves every case that ran, golden = the DUT's
+    outputs."""
     files, sets = list(constraint_files), list(sets)
     c = load_constraints(unit, profile=profile, files=files, sets=sets)
     rep = FuzzReport(unit, c.profile.name, seed)
     rep.aimed = covmod.reachable([c.profile], UNIT_GROUPS[unit])
     t0 = time.monotonic()
     limit = budget if until_covered else count
-    batch = max(jobs, 1) * (4 if jobs > 1 else 1)
+    batch = 10 * max(jobs, 1)  # cases per round: each worker opens its DUT once per round
     pool = None
     if jobs > 1:
         import multiprocessing as mp
@@ -964,12 +1091,13 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
         while i < limit:
             idx = list(range(first + i, first + min(i + batch, limit)))
             if pool is None:
-                results = [run_one(c, spec, seed, k, Path(out) if out else None, semantics=semantics,
-                                   model_bugs=model_bugs) for k in idx]
+                results = _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics,
+                                     model_bugs=model_bugs, keep=Path(keep) if keep else None)
             else:
-                args = [(unit, profile, files, sets, spec, seed, k, str(out) if out else None, semantics, model_bugs)
-                        for k in idx]
-                results = list(pool.map(_worker, args))
+                per = -(-len(idx) // jobs)
+                args = [(unit, profile, files, sets, spec, seed, idx[j:j + per], str(out) if out else None, semantics,
+                         model_bugs, str(keep) if keep else None) for j in range(0, len(idx), per)]
+                results = [r for chunk in pool.map(_worker, args) for r in chunk]
             for fc, cj in results:
                 rep.cases.append(fc)
                 rep.coverage.merge(cj)
@@ -983,3 +1111,6 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
             pool.shutdown()
     rep.seconds = time.monotonic() - t0
     return rep
+
+
+from . import fuzzgen as _fuzzgen  # noqa: E402,F401 - registers the units of harness/fuzzgen/

@@ -1,9 +1,9 @@
 """``nvdla-hil fuzz`` (constrained-random differential testing) and ``nvdla-hil coverage``
 (functional-coverage files: show, merge).
 
-    nvdla-hil fuzz --unit sdp-lut --target model|verilator|serial --count N --seed S
+    nvdla-hil fuzz --unit sdp-lut --target model|verilator|serial|cmod --count N --seed S
                    [--profile P] [--constraints FILE] [--set key=value ...] [--out DIR]
-                   [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE]
+                   [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE] [--keep DIR]
     nvdla-hil coverage show FILE... [--profile P ...]
     nvdla-hil coverage merge FILE... --out FILE
 
@@ -36,8 +36,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 
     if args.count < 1 or args.budget < 1 or args.jobs < 1 or args.first < 0 or args.seed < 0:
         return _err("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
-    if args.target == "verilator" and not args.nvdla_hw:
-        return _err("fuzz", "--target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+    if args.target in ("verilator", "cmod") and not args.nvdla_hw:
+        return _err("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+    if args.keep and Path(args.keep).exists() and not Path(args.keep).is_dir():
+        return _err("fuzz", f"--keep {args.keep}: not a folder")
     if args.target == "serial" and not (args.lab and args.board):
         return _err("fuzz", "--target serial needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     if args.model_bug and args.target != "model":
@@ -56,7 +58,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
                    constraint_files=args.constraints or (), sets=args.set or (), out=args.out,
                    until_covered=args.until_covered, budget=args.budget, jobs=args.jobs,
                    semantics=args.model_semantics, model_bugs=args.model_bug or None,
-                   log=lambda s: print(s, flush=True))
+                   log=lambda s: print(s, flush=True), keep=args.keep)
     print(covmod.format_table(rep.coverage, [c.profile], UNIT_GROUPS[args.unit]))
     if args.coverage_out:
         rep.coverage.write(args.coverage_out)
@@ -103,7 +105,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("fuzz", help="constrained-random differential testing against the reference model",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--unit", required=True, choices=UNITS)
-    p.add_argument("--target", choices=("model", "verilator", "serial"), default=os.environ.get("NVDLA_HIL_TARGET", "model"))
+    p.add_argument("--target", choices=("model", "verilator", "serial", "cmod"), default=os.environ.get("NVDLA_HIL_TARGET", "model"),
+                   help="the device under test: model, verilator (RTL), serial (board), cmod (NVDLA's C model)")
     p.add_argument("--count", type=int, default=50, help="cases to run (default 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--first", type=int, default=0, help="index of the first case (replay one: --first I --count 1)")
@@ -111,6 +114,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--constraints", action="append", metavar="FILE", help="constraint file merged over the shipped one")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one field: k=v, k=lo..hi, k=a|b")
     p.add_argument("--out", help="folder for the packed vectors of failing cases")
+    p.add_argument("--keep", metavar="DIR", help="save every case that ran as a packed vector whose golden is the DUT's "
+                   "outputs (provenance names the DUT): bundled suites with goldens from the C model or the RTL")
     p.add_argument("--until-covered", action="store_true", help="run until every reachable bin is hit (or --budget)")
     p.add_argument("--budget", type=int, default=1000, help="most cases with --until-covered (default 1000)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")

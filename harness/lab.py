@@ -12,7 +12,10 @@ A lab file is YAML::
         csr_size: 0x40000
         dram_base: 0x80000000       # board address of the DRAM window ...
         dram_nvdla_base: 0x80000000 # ... which NVDLA sees at this address
-        dram_size: 0x10000000
+        dram_size: 0x40000000       # default: NVDLA 0x80000000..0xbfffffff (NVDLA's traces use
+                                    # 0x80000000, 0x90000000, 0xa0000000)
+        probe_window: true          # on open, prove the board maps the whole window (else a
+                                    # configuration error naming both windows)
         integrity: verify           # plain | verify
         retries: 3
         uniform_reads: 4            # verify: agreeing reads for a result an address error could give
@@ -22,6 +25,13 @@ A lab file is YAML::
         reset_timeout: 120
         reset_address: 0xf0000000   # optional: writing 1 here resets NVDLA (LiteX ctrl_reset CSR);
                                     # the serial target then resets the board before every test
+      shared-1:                     # a board behind LiteX's litex_server (UART, Ethernet, PCIe or
+        transport: litex_server     # JTAG bridge): Etherbone over TCP, as LiteX's RemoteClient
+        url: tcp://labhost:1234
+      farm-3:                       # a labgrid place: the serial target acquires it (or uses it if
+        labgrid:                    # the user already did), takes the endpoint of its
+          place: nvdla-arty-3       # NetworkSerialPort / RawSerialPort / USBSerialPort resource and
+          coordinator: labhost:20408  # releases it on close (optional; default LG_COORDINATOR)
 
     pools:                          # optional: boards that are one hardware build
       arty: [arty-1, arty-2]        # every board of a pool has the same profile
@@ -62,7 +72,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,6 +105,9 @@ __all__ = [
 _DEFAULT_MAP = BoardMap()
 ENV_LAB = "NVDLA_HIL_LAB"
 ENV_BOARD = "NVDLA_HIL_BOARD"
+#: how the host reaches the board: UARTBone bytes on a pyserial URL, or Etherbone over TCP to
+#: LiteX's litex_server (drivers/etherbone.py)
+TRANSPORTS = ("uartbone", "litex_server")
 PROFILES = tuple(list_profiles())
 
 
@@ -125,6 +138,10 @@ class BoardConfig:
     reset_command: tuple[str, ...] | None = None
     reset_timeout: float = 120.0
     reset_address: int | None = None
+    transport: str = "uartbone"
+    probe_window: bool = True
+    labgrid_place: str | None = None
+    labgrid_coordinator: str | None = None
 
     @property
     def board_map(self) -> BoardMap:
@@ -245,7 +262,8 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
 
     if not isinstance(raw, dict):
         raise err(None, f"expected a mapping of fields, got {type(raw).__name__}")
-    known = {f.name for f in dataclasses.fields(BoardConfig)} - {"name"}
+    known = {f.name for f in dataclasses.fields(BoardConfig)} - {"name", "labgrid_place", "labgrid_coordinator"}
+    known.add("labgrid")
     kw: dict[str, object] = {"name": name}
     for field, value in raw.items():
         field = str(field)
@@ -280,12 +298,36 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
                                                                   for a in value)):
                     raise err(field, "expected a non-empty list of arguments (argv, no shell)")
                 value = tuple(str(a) for a in value)
-        elif field in ("url", "profile", "integrity"):
+        elif field in ("url", "profile", "integrity", "transport"):
             if not isinstance(value, str) or not value.strip():
                 raise err(field, f"expected a non-empty string, got {value!r}")
+        elif field == "probe_window":
+            if not isinstance(value, bool):
+                raise err(field, f"expected true or false, got {value!r}")
+        elif field == "labgrid":
+            if not isinstance(value, dict) or set(map(str, value)) - {"place", "coordinator"}:
+                raise err(field, f"expected a mapping with 'place' (and optionally 'coordinator'), got {value!r}")
+            place, coord = value.get("place"), value.get("coordinator")
+            if not isinstance(place, str) or not re.fullmatch(r"[A-Za-z0-9_.+-]{1,128}", place):
+                raise err(field, f"'place' must be a labgrid place name (letters, digits, _ . + -), got {place!r}")
+            if coord is not None and (not isinstance(coord, str) or not re.fullmatch(r"[A-Za-z0-9_.:\[\]-]{1,256}", coord)):
+                raise err(field, f"'coordinator' must be HOST:PORT, got {coord!r}")
+            kw["labgrid_place"], kw["labgrid_coordinator"] = place, coord
+            continue
         kw[field] = value
+    if kw.get("labgrid_place"):
+        if "url" in kw:
+            raise err("url", "a labgrid board takes its endpoint from the place's serial resource; leave 'url' out")
+        kw["url"] = f"labgrid://{kw['labgrid_place']}"
     if "url" not in kw:
-        raise err(None, "missing field 'url'")
+        raise err(None, "missing field 'url' (or 'labgrid: {place: NAME}')")
+    if kw.get("transport", "uartbone") not in TRANSPORTS:
+        raise err("transport", f"{kw['transport']!r} is not one of {', '.join(TRANSPORTS)}")
+    if kw.get("transport") == "litex_server":
+        if kw.get("labgrid_place"):
+            raise err("transport", "litex_server and labgrid are not combined: point 'url' at the litex_server")
+        if not re.fullmatch(r"tcp://[^\s/:]+:\d{1,5}", str(kw["url"])):
+            raise err("url", f"a litex_server board needs url: tcp://HOST:PORT, got {kw['url']!r}")
     if kw.get("profile", "nv_small") not in PROFILES:
         raise err("profile", f"{kw['profile']!r} is not one of {', '.join(PROFILES)}")
     if kw.get("integrity", "verify") not in ("plain", "verify"):
@@ -412,7 +454,7 @@ def _canonical_host(host: str) -> str:
             infos = socket.getaddrinfo(h, None, type=socket.SOCK_STREAM)
         except (OSError, UnicodeError):
             return h
-        ips = sorted({ipaddress.ip_address(i[4][0].split("%")[0]) for i in infos}, key=lambda a: (a.version, a))
+        ips = sorted({ipaddress.ip_address(str(i[4][0]).split("%")[0]) for i in infos}, key=lambda a: (a.version, a))
         if not ips:
             return h
         if any(a.is_loopback for a in ips):
@@ -432,7 +474,7 @@ def board_endpoint(url: str) -> str:
         return os.path.realpath(u) if os.path.exists(u) else os.path.normpath(u)
     scheme = scheme.lower()
     rest = rest.split("?", 1)[0]
-    if scheme in ("socket", "rfc2217"):
+    if scheme in ("socket", "rfc2217", "tcp"):
         host, _, port = rest.rstrip("/").rpartition(":")
         if host and port.isdigit():
             return f"{scheme}://{_canonical_host(host)}:{int(port)}"
@@ -461,7 +503,7 @@ class BoardLock:
     """Exclusive, crash-safe ownership of one board port (``fcntl.flock``)."""
 
     def __init__(self, url: str, lock_dir: str | os.PathLike[str] | None = None, *, board: str = "",
-                 path: str | os.PathLike[str] | None = None, info: dict[str, object] | None = None) -> None:
+                 path: str | os.PathLike[str] | None = None, info: Mapping[str, object] | None = None) -> None:
         self.url = url
         self.board = board or url
         self.path = Path(path) if path is not None else lock_path(url, lock_dir)

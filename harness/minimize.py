@@ -40,6 +40,7 @@ from ..drivers.precision import LutConfig
 from ..drivers.profiles import HardwareProfile, load_profile
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport
+from .memory import RecordingMemory
 from .traces import Trace, parse_trace, run_trace
 from .vectors import FORMAT, Case, Hex, execute_case, load_case, packed_size, run_case, unpack_surface, write_case
 
@@ -125,7 +126,7 @@ class LayerState:
 
     @property
     def dims(self) -> tuple[int, int, int]:
-        return tuple(int(v) for v in self.x.shape)  # type: ignore[return-value]
+        return tuple(int(v) for v in self.x.shape)  # type: ignore[return-value]  # x is (C, H, W)
 
 
 def _bpe(st: LayerState, which: str) -> int:
@@ -498,6 +499,7 @@ def _trim_extra(st: LayerState, semantics: str) -> LayerState:
             atom = load_profile(st.profile).atom_bytes
             for port, addr, data in st.extra:
                 mem = m.memories[port]
+                assert isinstance(mem, RecordingMemory)  # record_reads=True
                 for a, n in _segments(mem.read_mask(addr, data.size), addr, atom):
                     lo, hi = max(a, addr), min(a + n, addr + data.size)
                     trimmed.append((port, lo, data[lo - addr : hi - addr].copy()))
@@ -547,19 +549,19 @@ def minimize(st: LayerState, target_factory: Callable[[], Transport], *, semanti
                 continue  # split-width pooling: the partial widths would need rewriting
             while lo < hi and time.monotonic() < deadline:
                 mid = (lo + hi) // 2
-                d = list(st.dims)
-                d[axis] = mid
-                cand = reshape(st, *d)
+                dims = list(st.dims)
+                dims[axis] = mid
+                cand = reshape(st, *dims)
                 if same(cand):
                     hi = mid
-                    st = cand  # type: ignore[assignment]
+                    st = cand  # type: ignore[assignment]  # same() checked not None
                 else:
                     lo = mid + 1
             say(f"  axis {'CHW'[axis]}: {st.dims}")
         if st.dims == dims0:  # strides still as programmed: recompute them packed
             cand = reshape(st, *st.dims)
             if same(cand):
-                st = cand  # type: ignore[assignment]
+                st = cand  # type: ignore[assignment]  # same() checked not None
         # 2. registers back to their reset values
         rm = load_profile(st.profile).regmap
         reset: list[str] = []

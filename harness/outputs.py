@@ -12,7 +12,7 @@ line — with the bytes outside the cube (line and surface gaps, padding lanes) 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,7 +137,7 @@ def output_cubes(regs: Mapping[int, int], profile: HardwareProfile) -> list[Outp
     return cubes
 
 
-def cube_for(snapshots: list[Mapping[int, int]], profile: HardwareProfile, address: int,
+def cube_for(snapshots: Sequence[Mapping[int, int]], profile: HardwareProfile, address: int,
              port: str = "pri_mem") -> OutputCube | None:  # fmt: skip
     """The output cube (of any layer snapshot) whose base is ``address`` on ``port``; the last
     layer that writes there wins."""

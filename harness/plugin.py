@@ -78,9 +78,13 @@ from pathlib import Path
 import pytest
 
 from ..drivers.driver import AccessLog, NvdlaDriver
+from ..drivers.uartbone import BoardDeadError
 from ..drivers.profiles import HardwareProfile, load_profile
 from ..drivers.transport import Transport
 from .targets import TARGETS, TargetSpec, open_target, watch_opened_targets
+
+#: warm Verilator simulators (``nvdla_warm_pool`` fixture, ``--nvdla-fresh-sims``) come with this plugin
+pytest_plugins = ["nvdla_hil.harness.warm"]
 
 SPEC_KEY = pytest.StashKey[TargetSpec]()
 PROFILES_KEY = pytest.StashKey[list[str]]()
@@ -92,6 +96,7 @@ BOARD_NOTE_KEY = pytest.StashKey[str]()
 WATCH_KEY = pytest.StashKey[object]()
 RERUN_WAVES_KEY = pytest.StashKey[Path]()
 WAVES_SEEN_KEY = pytest.StashKey[list]()
+BOARD_DEAD_KEY = pytest.StashKey[dict]()
 #: per test (item stash): the targets it opened, with their specs
 OPENED_KEY = pytest.StashKey[list]()
 
@@ -155,6 +160,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "SDP.D_CVT_OFFSET.CVT_OFFSET+1 (harness/targets/faults.py); repeatable")
     g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
     g.addoption("--nvdla-summary-file", default=None, help="also write the summary table to this file")
+    g.addoption("--nvdla-cluster", default=None, metavar="ADDR", dest="nvdla_cluster",
+                help="run the tests on the Dask distributed cluster whose scheduler is ADDR (tcp://host:8786)")
+    g.addoption("--nvdla-max-board-failures", type=int, default=3, metavar="N", dest="nvdla_max_board_failures",
+                help="stop the session after N consecutive tests failed because the board is dead (0: never; default 3)")
     g.addoption("--nvdla-allow-empty", action="store_true",
                 help="a session in which no test ran (all skipped or deselected) is not an error")
 
@@ -363,6 +372,14 @@ def pytest_configure(config: pytest.Config) -> None:
         extra=extra,
     )
     config.stash[WATCH_KEY] = watch_opened_targets(_target_opened)
+    config.stash[BOARD_DEAD_KEY] = {"run": 0, "session": None}
+    cluster = config.getoption("--nvdla-cluster", default=None)
+    if cluster and _xdist_workers(config) > 1:
+        raise pytest.UsageError("--nvdla-cluster and pytest-xdist's -n are two ways to run in parallel: use one")
+    if cluster and not _is_worker(config) and not config.getoption("collectonly"):
+        from .cluster import ClusterLoop
+
+        config.pluginmanager.register(ClusterLoop(config, cluster), "nvdla-hil-cluster")
     config.pluginmanager.register(_RunCounter(config), "nvdla-hil-run-counter")
     if kind == "verilator" and not opts["waves"] and config.getoption("--nvdla-failure-waves") == "rerun":
         config.pluginmanager.register(_WavesOnFailure(), "nvdla-hil-waves-on-failure")
@@ -460,8 +477,30 @@ def _configure_boards(config: pytest.Config, lab: str | None, board: str | None)
     return taken[0].cfg.name, profiles, {"session_lock": {**info, "home": 0}}
 
 
+def _count_board_dead(config: pytest.Config, report: pytest.TestReport) -> None:
+    """Stops the session after ``--nvdla-max-board-failures`` consecutive tests failed on a dead board."""
+    state = config.stash.get(BOARD_DEAD_KEY, None)
+    if state is None or report.when not in ("setup", "call") or (report.when == "setup" and report.passed):
+        return
+    dead = getattr(report, "nvdla_board_dead", None)
+    if not (report.failed and dead):
+        state["run"] = 0
+        return
+    state["run"] += 1
+    limit = config.getoption("--nvdla-max-board-failures", default=3) or 0
+    session = state["session"]
+    if limit and state["run"] >= limit and session is not None and not session.shouldstop:
+        spec = config.stash.get(SPEC_KEY, None)
+        name = getattr(spec, "board", None)
+        board = f"board {name}" if name else "the board"
+        session.shouldstop = f"{board} is dead: {state['run']} consecutive tests failed on it; last: {dead}"
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    state = session.config.stash.get(BOARD_DEAD_KEY, None)
+    if state is not None:
+        state["session"] = session
     note = session.config.stash.get(BOARD_NOTE_KEY, None)
     tr = session.config.pluginmanager.get_plugin("terminalreporter")
     if note and tr is not None:
@@ -670,6 +709,9 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
         report.nvdla_classname = cls  # survives xdist's report serialisation
     if _is_suite(item):
         report.nvdla_suite = True
+    if call.excinfo is not None and (call.excinfo.errisinstance(BoardDeadError)
+                                     or any(c.__name__ == "BoardDeadError" for c in call.excinfo.type.__mro__)):
+        report.nvdla_board_dead = str(call.excinfo.value)  # survives serialisation (xdist, Dask)
 
 
 def _junit_classname(config: pytest.Config, report: pytest.TestReport) -> None:
@@ -773,6 +815,7 @@ class _RunCounter:
         if waves:
             self.config.stash[WAVES_SEEN_KEY].append((report.nodeid, waves))
         self.counts["reports"] += 1
+        _count_board_dead(self.config, report)
         if getattr(report, "nvdla_suite", False) or any(f in report.nodeid.replace("\\", "/") for f in _SUITE_FILES):
             self.counts["suite"] += 1
         if report.when == "call" and report.outcome in ("passed", "failed"):

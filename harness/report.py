@@ -121,7 +121,7 @@ def read_diagnosis(path: str | Path) -> dict[str, Any] | None:
 
 def lut_info(unit: str, config: Any, le: Any, lo: Any, stats: dict[str, int] | None = None) -> dict[str, Any]:
     """The ``lut`` entry of a sidecar from a LutConfig and the two tables."""
-    cfg = dataclasses.asdict(config) if dataclasses.is_dataclass(config) else dict(config)
+    cfg = dataclasses.asdict(config) if dataclasses.is_dataclass(config) and not isinstance(config, type) else dict(config)
     return {"unit": unit, "config": cfg, "le": np.asarray(le).astype(int).tolist(),
             "lo": np.asarray(lo).astype(int).tolist(), "stats": dict(stats or {})}
 

@@ -77,7 +77,7 @@ import numpy as np
 from ..drivers.driver import NvdlaDriver
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
-from .memory import SparseMemory
+from .memory import RecordingMemory, SparseMemory
 from .refmodel.base import UnitNotModelled
 
 __all__ = [
@@ -496,6 +496,7 @@ class TraceResult:
     message: str = ""
     duration: float = 0.0
     register_writes: int = 0
+    setup: str = ""  # "full" or "lean" (run_trace's memory set-up), with the reason for a fallback
 
     @property
     def passed(self) -> bool:
@@ -659,21 +660,40 @@ def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[i
     two more runs pre-fill the other bytes with two different patterns: bytes that come out
     equal were written by a layer, bytes that differ were left alone (gaps between lines,
     padding). None when the model cannot run the trace."""
+    fp = _footprint(trace, profile, semantics, masks=True)
+    return None if fp is None else fp.masks
+
+
+@dataclass
+class _Footprint:
+    """What the trace's layers touch, found on the reference model: every byte range their DMA
+    engines read, per port (merged, sorted), and (``masks``) which bytes of each checked region
+    they write and never read."""
+
+    reads: dict[str, list[tuple[int, int]]]
+    masks: dict[int, np.ndarray] | None = None
+
+
+def _footprint(trace: Trace, profile: str, semantics: str = "rtl", *, masks: bool = True) -> _Footprint | None:
     from .targets.model import ModelTarget
 
     def one(fill: tuple[int, dict[int, np.ndarray]] | None):
         with ModelTarget(profile, semantics=semantics, record_reads=True) as model:
-            res = run_trace(trace, model, poison=False, _fill=fill)
+            res = run_trace(trace, model, poison=False, _fill=fill, setup="full")
             if res.status not in ("passed", "failed"):
                 return None
             crcs = [ck for ck in res.checks if ck.kind == "crc"]
             final = {ck.line: model.mem_read(ck.address, ck.size, port=ck.port) for ck in crcs}
-            read = {ck.line: model.memories[ck.port].read_mask(ck.address, ck.size) for ck in crcs}
-            return final, read
+            read = {ck.line: _read_mask(model.memories[ck.port], ck.address, ck.size) for ck in crcs}
+            spans = {p: _union((a, a + n) for a, n in getattr(m, "reads", ())) for p, m in model.memories.items()}
+            return final, read, spans
 
     first = one(None)
     if first is None:
         return None
+    fp = _Footprint(reads=first[2])
+    if not masks:
+        return fp
     read = first[1]
     finals = []
     for value in (POISON_BYTE, POISON_BYTE ^ 0xFF):
@@ -681,7 +701,65 @@ def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[i
         if got is None:
             return None
         finals.append(got[0])
-    return {line: (finals[0][line] == finals[1][line]) & ~read[line] for line in read}
+    fp.masks = {line: (finals[0][line] == finals[1][line]) & ~read[line] for line in read}
+    return fp
+
+
+def _read_mask(mem: SparseMemory, address: int, size: int) -> np.ndarray:
+    assert isinstance(mem, RecordingMemory), "the footprint runs record reads"
+    return mem.read_mask(address, size)
+
+
+def _union(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint, non-adjacent ``[lo, hi)`` spans covering the same bytes."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(sp for sp in spans if sp[1] > sp[0]):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _minus(spans: list[tuple[int, int]], cut: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` without the bytes of ``cut`` (both as from :func:`_union`)."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in spans:
+        i = max(bisect_right(cut, (lo, ADDRESS_LIMIT)) - 1, 0)
+        pos = lo
+        while i < len(cut) and cut[i][0] < hi:
+            c_lo, c_hi = cut[i]
+            if c_hi > pos:
+                if c_lo > pos:
+                    out.append((pos, c_lo))
+                pos = max(pos, c_hi)
+            i += 1
+        if pos < hi:
+            out.append((pos, hi))
+    return out
+
+
+def _within(spans: list[tuple[int, int]], lo: int, hi: int) -> Iterable[tuple[int, int]]:
+    """The parts of ``spans`` (from :func:`_union`) inside ``[lo, hi)``."""
+    i = max(bisect_right(spans, (lo, ADDRESS_LIMIT)) - 1, 0)
+    while i < len(spans) and spans[i][0] < hi:
+        a, b = max(spans[i][0], lo), min(spans[i][1], hi)
+        if a < b:
+            yield a, b
+        i += 1
+
+
+def _image(merged: list[tuple[str, int, np.ndarray | _Fill]], port: str, lo: int, hi: int) -> np.ndarray:
+    """The bytes ``[lo, hi)`` of ``port`` after the memory set-up (0 where nothing is set up),
+    built locally from the merged set-up pieces."""
+    out = np.zeros(hi - lo, dtype=np.uint8)
+    for p, a, d in merged:
+        n = _span(d)
+        if p != port or a >= hi or a + n <= lo:
+            continue
+        s_lo, s_hi = max(a, lo), min(a + n, hi)
+        out[s_lo - lo : s_hi - lo] = d.value if isinstance(d, _Fill) else d[s_lo - a : s_hi - a]
+    return out
 
 
 def run_trace(
@@ -691,6 +769,7 @@ def run_trace(
     driver: NvdlaDriver | None = None,
     poison: bool = False,
     timeout: float = 30.0,
+    setup: str = "auto",
     _fill: tuple[int, dict[int, np.ndarray]] | None = None,
 ) -> TraceResult:
     """Run one trace on an open transport and report every check.
@@ -702,6 +781,12 @@ def run_trace(
     overlaps a loaded *input* image (a ``mem_load`` whose file name lacks "output").
     Checks whose CRC already matches before the run are reported as ``vacuous``.
     A unit the target cannot run gives status ``skipped`` naming the unit.
+
+    ``setup="lean"`` (``"auto"``: when the target says its link is slow, ``lean_setup``)
+    moves only the bytes that matter: of the memory set-up, the bytes the layers read (found
+    on the reference model) and the checked regions, written once with the poison already
+    applied; vacuity is decided on the local image, so nothing is read before the run. When
+    the model cannot run the trace, the full set-up is used and the result says so.
     """
     t0 = time.monotonic()
     if not isinstance(trace, Trace):
@@ -746,12 +831,15 @@ def run_trace(
             if set_up > MAX_TRACE_BYTES:
                 raise TraceError(trace.path, c.line, f"the trace sets up more than {MAX_TRACE_BYTES:#x} bytes "
                                                      f"({MAX_TRACE_BYTES >> 30} GiB) of memory")
-        for port, addr, data in _merge_pieces(pieces):
+        merged = _merge_pieces(pieces)
+
+        def put(port: str, addr: int, data: np.ndarray | _Fill) -> None:
             try:
                 if isinstance(data, _Fill):
                     _mem_fill(transport, port, addr, data.size, data.value)
                 else:
-                    transport.mem_write(addr, data, port=port)
+                    for off in range(0, data.size, SETUP_CHUNK):
+                        transport.mem_write(addr + off, data[off : off + SETUP_CHUNK], port=port)
             except (TransportError, TraceError):
                 raise
             except ValueError as e:  # the target refuses the address (outside its memory window)
@@ -759,8 +847,48 @@ def run_trace(
                 line = next((ln for (p, a, d), ln in zip(pieces, lines, strict=True)
                              if p == port and _overlaps(a, _span(d), addr, n)), None)
                 raise TraceError(trace.path, line, f"memory set-up {port}[{addr:#x}+{n:#x}]: {e}") from None
-        masks = _written_masks(trace, transport.profile_name) if poison else None
+
+        lean = _fill is None and (setup == "lean" or (setup == "auto" and bool(getattr(transport, "lean_setup", False))))
+        fp = _footprint(trace, transport.profile_name, masks=poison) if lean else None
+        if lean and fp is None:
+            result.setup = "full (the model cannot run this trace, so it cannot say which bytes matter)"
+            lean = False
+        if lean:
+            assert fp is not None
+            result.setup = "lean"
+            crcs = [ck for ck in result.checks if ck.kind == "crc"]
+            checked = {p: _union((ck.address, ck.address + ck.size) for ck in crcs if ck.port == p)
+                       for p in {ck.port for ck in crcs}}
+            # the bytes the layers read, outside the checked regions (those go whole, below)
+            wanted = {p: _minus(sp, checked.get(p, [])) for p, sp in fp.reads.items()}
+            for port, addr, data in merged:
+                for lo, hi in _within(wanted.get(port, []), addr, addr + _span(data)):
+                    put(port, lo, _Fill(hi - lo, data.value) if isinstance(data, _Fill) else data[lo - addr : hi - addr])
+            for port, spans in checked.items():
+                for lo, hi in spans:
+                    region_bytes = _image(merged, port, lo, hi)
+                    for ck in crcs:
+                        if ck.port != port or not lo <= ck.address < hi:
+                            continue
+                        off = ck.address - lo
+                        ck.vacuous = (zlib.crc32(region_bytes[off : off + ck.size].tobytes()) & 0xFFFFFFFF) == ck.expected
+                    if poison:
+                        assert fp.masks is not None
+                        for ck in crcs:
+                            if ck.port == port and lo <= ck.address < hi:
+                                view = region_bytes[ck.address - lo : ck.address - lo + ck.size]
+                                view[fp.masks[ck.line]] = POISON_BYTE
+                                ck.poisoned = bool(fp.masks[ck.line].any())
+                    put(port, lo, region_bytes)
+        else:
+            if result.setup == "":
+                result.setup = "full"
+            for port, addr, data in merged:
+                put(port, addr, data)
+        masks = (fp.masks if fp is not None else _written_masks(trace, transport.profile_name)) if poison and not lean else None
         for ck in result.checks:
+            if lean:
+                break
             if ck.kind != "crc":
                 continue
             ck.vacuous = _crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line)) == ck.expected

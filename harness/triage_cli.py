@@ -185,11 +185,11 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
             from .vectors import load_case, run_case
 
             case = load_case(src)
-            res = run_case(case, t, drv)
-            status = res.status
-            result_text = res.summary()
-            if res.actual_statistics is not None:
-                stats[case.unit or "?"] = res.actual_statistics.counters()
+            cres = run_case(case, t, drv)
+            status = cres.status
+            result_text = cres.summary()
+            if cres.actual_statistics is not None:
+                stats[case.unit or "?"] = cres.actual_statistics.counters()
         link = t.link_report() if hasattr(t, "link_report") else ""
         wave = getattr(t, "wave_path", None)
     if wave and Path(wave).is_file():
@@ -209,10 +209,10 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
             if ref is not None and line in ref:
                 (folder / "regions" / f"line{line}.expected.bin").write_bytes(ref[line].tobytes())
     elif kind == "vector" and status == "failed":
-        diag = _vector_diag(case, res, profile)
+        diag = _vector_diag(case, cres, profile)
         for s in case.outputs:
-            if s.name in res.outputs:
-                (folder / "regions" / f"{s.name}.actual.bin").write_bytes(np.asarray(res.outputs[s.name]).tobytes())
+            if s.name in cres.outputs:
+                (folder / "regions" / f"{s.name}.actual.bin").write_bytes(np.asarray(cres.outputs[s.name]).tobytes())
                 if s.packed is not None:
                     (folder / "regions" / f"{s.name}.expected.bin").write_bytes(s.packed.tobytes())
     lut = _lut_from_model(kind, src, profile, semantics)

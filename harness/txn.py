@@ -295,11 +295,11 @@ def run_txn(test: Txn | str | Path, transport: Transport, *, profile: HardwarePr
             elif c.kind == "dump_mem":
                 addr, size, rel, port = c.args
                 want = load_txn_data(_data_file(txn.path, c.line, rel), size, where=f"{txn.path}:{c.line}")
-                got = np.asarray(transport.mem_read(addr, size, port=port), dtype=np.uint8)
+                mem = np.asarray(transport.mem_read(addr, size, port=port), dtype=np.uint8)
                 cube = cube_for([regs], prof, addr, port)
-                ok = bool(np.array_equal(want, got))
+                ok = bool(np.array_equal(want, mem))
                 res.checks.append(TxnCheck("dump_mem", c.line, ok, f"{port}[{addr:#x}+{size:#x}] vs {rel}: "
-                                           + diff_region(want, got, addr, cube).summary()))  # fmt: skip
+                                           + diff_region(want, mem, addr, cube).summary()))  # fmt: skip
     except UnitNotModelled as e:
         res.status, res.message = "skipped", f"unit not modelled: {e}"
     except (TransportError, TimeoutError) as e:

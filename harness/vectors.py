@@ -2,7 +2,8 @@
 
 A *case* is a folder holding ``case.yaml`` (the manifest) and raw binary blobs. Two kinds:
 
-* ``layer``: memory-to-memory layer of one unit (SDP, CDP, PDP) on a target. The runner
+* ``layer``: memory-to-memory layer of one unit (SDP, CDP, PDP, or CONV: a flying convolution
+  CDMA -> CSC -> CMAC -> CACC -> SDP) on a target. The runner
   loads input surfaces into memory, programs registers (by name), the LUT and convertors
   (through the driver's precision API), launches, waits for the done interrupt, reads the
   output surfaces back, unpacks them and compares them with the golden using the case's
@@ -74,9 +75,16 @@ MAX_BLOB_BYTES = 64 << 20
 MAX_MANIFEST_BYTES = 4 << 20
 DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "float16", "float32")
 PORTS = ("pri_mem", "sec_mem")
-LAYER_UNITS = ("SDP", "CDP", "PDP")
-#: D_OP_ENABLE writes per unit, RDMA engine first (as NVDLA's own traces do)
-DEFAULT_LAUNCH = {"SDP": ("SDP_RDMA", "SDP"), "CDP": ("CDP_RDMA", "CDP"), "PDP": ("PDP",)}
+LAYER_UNITS = ("SDP", "CDP", "PDP", "CONV")
+#: D_OP_ENABLE writes per unit, RDMA engine first (as NVDLA's own traces do). CONV is a flying
+#: convolution layer (CDMA -> CSC -> CMAC -> CACC -> SDP): the dc_* traces enable SDP, CACC,
+#: CMAC_A, CMAC_B, CSC and CDMA last; a case whose SDP reads operands lists SDP_RDMA first in ``launch``
+DEFAULT_LAUNCH = {"SDP": ("SDP_RDMA", "SDP"), "CDP": ("CDP_RDMA", "CDP"), "PDP": ("PDP",),
+                  "CONV": ("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")}
+#: the block whose S_POINTER / done interrupt / statistics stand for the unit (CONV: SDP writes the output)
+DONE_UNIT = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "CONV": "SDP"}
+#: CSB block whose presence in the profile gives the unit
+_UNIT_BLOCK = {"SDP": "SDP", "CDP": "CDP", "PDP": "PDP", "CONV": "CDMA"}
 #: registers the runner owns: the manifest may not write them
 _RESERVED = ("S_POINTER", "D_OP_ENABLE", "S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA")
 RAW_LAYOUT = "raw"
@@ -294,8 +302,9 @@ class _Ctx:
                 if version == (1, 0):
                     shape, _fortran, dt = npy_format.read_array_header_1_0(fh)
                 elif version in ((2, 0), (3, 0)):
-                    shape, _fortran, dt = npy_format.read_array_header_2_0(fh) if version == (2, 0) \
-                        else npy_format._read_array_header(fh, version)  # noqa: SLF001
+                    # 3.0 is 2.0 with a utf-8 header (numpy 2 has no public 3.0 reader; its private
+                    # format._read_array_header is gone); latin-1 decoding still parses it
+                    shape, _fortran, dt = npy_format.read_array_header_2_0(fh)
                 else:
                     raise ValueError(f"unsupported .npy version {version}")
                 offset = fh.tell()
@@ -409,6 +418,7 @@ def load_case(path: str | Path) -> Case:
         doc = yaml_load_strict(text, str(path))
     except YamlError as e:
         msg = str(e).removeprefix(str(path)).lstrip(":").strip()
+        line: str | None
         line, _, rest = msg.partition(": ")
         if line.isdigit():
             line = f"line {line}"
@@ -640,7 +650,7 @@ def _load_layer_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
     ctx.mapping(top, "", allowed=_TOP_LAYER, required=("unit", "profile", "outputs"))
     prof = _profile(ctx, top["profile"])
     unit = ctx.string(top["unit"], "unit", LAYER_UNITS)
-    if not prof.has_unit(unit):
+    if not prof.has_unit(_UNIT_BLOCK[unit]):
         raise ctx.err("unit", f"{prof.name} has no {unit} unit")
     launch = DEFAULT_LAUNCH[unit]
     if top.get("launch") is not None:
@@ -648,9 +658,9 @@ def _load_layer_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
         if not isinstance(lv, list) or not lv:
             raise ctx.err("launch", "expected a non-empty list of block names")
         launch = tuple(ctx.string(b, f"launch[{i}]") for i, b in enumerate(lv))
-        for i, b in enumerate(launch):
+        for i, blk in enumerate(launch):
             try:
-                prof.regmap.register(b, "D_OP_ENABLE")
+                prof.regmap.register(blk, "D_OP_ENABLE")
             except RegisterMapError as e:
                 raise ctx.err(f"launch[{i}]", str(e)) from None
     registers = _load_registers(ctx, top.get("registers"), prof)
@@ -714,8 +724,28 @@ def case_features(case: Case) -> set[str]:
                     feats.add("sdp_lut")
     if case.lut is not None and case.lut.unit == "SDP":
         feats.add("sdp_lut")
+    if case.unit == "CONV":
+        feats.update(_conv_features(case))
     if any(s.port == "sec_mem" for s in case.inputs + case.outputs):
         feats.add("sec_mem")
+    return feats
+
+
+def _conv_features(case: Case) -> set[str]:
+    """CONV case: Winograd (``CDMA.D_MISC_CFG.CONV_MODE``), compressed weights
+    (``CDMA.D_WEIGHT_FORMAT``) and the INT16 / FP16 precision (``CDMA.D_MISC_CFG.PROC_PRECISION``)."""
+    from ..drivers.regmap import load_regmap
+
+    rm = load_regmap("v1")
+    feats: set[str] = set()
+    for r in case.registers:
+        if r.name == "CDMA.D_MISC_CFG":
+            reg = rm.register("CDMA", "D_MISC_CFG")
+            if reg.field("CONV_MODE").extract(r.value):
+                feats.add("winograd")
+            feats.add({0: "int8", 1: "int16", 2: "fp16"}.get(reg.field("PROC_PRECISION").extract(r.value), "int8"))
+        elif r.name == "CDMA.D_WEIGHT_FORMAT" and rm.register("CDMA", "D_WEIGHT_FORMAT").field("WEIGHT_FORMAT").extract(r.value):
+            feats.add("weight_compression")
     return feats
 
 
@@ -864,9 +894,11 @@ def execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None = 
     """Run a layer case and return the raw output images and the statistics read back.
     Raises on transport / register / feature errors (``run_case`` turns them into a status)."""
     drv = driver or NvdlaDriver(transport)
-    unit = case.unit
-    assert unit is not None
+    assert case.unit is not None
+    unit = DONE_UNIT[case.unit]
     for s in case.inputs:
+        if s.packed is None:
+            raise ValueError(f"{case.name}: input {s.name!r} has no packed image")
         transport.mem_write(s.address, s.packed, port=s.port)
     if poison:
         for s in case.outputs:
@@ -888,11 +920,23 @@ def execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None = 
         pc.set_convertor(name, setting)
     if case.statistics is not None:
         pc.enable_statistics(unit)
+    if case.unit == "CONV":
+        _wait_cbuf_flushed(drv, timeout)
     drv.launch(*case.launch)
     drv.wait_done(unit, group, timeout=timeout)
     outputs = {s.name: transport.mem_read(s.address, s.nbytes, port=s.port) for s in case.outputs}
     stats = pc.read_statistics(unit, group) if case.statistics is not None else None
     return outputs, stats
+
+
+def _wait_cbuf_flushed(drv: NvdlaDriver, timeout: float) -> None:
+    """A convolution may start only once CBUF is flushed after reset: the dc_* traces poll
+    ``CDMA.S_CBUF_FLUSH_STATUS`` for 1 before the first ``D_OP_ENABLE``."""
+    deadline = time.monotonic() + timeout
+    while not drv.read_field(("CDMA", "S_CBUF_FLUSH_STATUS"), "FLUSH_DONE"):
+        if time.monotonic() >= deadline:
+            raise TransportError(f"CDMA.S_CBUF_FLUSH_STATUS.FLUSH_DONE still 0 after {timeout:g} s")
+        time.sleep(0.001)
 
 
 def run_layout_case(case: Case) -> CaseResult:

@@ -68,8 +68,8 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         paths = generate_suite(args.suite, args.seed, args.count, args.out, semantics=args.semantics)
     except (VectorError, ValueError) as e:
         return _err(str(e))
-    for p in paths:
-        print(p)
+    for path in paths:
+        print(path)
     return 0
 
 
@@ -98,6 +98,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             res = run_case(case)
         else:
             prof = args.profile or case.profile
+            assert prof is not None  # a layer case always names its profile (vectors._load_layer_case)
             if case.features and not all(load_profile(prof).has(f) for f in case.features):
                 print(f"{case.name}: SKIPPED - profile {prof} lacks {', '.join(sorted(case.features))}")
                 counts["skipped"] = counts.get("skipped", 0) + 1
@@ -162,8 +163,8 @@ def show_case(case: Case) -> str:
         for t, arr in (("LE", case.lut.le), ("LO", case.lut.lo)):
             if arr is not None:
                 lines.append(f"    {t} table {arr.size} entries: {_stats(arr)}")
-    for name, s in case.convertors.items():
-        lines.append(f"  convertor {name}: offset {s.offset} scale {s.scale} shift {s.shift}")
+    for name, cv in case.convertors.items():
+        lines.append(f"  convertor {name}: offset {cv.offset} scale {cv.scale} shift {cv.shift}")
     for s in case.inputs:
         assert s.data is not None
         lines.append(f"  input  {s.name}: {s.layout} {s.params} {s.dtype} {list(s.shape)} at {s.port}[{s.address:#x}] "

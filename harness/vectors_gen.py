@@ -273,7 +273,7 @@ def gen_cdp_lut(rng: np.random.Generator, index: int) -> Draft:
 
 def gen_sdp_cvt(rng: np.random.Generator, index: int) -> Draft:
     d = Draft(unit="SDP", profile="nv_small", statistics=True)
-    out16 = index % 3 == 2 and load_profile(d.profile).has("int16")  # nv_small is INT8-only
+    out16 = index % 3 == 2 and load_profile("nv_small").has("int16")  # nv_small is INT8-only
     w, h, c = int(rng.integers(1, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 25))
     data = None
     if index % 4 == 0:  # the extremes, repeated
@@ -376,6 +376,7 @@ def _byte_fields(d: Draft) -> Draft:
     them as bits [31:5] (32-byte units), so a byte value is shifted by the field's lsb. Also
     declares the ``int16`` feature, so an INT16 case never runs on an INT8-only profile."""
     d.features = tuple(sorted(set(d.features) | {"int16"}))
+    assert d.profile is not None, "_byte_fields needs the draft's profile"
     rm = load_profile(d.profile).regmap
     for r in d.registers:
         blk, reg = r["reg"].split(".", 1)
@@ -585,7 +586,7 @@ def gen_cdp_int16(rng: np.random.Generator, index: int) -> Draft:
         ss = x17
     else:
         sq = np.pad(x17 * x17, ((nl + 1, nl + 1), (0, 0), (0, 0)))
-        ss = sum(sq[k : k + c] for k in range(taps))
+        ss = sum((sq[k : k + c] for k in range(taps)), np.zeros_like(x17))
     lo_v, top = (int(v) for v in np.percentile(ss, [5, 95]))
     top = max(top, lo_v + 64)
     prio = PRIORITIES[index % 8]
@@ -818,7 +819,7 @@ def _golden_for(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics
     best: tuple[int, int, dict[str, Any]] | None = None
     for sh in shifts:
         if sh is not None:
-            d.convertors[d.tune[0]]["shift"] = sh  # type: ignore[index]
+            d.convertors[d.tune[0]]["shift"] = sh  # type: ignore[index]  # tune names a convertor dict
         man, blobs = _manifest_layer(name, d, prov, None)
         write_case(work, man, blobs)
         case = load_case(work)

@@ -712,10 +712,12 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
     ss = collect_sources(vmod)
     params, defines = wrapper_params(vmod)
     sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
-    return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
+    simb = _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
                     jobs=jobs, force=force, progress=progress, cache=cache)
+    assert simb is not None  # None only with lookup_only=True
+    return simb
 
 
 def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
@@ -738,10 +740,12 @@ def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool =
                   progress: Progress = _default_progress, cache: Path | None = None) -> SimBuild:
     """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
     sources = [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_fixture.sv")]
-    return _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
+    simb = _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
                     sources=sources, key_parts=[], hashed=[], hashed_base=None,
                     parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
                     force=force, progress=progress, cache=cache)
+    assert simb is not None  # None only with lookup_only=True
+    return simb
 
 
 # ---------------------------------------------------------------------------------------------

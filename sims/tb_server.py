@@ -15,7 +15,9 @@ The host (``nvdla_hil.harness.targets.verilator.VerilatorTarget``) starts the si
   {"op": "status"}                                              -> {"cycles": n, "irq": 0|1}
   {"op": "quit"}
 
-Every reply carries ``"cycles"`` (core clock cycles since start). Errors reply
+Every reply carries ``"cycles"`` (core clock cycles since start). ``reset`` is sent once at
+start-up and, by a warm simulator pool (``WarmSimulators`` in the host module), between tests
+after the host has emptied the shared memory: the testbench keeps no other state. Errors reply
 ``{"error": "...", "kind": "timeout"|"error"}``. Simulated time only advances while a request
 is being served: the simulator blocks on the socket in between, so the host may access the
 shared memory file (the backdoor) without racing the bus.
@@ -67,8 +69,12 @@ class _Server:
         await self.sync()
 
     async def op_reset(self, req: dict[str, Any]) -> dict[str, Any]:
+        """The reset sequence of a start, also used between tests by a warm simulator pool:
+        the CSB master idle, ``rstn`` (NVDLA core and CSB resets, the AXI memory models'
+        queues) low for ``low_cycles``, then ``wait_cycles`` for NVDLA's reset to finish."""
         await self.sync()
         self.csb.idle()
+        self.csb.reads = self.csb.writes = 0
         self.dut.rstn.value = 0
         await self.run_cycles(int(req.get("low_cycles", 20)))
         self.dut.rstn.value = 1

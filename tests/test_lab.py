@@ -170,3 +170,87 @@ def test_unreachable_port_names_board(tmp_path):
         with open_serial_target(p, "arty"):
             pass
     BoardLock(str(tmp_path / "ttyNOPE"), tmp_path).acquire()  # lock was released after the failure
+
+
+# ---- the DRAM window: defaults that hold NVDLA's traces, a mismatch is a configuration error -----------
+def test_default_window_holds_the_trace_addresses():
+    """NVDLA's nv_small traces put surfaces at 0x80000000, 0x90000000 and 0xa0000000."""
+    import argparse
+
+    from nvdla_hil.harness.board_emu import add_subcommands
+
+    m = BoardMap()
+    for a in (0x8000_0000, 0x9000_0000, 0xA000_0000, 0xBFFF_FFFC):
+        assert m.decode(m.dram(a, 4)) == ("dram", a)
+    ap = argparse.ArgumentParser()
+    add_subcommands(ap.add_subparsers())
+    args = ap.parse_args(["board-emu"])
+    assert (args.dram_base, args.dram_nvdla_base, args.dram_size) == (0x8000_0000, 0x8000_0000, 0x4000_0000)
+    cfg = load_lab_text_default()
+    assert cfg.board_map == m
+
+
+def load_lab_text_default():
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "lab.yaml"
+        p.write_text("boards:\n  b:\n    url: loop://\n")
+        return load_lab(p).board("b")
+
+
+def test_window_the_board_does_not_map_is_a_configuration_error(tmp_path):
+    """A board serving 256 MiB while the lab says 1 GiB: opening the board (and the regression's
+    pre-flight, probe_board) raises LabError naming both windows, never a link integrity error."""
+    from nvdla_hil.harness.targets.serial import probe_board
+
+    tgt = RegisterFileTarget()
+    small = BoardMap(dram_size=0x1000_0000)
+    with serve_in_thread(tgt, small, mode="tcp") as emu:
+        p = _lab(tmp_path, f"lock_dir: {tmp_path}\nboards:\n  arty:\n    url: {emu.url}\n    baud: 3000000\n")
+        for attempt in (lambda: open_serial_target(p, "arty").open(), lambda: probe_board(p, "arty")):
+            with pytest.raises(LabError) as ei:
+                attempt()
+            msg = str(ei.value)
+            assert "0x80000000..0xbfffffff" in msg  # the lab's window
+            assert "0x80000000..~0x8fffffff" in msg  # what the board maps, found by probing
+            assert "'arty'" in msg and str(p) in msg
+        assert not tgt.memory.read(0x8000_0000, 4).any()  # probes put back what they changed
+        # a lab window the board does map passes, and the probe leaves memory as it was
+        tgt.memory.write(0x8FFF_FFFC, b"\x01\x02\x03\x04")
+        p2 = _lab(tmp_path, f"lock_dir: {tmp_path}\nboards:\n  arty:\n    url: {emu.url}\n    dram_size: 0x10000000\n", "ok.yaml")
+        probe_board(p2, "arty")
+        assert tgt.memory.read(0x8FFF_FFFC, 4).tolist() == [1, 2, 3, 4]
+
+
+def test_address_outside_the_window_is_a_board_config_error():
+    from nvdla_hil.drivers.uartbone import BoardConfigError
+
+    with pytest.raises(BoardConfigError, match=r"outside the DRAM window 0x80000000\+0x10000000 .*dram_size"):
+        BoardMap(dram_size=0x1000_0000).dram(0xA000_0000, 16)
+
+
+def test_labgrid_and_litex_server_entries(tmp_path):
+    p = _lab(tmp_path, """\
+        boards:
+          farm:
+            labgrid: {place: nvdla-arty-3, coordinator: "127.0.0.1:20408"}
+          shared:
+            transport: litex_server
+            url: tcp://labhost:1234
+        """)
+    lab = load_lab(p)
+    farm, shared = lab.board("farm"), lab.board("shared")
+    assert (farm.labgrid_place, farm.labgrid_coordinator, farm.url) == ("nvdla-arty-3", "127.0.0.1:20408", "labgrid://nvdla-arty-3")
+    assert shared.transport == "litex_server" and shared.url == "tcp://labhost:1234"
+    for body, msg in [
+        ("    labgrid: {place: x}\n    url: /dev/ttyUSB0\n", "leave 'url' out"),
+        ("    labgrid: {place: 'a b'}\n", "labgrid place name"),
+        ("    labgrid: {room: 5}\n", "mapping with 'place'"),
+        ("    transport: litex_server\n    url: /dev/ttyUSB0\n", "tcp://HOST:PORT"),
+        ("    transport: pcie\n    url: loop://\n", "not one of uartbone, litex_server"),
+        ("    url: loop://\n    probe_window: maybe\n", "true or false"),
+    ]:
+        with pytest.raises(LabError, match=msg):
+            load_lab(_lab(tmp_path, "boards:\n  b1:\n" + body, "bad.yaml"))

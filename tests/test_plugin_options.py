@@ -3,7 +3,9 @@ aliases, registered only where they clash with no other plugin, in either load o
 
 pytest-embedded registers ``--target`` (dest ``target``): installed beside nvdla-hil both load
 and a run works. When pytest-embedded is not installed (``pip install pytest-embedded``), a
-tiny local plugin registering ``--target`` the same way stands in; both are run when present."""
+tiny local plugin registering ``--target`` the same way stands in; both are run when present.
+labgrid's plugin is kept out of these runs (``-p no:labgrid``): with pytest-embedded's
+``--target`` set it skips every test for want of ``--lg-env``, which is between those two."""
 
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def _embedded_path() -> str | None:
 
 def _run(tmp_path: Path, other: str, *argv: str) -> subprocess.CompletedProcess:
     env, pre = _setup(tmp_path, other)
-    return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-s", "-rA", *pre, "test_opts.py", *argv],
+    return subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-s", "-rA", *pre, "test_opts.py", *argv],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
 
 
@@ -94,7 +96,7 @@ def test_loads_beside_a_plugin_that_owns_target(tmp_path, other, order):
     assert "1 passed" in r.stdout
     assert "--target is deprecated" not in r.stdout + r.stderr
     env, pre = _setup(tmp_path, other)
-    h = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", *pre, *first, "--help"], capture_output=True,
+    h = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", *pre, *first, "--help"], capture_output=True,
                        text=True, timeout=300, cwd=tmp_path, env=env)
     assert h.returncode == 0, h.stderr
     assert "--nvdla-target" in h.stdout and "deprecated alias of --nvdla-target" not in h.stdout
@@ -103,7 +105,7 @@ def test_loads_beside_a_plugin_that_owns_target(tmp_path, other, order):
 
 def test_deprecated_alias_works_and_warns(tmp_path):
     (tmp_path / "test_opts.py").write_text(TEST_FILE)
-    r = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-s", "test_opts.py", "--target", "model",
+    r = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-s", "test_opts.py", "--target", "model",
                         "--model-semantics", "cmod"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                        env=_env())
     assert r.returncode == 0, r.stdout + r.stderr
@@ -114,7 +116,7 @@ def test_deprecated_alias_works_and_warns(tmp_path):
 
 def test_alias_and_new_name_that_disagree_are_a_usage_error(tmp_path):
     (tmp_path / "test_opts.py").write_text(TEST_FILE)
-    r = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "test_opts.py", "--target", "model",
+    r = subprocess.run([PY, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "test_opts.py", "--target", "model",
                         "--nvdla-target", "serial"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                        env=_env())
     assert r.returncode == 4, r.stdout + r.stderr

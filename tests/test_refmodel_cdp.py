@@ -359,8 +359,8 @@ def test_run_cdp_layout_and_stats():
     assert not mem.read(0x8000 + 16, 0x40 - 16).any()
 
 
-@pytest.mark.parametrize("fmt", [2])  # INT16 is modelled (tests/test_int16_datapaths.py)
-def test_run_cdp_rejects_int16_fp16(fmt):
+@pytest.mark.parametrize("fmt", [3])  # INT16 and FP16 are modelled (test_int16_datapaths.py, test_cdp_fp16.py)
+def test_run_cdp_rejects_an_undefined_data_format(fmt):
     v = RegView()
     v.set("CDP", "D_DATA_FORMAT", fmt)
     v.set("CDP_RDMA", "D_DATA_FORMAT", fmt)

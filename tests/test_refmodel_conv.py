@@ -1,4 +1,4 @@
-"""Direct-convolution pipeline model (harness/refmodel/conv.py) and SDP->PDP on the fly.
+"""Direct-convolution pipeline model (harness/refmodel/conv/, a package by hardware block) and SDP->PDP on the fly.
 
 Golden values: hand-worked examples, a naive scalar loop written here independently of the
 model, and NVDLA's own trace CRCs (dc_*, sdp_pdp_*).
@@ -478,3 +478,52 @@ def test_cbuf_programming_the_hardware_cannot_hold_is_refused(edit, message):
         v.set_field(b, r, f, val)
     with pytest.raises(InvalidLayer, match=re.escape(message)):
         run_conv(v, mem, ModelOptions())
+
+
+# ---------------------------------------------------------------------------------------
+# optional CDMA stages: image input and compressed weights are imported only when a layer needs them
+
+
+@pytest.mark.parametrize("reg,field,module,needle", [
+    ("D_DATAIN_FORMAT", "DATAIN_FORMAT", "image", "image"),
+    ("D_WEIGHT_FORMAT", "WEIGHT_FORMAT", "compressed", "compressed"),
+])
+def test_optional_stage_missing_is_not_modelled(monkeypatch, reg, field, module, needle):
+    import sys
+
+    from nvdla_hil.harness.refmodel.base import UnitNotModelled
+
+    monkeypatch.setitem(sys.modules, f"nvdla_hil.harness.refmodel.conv.{module}", None)  # import fails
+    d = np.ones((8, 1, 1), dtype=np.int64)
+    w = np.ones((1, 8, 1, 1), dtype=np.int64)
+    v, mem, _, _ = _layer(d, w)
+    for b in ("CDMA", "CSC"):
+        v.set_field(b, reg, field, 1)
+    with pytest.raises(UnitNotModelled, match=needle):
+        run_conv(v, mem, ModelOptions())
+
+
+def test_optional_stages_are_dispatched(monkeypatch):
+    """Pixel input calls image.fetch_image, compressed weights compressed.read_compressed_weights;
+    what they return is what the MAC multiplies (here: 2 * 3 summed over 8 channels = 48)."""
+    import sys
+    import types
+
+    calls = []
+    img = types.ModuleType("nvdla_hil.harness.refmodel.conv.image")
+    img.fetch_image = lambda view, mem, options: (calls.append("image"), np.full((8, 1, 1), 2, np.int64))[1]
+    img.image_conv_config = lambda view, cfg: (calls.append("image cfg"), cfg)[1]
+    cmp_ = types.ModuleType("nvdla_hil.harness.refmodel.conv.compressed")
+    cmp_.read_compressed_weights = lambda view, mem, options, k, c, kh, kw: (
+        calls.append(("weights", k, c, kh, kw)), np.full((k, c, kh, kw), 3, np.int64))[1]
+    monkeypatch.setitem(sys.modules, img.__name__, img)
+    monkeypatch.setitem(sys.modules, cmp_.__name__, cmp_)
+    d = np.ones((8, 1, 1), dtype=np.int64)
+    w = np.ones((1, 8, 1, 1), dtype=np.int64)
+    v, mem, _, _ = _layer(d, w)
+    for b in ("CDMA", "CSC"):
+        v.set_field(b, "D_DATAIN_FORMAT", "DATAIN_FORMAT", 1)
+        v.set_field(b, "D_WEIGHT_FORMAT", "WEIGHT_FORMAT", 1)
+    run_conv(v, mem, ModelOptions())
+    assert calls == ["image", "image cfg", ("weights", 1, 8, 1, 1)]
+    assert int(np.asarray(mem.read(0x200000, 1), dtype=np.uint8).view(np.int8)[0]) == 48

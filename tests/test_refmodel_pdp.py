@@ -133,13 +133,13 @@ def test_property_pool_matches_scalar_reference(data):
     assert _pool(x, cfg, ow, oh) == _ref_pool(x, cfg, ow, oh)
 
 
-def test_run_pdp_rejects_flying_and_fp16():
+def test_run_pdp_rejects_flying_and_undefined_format():
     v = RegView()
     v.set("PDP", "D_OPERATION_MODE_CFG", 0x00)  # FLYING_MODE = ON_FLYING
     with pytest.raises(UnitNotModelled, match="flying"):
         run_pdp(v, SparseMemory(), ModelOptions())
-    v.set("PDP", "D_DATA_FORMAT", 2)
-    with pytest.raises(UnitNotModelled, match="FP16"):
+    v.set("PDP", "D_DATA_FORMAT", 3)  # FP16 (2) is modelled; 3 is not a defined INPUT_DATA
+    with pytest.raises(UnitNotModelled, match="input data type 3"):
         run_pdp(v, SparseMemory(), ModelOptions())
 
 

@@ -17,7 +17,7 @@ from nvdla_hil.harness.traces import run_trace
 from nvdla_hil.harness.vectors import bundled_root, find_cases, run_case
 
 TRACES = ["cdp_8x8x64_lrn3_int8_5", "sdp_3x3x33_bn_int8_mem_0", "pdp_8x9x19_3x3_ave_int8_1", "dc_1x1x8_1x1x8x1_int8_0"]
-DRAM = 0x4000_0000  # NVDLA 0x80000000..0xc0000000 (the traces use 0x8..., 0x9..., 0xa...)
+DRAM = 0x4000_0000  # the default window: NVDLA 0x80000000..0xc0000000 (the traces use 0x8..., 0x9..., 0xa...)
 
 LAB = """\
 lock_dir: {lock}
@@ -26,10 +26,8 @@ boards:
     url: {url}
     baud: 3000000
     profile: {profile}
-    dram_size: {dram:#x}
     integrity: {integrity}
     reset_address: 0xf0000000
-    response_timeout: 10   # the emulator computes a layer inside the bus write that launches it
 """
 
 
@@ -37,7 +35,7 @@ boards:
 def board(request, tmp_path):
     """A lab file whose one board is the emulator (nv_small model) on a pty or TCP socket."""
     model = ModelTarget("nv_small")
-    with serve_in_thread(model, BoardMap(dram_size=DRAM), mode=request.param) as emu:
+    with serve_in_thread(model, BoardMap(), mode=request.param) as emu:
         lab = tmp_path / "lab.yaml"
         lab.write_text(LAB.format(lock=tmp_path, url=emu.url, profile="nv_small", dram=DRAM, integrity="verify"))
         yield TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board="emu"), emu
@@ -81,7 +79,7 @@ def test_lut_load_and_read_back_over_the_link(tmp_path):
     write too. The verified load reads the table back through the same pair."""
     model = ModelTarget("nv_small")
     le, lo = _tables(5)
-    with serve_in_thread(model, BoardMap(dram_size=DRAM)) as emu:
+    with serve_in_thread(model, BoardMap()) as emu:
         lab = tmp_path / "lab.yaml"
         lab.write_text(LAB.format(lock=tmp_path, url=emu.url, profile="nv_small", dram=DRAM, integrity="verify"))
         with open_target(TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board="emu")) as t:
@@ -106,7 +104,7 @@ def test_lut_loads_on_a_faulty_link_are_correct_or_reported(mode, tmp_path):
     ok, mask, pops = readback_rules("nv_small")
     outcome = {"ok": 0, "reported": 0, "wrong": 0}
     faults = FaultConfig(drop=0.0005, corrupt=0.0005, seed=3)
-    with serve_in_thread(model, BoardMap(dram_size=DRAM), faults=faults, mode=mode, fsm_timeout=0.005) as emu:
+    with serve_in_thread(model, BoardMap(), faults=faults, mode=mode, fsm_timeout=0.005) as emu:
         t = SerialTransport(emu.url, 3_000_000, board_map=BoardMap(dram_size=DRAM),
                             policy=IntegrityPolicy("verify", retries=5), readback_ok=ok, readback_mask=mask,
                             read_pops=pops, response_timeout=0.05, board_timeout=0.01)
@@ -135,7 +133,7 @@ def test_trace_lut_payload_is_proven_over_the_link(tmp_path, trace_root):
     CFG+DATA run as one indirect-port unit, so a corrupted LUT entry on the wire is caught by
     the read-back and rewritten, and the trace still passes its CRC."""
     model = ModelTarget("nv_small")
-    with serve_in_thread(model, BoardMap(dram_size=DRAM)) as emu:
+    with serve_in_thread(model, BoardMap()) as emu:
         header = bytes([0x03, 65]) + ((0x4000_0000 + 0xD00C) >> 2).to_bytes(4, "big")  # LE: 65 words
         feed, hits = emu.core.feed, []
 

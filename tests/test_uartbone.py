@@ -71,7 +71,7 @@ def test_board_map():
 
 # ---- end to end through the emulator ----------------------------------------------------------------
 def _transport(url, policy="verify", **kw):
-    kw.setdefault("response_timeout", 0.2)
+    kw.setdefault("response_timeout", 2.0)  # a clean link never waits this long; a loaded machine may
     kw.setdefault("board_timeout", 0.005)
     return SerialTransport(url, 3_000_000, policy=IntegrityPolicy(policy), readback_ok=lambda a: a != LUT_PORT, **kw)
 
@@ -155,7 +155,7 @@ def test_non_idempotent_write_is_not_repeated():
     # The link dies right after the port write's bytes: the sync read that should prove
     # the framing never comes back, so the write is reported, not retried.
     tgt = RegisterFileTarget()
-    with serve_in_thread(tgt, fsm_timeout=0.005) as emu:
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
         with _transport(emu.url, "verify", response_timeout=0.05) as t:
             emu.faults = FaultConfig(silent_after=emu.stats.bytes_in + 10)
             with pytest.raises((LinkIntegrityError, TransportTimeoutError)):
@@ -167,8 +167,8 @@ def test_non_idempotent_write_is_not_repeated():
 # ---- a corrupted read address: the failure mode that two agreeing reads do not catch ------------------
 def _misaddress(emu, header: bytes, n: int) -> list[int]:
     """Corrupt the address of the next ``n`` commands starting with ``header`` (cmd, length,
-    address) that the board receives, so they hit unmapped space (reads give 0, writes
-    vanish). Returns the list that counts the corrupted commands."""
+    address) that the board receives, so they hit unmapped space (reads give 0xFFFFFFFF after
+    the bus timeout, 0 s here; writes vanish). Returns the list that counts the corrupted commands."""
     feed, hits = emu.core.feed, []
 
     def corrupting_feed(data: bytes, now: float) -> bytes:
@@ -186,14 +186,14 @@ def _misaddress(emu, header: bytes, n: int) -> list[int]:
 
 @pytest.mark.parametrize("count", [1, 8])
 def test_reads_landing_in_zero_space_are_not_accepted(count):
-    """Two reads whose addresses were both corrupted into unmapped space agree on zeros; the
+    """Two reads whose addresses were both corrupted into unmapped space agree on all ones; the
     verify policy takes ``uniform_reads`` agreeing reads for a uniform result, so three such
     reads in a row are caught and retried, and the true words come back."""
     tgt = RegisterFileTarget()
     want = [0x12345678 + 0x01010101 * i for i in range(count)]
     for i, v in enumerate(want):
         tgt.regs[0x5000 + 4 * i] = v
-    with serve_in_thread(tgt, fsm_timeout=0.005) as emu:
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
         with _transport(emu.url, "verify") as t:
             hits = _misaddress(emu, encode_read(0x4000_5000 >> 2, count), 3)
             assert t.read_burst(0x5000, count) == want
@@ -204,10 +204,11 @@ def test_reads_landing_in_zero_space_are_not_accepted(count):
 
 def test_zero_write_sent_elsewhere_is_not_verified_by_a_misaddressed_read_back():
     """Writing 0 is the common case in NVDLA programming. If the write goes elsewhere and the
-    read-back is misaddressed into unmapped space, a single read-back shows the 0 it wants."""
+    read-back is misaddressed into unmapped space, a single read-back could show the 0 it wants
+    (a board whose unmapped space reads 0; a LiteX SoC reads all ones)."""
     tgt = RegisterFileTarget()
     tgt.regs[0x5000] = 0x55
-    with serve_in_thread(tgt, fsm_timeout=0.005) as emu:
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
         with _transport(emu.url, "verify") as t:
             writes = _misaddress(emu, encode_write(0x4000_5000 >> 2, [0])[:6], 1)
             reads = _misaddress(emu, encode_read(0x4000_5000 >> 2, 1), 1)
@@ -219,7 +220,7 @@ def test_zero_write_sent_elsewhere_is_not_verified_by_a_misaddressed_read_back()
 
 def test_zero_register_is_confirmed_by_four_reads():
     tgt = RegisterFileTarget()
-    with serve_in_thread(tgt, fsm_timeout=0.005) as emu:
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
         with _transport(emu.url, "verify") as t:
             tgt.regs[0x5000] = 7
             tgt.regs[0x5004] = 0
@@ -252,3 +253,86 @@ def test_network_ports_turn_nagle_off():
     with serve_in_thread(RegisterFileTarget(), mode="tcp", fsm_timeout=0.005) as emu:
         with _transport(emu.url, "verify") as t:
             assert t._port._socket.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+# ---- a dead or hung board: one clear exception, quickly -------------------------------------------------
+def _emu_process(mode: str):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu",
+                             "--pty" if mode == "pty" else "--tcp=0", "--backend", "regfile"],
+                            stdout=subprocess.PIPE, text=True)
+    return proc, proc.stdout.readline().strip()
+
+
+def _lab_for(tmp_path, url: str):
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(f"lock_dir: {tmp_path}\nboards:\n  arty-7:\n    url: {url}\n    baud: 3000000\n"
+                   f"    probe_window: false\n")
+    return lab
+
+
+@pytest.mark.parametrize("mode", ["pty", "tcp"])
+def test_killed_board_is_board_dead_error_naming_it(mode, tmp_path):
+    """The board's process is killed mid-session: the next operation raises BoardDeadError (a
+    LinkIntegrityError) naming the board and its URL within seconds, never a raw
+    SerialException/OSError; later calls fail at once, and so does the next test's open."""
+    import time
+
+    from nvdla_hil.drivers.uartbone import BoardDeadError
+    from nvdla_hil.harness.targets.serial import open_serial_target
+
+    proc, url = _emu_process(mode)
+    lab = _lab_for(tmp_path, url)
+    try:
+        with open_serial_target(lab, "arty-7") as t:
+            t.write32(0x5000, 7)
+            assert t.read32(0x5000) == 7
+            proc.kill()
+            proc.wait(10)
+            t0 = time.monotonic()
+            with pytest.raises(BoardDeadError) as ei:
+                t.read32(0x5000)
+            took = time.monotonic() - t0
+            assert isinstance(ei.value, LinkIntegrityError)
+            assert "board 'arty-7'" in str(ei.value) and url in str(ei.value), str(ei.value)
+            assert took < 4.0, took
+            t0 = time.monotonic()
+            with pytest.raises(BoardDeadError, match="declared dead"):
+                t.write32(0x5000, 1, posted=False)
+            assert time.monotonic() - t0 < 0.1
+        t0 = time.monotonic()
+        with pytest.raises(BoardDeadError, match="arty-7"):
+            with open_serial_target(lab, "arty-7"):
+                pass
+        assert time.monotonic() - t0 < 4.0
+    finally:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_hung_board_is_board_dead_error_within_bounded_retries(tmp_path):
+    """A board that stops answering (its process stopped: the port stays open) is declared
+    dead after two silent sync reads, not after the whole retry budget."""
+    import signal
+    import time
+
+    from nvdla_hil.drivers.uartbone import BoardDeadError
+    from nvdla_hil.harness.targets.serial import open_serial_target
+
+    proc, url = _emu_process("tcp")
+    lab = _lab_for(tmp_path, url)
+    try:
+        with open_serial_target(lab, "arty-7") as t:
+            assert t.read32(0x1000) == 0x00303031
+            proc.send_signal(signal.SIGSTOP)
+            t0 = time.monotonic()
+            with pytest.raises(BoardDeadError, match=r"no answer to 2 sync reads") as ei:
+                t.read32(0x1000)
+            took = time.monotonic() - t0
+            assert "board 'arty-7'" in str(ei.value) and took < 4.0, (took, str(ei.value))
+    finally:
+        proc.send_signal(signal.SIGCONT)
+        proc.kill()
+        proc.wait(10)

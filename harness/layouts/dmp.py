@@ -24,9 +24,9 @@ SEED = "seed 002 (DMP dv-sdk network I/O layout)"
 
 def _dhwc(shape: tuple[int, ...], what: str) -> tuple[int, int, int, int]:
     if len(shape) == 3:
-        return (1,) + tuple(int(s) for s in shape)  # type: ignore[return-value]
+        return (1,) + tuple(int(s) for s in shape)  # type: ignore[return-value]  # len checked
     if len(shape) == 4:
-        return tuple(int(s) for s in shape)  # type: ignore[return-value]
+        return tuple(int(s) for s in shape)  # type: ignore[return-value]  # len checked
     raise LayoutError(f"{what}: expected (H, W, C) or (D, H, W, C), got shape {shape}")
 
 

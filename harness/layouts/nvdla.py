@@ -365,7 +365,7 @@ PIXEL_FORMATS: dict[str, PixelFormat] = {
 PIXEL_ALIGN = 32  # "Both start address and line stride of pitch linear shall aligned to 32 bytes"
 
 
-def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[tuple[int, int, int]]]]:
+def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[list[tuple[int, int, int]]]]]:
     """Per plane: list of containers, each a list of (channel, lsb, width) fields.
 
     Components of 8 or 16 bits each get their own container (byte/half-word); 10-bit packed
@@ -377,11 +377,11 @@ def _pixel_container(fmt: PixelFormat) -> tuple[np.dtype, list[list[tuple[int, i
         planes = [[y], rest]
     else:
         planes = [fields]
-    out = []
+    out: list[list[list[tuple[int, int, int]]]] = []
     widths = {w for _, w in fields}
     if 2 in widths:
         # 10-bit packed formats: one 32-bit word per pixel, fields from the LSB in reversed name order
-        cdt = np.dtype("<u4")
+        cdt: np.dtype = np.dtype("<u4")
         lsb, fl = 0, []
         for n, w in reversed(fields):
             fl.append((_CH[n], lsb, w))
@@ -419,7 +419,7 @@ def _pixel_geometry(fmt: PixelFormat, H: int, W: int, p: dict[str, Any]) -> list
             f"{fmt.name}: x_offset={x} outside the valid X offset range 0~{fmt.x_offset_max} "
             f"(seed 000 pixel format table)"
         )
-    out = []
+    out: list[tuple[int, int, int]] = []
     offset = 0
     for i, pl in enumerate(planes):
         bpp = len(pl) * cdt.itemsize
@@ -497,7 +497,7 @@ def _pixel_plans(fmt: PixelFormat, H: int, W: int, p: dict[str, Any]) -> tuple[i
 
 
 def make_pixel_layout(fmt: PixelFormat) -> LayoutSpec:
-    params = (
+    params: tuple[Param, ...] = (
         Param("x_offset", int, 0, f"redundant pixels before the first element of each line (0~{fmt.x_offset_max})"),
         Param("line_stride", int, None, "bytes per line of the (Y) plane, multiple of 32 (default: minimum)"),
     )
@@ -609,7 +609,7 @@ _WEIGHT_PARAMS = _profile_params() + (
 def _weight_shape(shape: tuple[int, ...], what: str) -> tuple[int, int, int, int]:
     if len(shape) != 4:
         raise LayoutError(f"{what}: weights are (K, C, H, W) kernels, got shape {shape}")
-    return tuple(int(s) for s in shape)  # type: ignore[return-value]
+    return tuple(int(s) for s in shape)  # type: ignore[return-value]  # len checked above
 
 
 def dc_plan(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> Plan:
@@ -1117,9 +1117,9 @@ def check_alignment(fmt: str, *, atom_bytes: int | None = None, profile: str | N
     for key, val in values.items():
         if key not in row:
             raise LayoutError(f"check_alignment: unknown field {key!r}; accepted: {list(_ALIGN_FIELDS)}")
-        if val is None or row[key] is None:
+        if val is None or (align := row[key]) is None:
             continue
-        check_aligned(f"{fmt} {key}", val, row[key], f"alignment of {key.replace('_', ' ')} for {fmt} is {row[key]} bytes ({source})")
+        check_aligned(f"{fmt} {key}", val, align, f"alignment of {key.replace('_', ' ')} for {fmt} is {align} bytes ({source})")
 
 
 # --------------------------------------------------------------------------------------------

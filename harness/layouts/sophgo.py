@@ -255,7 +255,7 @@ def _system_strides(shape: tuple[int, ...], p: dict[str, Any]) -> Strides:
     if len(shape) != 4:
         raise LayoutError(f"sophgo.system: expected (N, C, H, W), got shape {shape}")
     if p["strides"] is None:
-        return continuous_stride(shape)  # type: ignore[arg-type]
+        return continuous_stride(shape)
     if len(p["strides"]) != 4:
         raise LayoutError(f"sophgo.system: strides are (N, C, H, W) in elements, got {p['strides']}")
     st = Strides(*p["strides"])

@@ -1,4 +1,4 @@
-"""Bit-exact reference model of NVDLA's CDP (cross-channel data processor: LRN), INT8 and INT16.
+"""Bit-exact reference model of NVDLA's CDP (cross-channel data processor: LRN), INT8, INT16 and FP16.
 
 Pipeline per element (w, h, c) of a C-channel cube (docs/nvdla-precision-semantics.md
 section 6; cmod ``cmod/cdp/NV_NVDLA_cdp.cpp`` ``lookup_lut_int8``, RTL ``vmod/nvdla/cdp``):
@@ -42,6 +42,28 @@ converts no precision (seed 000), so the output is INT16 too:
                       ``IntShiftRightSat<50,6,16>``); ``D_OUT_SATURATION`` counts the RSAT
                       flag (cmod rule 1.2; the nv_full RTL counts too,
                       ``NV_NVDLA_CDP_DP_cvtout.v`` ``dp2reg_d*_out_saturation``, RTL rule)
+
+FP16 (``INPUT_DATA = FP16``, nv_full; cmod ``hls_wrapper/cdp_hls_wrapper.cpp``
+``HLS_CDP_lookup_fp16`` / ``HLS_CDP_lookup_lut``, ``hls/cdp_libs/cdp_icvt.cpp`` /
+``cdp_ocvt.cpp``, ``cdp/NV_NVDLA_cdp.cpp``; :func:`cdp_lrn_fp16`):
+
+1. input              NAN_TO_ZERO (``D_NAN_FLUSH_TO_ZERO``) turns NaN into +0; channels outside
+                      the cube (and padding lanes) are +0 (the cmod's DATIN_OFFSET fill, forced to
+                      0 for FP16); ``x17 = Fp16ToFp17(b)`` - DATIN offset/scale/shifter unused
+2. square sum         fp32: ``x32 = Fp17ToFp32(x17)``, ``q = fp32_mul(x32, x32)``, summed as
+                      ``((q[c-1] + q[c+1]) + q[c]) + (q[c-2] + q[c+2]) + ...`` (or ``x32``)
+3. LUT                START/END: the low 32 bits as fp32 patterns; ``d = fp32_sub(s, START)``,
+                      UF when ``d <= 0`` or NaN; LE exponent: index = exponent(d) - INDEX_OFFSET
+                      (UF below 0, OF from 64), fraction = mantissa bits 22..7; linear: ``d /
+                      2^select`` in float (select = the raw 8-bit field, signed), OF from 64/256,
+                      fraction = 16 bits of the float's fractional part (truncated); hit:
+                      ``fp17_add(fp17_mul(Fp32ToFp17(T1 - T0), frac), T0)``; UF/OF:
+                      ``fp17_add(fp17_mul(Fp32ToFp17(s - edge), slope), T[0 | last])`` with the
+                      16-bit slope scales read as FP16 (LE exponent UF edge: START + 2^offset);
+                      priorities and LUT counters as INT
+4. multiply           ``fp17_mul(x17, r)``; MUL_BYPASS: ``r``, or ``x17`` when the input is NaN
+5. output             ``Fp17ToFp16`` (no saturation count, D_OUT_SATURATION 0); NaN/INF input
+                      counters over every element CDP_RDMA reads, NaN output counter
 """
 
 from __future__ import annotations
@@ -52,7 +74,9 @@ import numpy as np
 
 from ...drivers.precision import lut_config_from_fields
 from .dma import CubeGeometry, read_surfaces, write_surfaces
+from . import fp16 as F
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .fp16_extra import fp17_to_fp16_bits
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
 from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
 
@@ -62,6 +86,7 @@ __all__ = [
     "UF",
     "CdpConfig",
     "cdp_lrn",
+    "cdp_lrn_fp16",
     "cdp_lut",
     "decode_cdp_config",
     "decode_cdp_lut",
@@ -384,6 +409,115 @@ def _cdp_lrn_int16(x, channels, cfg, le, lo, lut, semantics, observer=None):
 
 
 # --------------------------------------------------------------------------------------
+# FP16 (nv_full cmod: hls_wrapper/cdp_hls_wrapper.cpp HLS_CDP_lookup_fp16 / HLS_CDP_lookup_lut)
+# --------------------------------------------------------------------------------------
+
+
+def _f32(bits: np.ndarray) -> np.ndarray:
+    return (np.asarray(bits, I64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
+
+
+def _fp16_table(s: np.ndarray, t: np.ndarray, *, upper: int, exp_mode: bool, start: int, end: int, index_offset: int,
+                index_select: int, uflow_scale: int, oflow_scale: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """One table of the FP16 LUT (``HLS_CDP_lookup_lut``) for fp32 square sums ``s`` (bit
+    patterns): value (fp17 bits) and state (UF/OF/HIT). START/END: their low 32 bits as fp32
+    patterns; ``index_select``: the raw 8-bit field as int8; slopes: the 16-bit scale fields as
+    FP16; the fraction: 16 bits, ``FpFractionToFloat<16,6,10>``."""
+    start32, end32 = I64(start & 0xFFFFFFFF), I64(end & 0xFFFFFFFF)
+    sub = F.fp32_sub_bits(s, start32)
+    subf = _f32(sub)
+    uf = np.isnan(subf) | (subf <= 0)
+    if exp_mode:
+        sb = sub & 0xFFFFFFFF
+        idx = ((sb >> 23) & 0xFF) - 127 - index_offset
+        off = (sb >> 7) & 0xFFFF
+        uf = uf | (idx < 0)
+        of = ~uf & (idx >= upper)
+    else:
+        with np.errstate(all="ignore"):
+            sh = (subf.astype(np.float64) / np.float64(2.0) ** index_select).astype(np.float32)
+            of = ~uf & (sh >= np.float32(upper))
+            ok = ~uf & ~of
+            tr = np.where(ok, np.trunc(sh), 0).astype(np.float32)
+            idx = tr.astype(I64)
+            off = np.where(ok, np.trunc((np.where(ok, sh, 0) - tr) * np.float32(65536)), 0).astype(I64)
+    hit = ~uf & ~of
+    idx = np.where(hit, np.clip(idx, 0, upper - 1), 0)
+    tt = np.asarray(t, I64) & 0xFFFF
+    r0, r1 = tt[idx], tt[idx + 1]
+    d = F.fp32_to_fp17_bits(F.fp32_sub_bits(F.fp16_to_fp32_bits(r1), F.fp16_to_fp32_bits(r0)))
+    v_hit = F.fp17_add_bits(F.fp17_mul_bits(d, F.fraction_to_fp17_bits(np.where(hit, off, 0), 16)), F.fp16_to_fp17_bits(r0))
+    sub_u = sub
+    if exp_mode:
+        offset = 0.0 if index_offset <= -127 else float(np.float32(2.0 ** index_offset))
+        adj = F.fp32_add_bits(start32, I64(np.array([offset], np.float32).view(np.uint32)[0]))
+        sub_u = F.fp32_sub_bits(s, adj)
+    slope_u = F.fp16_to_fp17_bits(uflow_scale & 0xFFFF)
+    v_uf = F.fp17_add_bits(F.fp17_mul_bits(F.fp32_to_fp17_bits(sub_u), slope_u), F.fp16_to_fp17_bits(tt[0]))
+    slope_o = F.fp16_to_fp17_bits(oflow_scale & 0xFFFF)
+    v_of = F.fp17_add_bits(F.fp17_mul_bits(F.fp32_to_fp17_bits(F.fp32_sub_bits(s, end32)), slope_o),
+                           F.fp16_to_fp17_bits(tt[upper]))
+    state = np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8)
+    return np.where(uf, v_uf, np.where(of, v_of, v_hit)), state
+
+
+def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, lo: np.ndarray, lut: LutParams, *,
+                 le_select: int, lo_select: int, nan_to_zero: bool = False,
+                 observer: object | None = None) -> tuple[np.ndarray, LutStats, np.ndarray]:  # fmt: skip
+    """FP16 LRN over the last axis of ``x`` (FP16 patterns ``[..., Cp]``), as the nv_full cmod
+    (``HLS_CDP_lookup_fp16``): NaN -> +0 with NAN_TO_ZERO; lanes ``>= channels`` and channels
+    outside the cube are +0; ``x17 = Fp16ToFp17(b)`` (the input offset/scale/shifter are
+    unused), ``x32 = Fp17ToFp32(x17)``; squares ``fp32_mul(x32, x32)`` (or ``x32`` with
+    SQSUM_BYPASS); the sum in the cmod's order ``((x[c-1]+x[c+1]) + x[c]) + (x[c-2]+x[c+2]) +
+    ...`` (fp32 adds); the two-table LUT of :func:`_fp16_table` with the INT priorities and
+    counters; ``fp17_mul(x17, r)`` (MUL_BYPASS: ``r``, or ``x17`` when it is NaN); output
+    ``Fp17ToFp16`` (no saturation count). Returns ``(out uint16, stats, lut_value)``."""
+    b = np.asarray(x, I64) & 0xFFFF
+    lane = np.arange(b.shape[-1])
+    b = np.where(lane < channels, b, 0)
+    if nan_to_zero:
+        b = np.where(((b & 0x7C00) == 0x7C00) & ((b & 0x3FF) != 0), 0, b)
+    x17 = F.fp16_to_fp17_bits(b).astype(I64)
+    x32 = F.fp17_to_fp32_bits(x17).astype(I64)
+    sq = x32 if cfg.sqsum_bypass else F.fp32_mul_bits(x32, x32)
+    if cfg.sqsum_bypass:
+        s = sq
+    else:
+        n = b.shape[-1]
+        sqp = np.pad(sq, [(0, 0)] * (sq.ndim - 1) + [(4, 4)])
+        at = lambda k: sqp[..., 4 + k : 4 + k + n]  # noqa: E731
+        s = F.fp32_add_bits(F.fp32_add_bits(at(-1), at(1)), at(0))
+        for k in range(2, cfg.normalz_len + 2):
+            s = F.fp32_add_bits(s, F.fp32_add_bits(at(-k), at(k)))
+    s = np.asarray(s, I64)
+    le_v, le_s = _fp16_table(s, le, upper=LE_ENTRIES - 1, exp_mode=lut.le_function == "exponent", start=lut.le_start,
+                             end=lut.le_end, index_offset=lut.le_index_offset, index_select=le_select,
+                             uflow_scale=lut.le_slope_uflow_scale, oflow_scale=lut.le_slope_oflow_scale)
+    lo_v, lo_s = _fp16_table(s, lo, upper=LO_ENTRIES - 1, exp_mode=False, start=lut.lo_start, end=lut.lo_end,
+                             index_offset=0, index_select=lo_select,
+                             uflow_scale=lut.lo_slope_uflow_scale, oflow_scale=lut.lo_slope_oflow_scale)
+    both_uf = (le_s == UF) & (lo_s == UF)
+    both_of = ~both_uf & (le_s == OF) & (lo_s == OF)
+    le_only = ~both_uf & ~both_of & (le_s == HIT) & (lo_s != HIT)
+    lo_only = ~both_uf & ~both_of & (lo_s == HIT) & (le_s != HIT)
+    hybrid = ~(both_uf | both_of | le_only | lo_only)
+    pick_lo = ((both_uf & (lut.uflow_priority == "LO")) | (both_of & (lut.oflow_priority == "LO")) | lo_only
+               | (hybrid & (lut.hybrid_priority == "LO")))  # fmt: skip
+    r = np.where(pick_lo, lo_v, le_v)
+    if cfg.mul_bypass:
+        v = np.where(np.isnan(_f32(x32)), x17, r)
+    else:
+        v = F.fp17_mul_bits(x17, r)
+    out = fp17_to_fp16_bits(v)
+    stats = LutStats(le_hit=int(le_only.sum()), lo_hit=int(lo_only.sum()), uflow=int(both_uf.sum()),
+                     oflow=int(both_of.sum()), hybrid=int(hybrid.sum()))
+    if observer is not None:
+        observer.event("cdp_fp16", b=b, s=_f32(s), le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,  # type: ignore[attr-defined]
+                       out=out, channels=channels)
+    return out, stats, r
+
+
+# --------------------------------------------------------------------------------------
 # Memory access (feature-data layout, seed 000)
 # --------------------------------------------------------------------------------------
 
@@ -393,15 +527,15 @@ def _addr(view: RegisterView, block: str, low: str, high: str) -> int:
 
 
 def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> LayerResult:
-    """Execute one CDP layer (INT8 or INT16) from the executing register group."""
+    """Execute one CDP layer (INT8, INT16 or FP16) from the executing register group."""
     sem = options.semantics
     fmt = view.field("CDP", "D_DATA_FORMAT", "INPUT_DATA_TYPE")
     rfmt = view.field("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA")
-    if fmt != rfmt or fmt not in (0, 1):
+    if fmt != rfmt or fmt not in (0, 1, 2):
         names = {0: "INT8", 1: "INT16", 2: "FP16"}
         raise UnitNotModelled(
             f"CDP: input data type {names.get(fmt, fmt)} (RDMA {names.get(rfmt, rfmt)}) not modelled; "
-            "INT8 or INT16 with CDP and CDP_RDMA agreeing"
+            "INT8, INT16 or FP16 with CDP and CDP_RDMA agreeing"
         )
     bits = 8 if fmt == 0 else 16
     bpe = bits // 8
@@ -426,8 +560,22 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
 
     cfg = decode_cdp_config(view, bits)
     lut = decode_cdp_lut(view, sem, bits)
-    out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem,
-                            observer=getattr(options, "coverage", None))
+    nan_in = inf_in = nan_out = 0
+    if fmt == 2:
+        xb = x.view(np.uint16)
+        special = (xb & 0x7C00) == 0x7C00
+        nan = special & ((xb & 0x3FF) != 0)
+        nan_in, inf_in = int(nan.sum()), int((special & ~nan).sum())
+        sel = lambda fld: int(sx(view.field("CDP", "S_LUT_INFO", fld), 8))  # noqa: E731
+        ob, st, _ = cdp_lrn_fp16(xb, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut,
+                                 le_select=sel("LUT_LE_INDEX_SELECT"), lo_select=sel("LUT_LO_INDEX_SELECT"),
+                                 nan_to_zero=bool(view.field("CDP", "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")),
+                                 observer=getattr(options, "coverage", None))
+        nan_out = int((((ob & 0x7C00) == 0x7C00) & ((ob & 0x3FF) != 0)).sum())
+        out, nsat = ob.view(np.int16), 0
+    else:
+        out, st, nsat = cdp_lrn(x, c, cfg, view.lut("CDP", "LE"), view.lut("CDP", "LO"), lut, sem,
+                                observer=getattr(options, "coverage", None))
 
     dst = np.ascontiguousarray(out.astype("<i2") if bpe == 2 else out).reshape(h, w, groups, atom)
     dst = np.ascontiguousarray(dst.transpose(2, 0, 1, 3)).view(np.uint8)
@@ -449,8 +597,8 @@ def run_cdp(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> Layer
         ("CDP", "D_PERF_LUT_LE_HIT"): cap(st.le_hit),
         ("CDP", "D_PERF_LUT_LO_HIT"): cap(st.lo_hit),
         ("CDP", "D_OUT_SATURATION"): cap(nsat),
-        ("CDP", "D_NAN_INPUT_NUM"): 0,
-        ("CDP", "D_INF_INPUT_NUM"): 0,
-        ("CDP", "D_NAN_OUTPUT_NUM"): 0,
+        ("CDP", "D_NAN_INPUT_NUM"): cap(nan_in),
+        ("CDP", "D_INF_INPUT_NUM"): cap(inf_in),
+        ("CDP", "D_NAN_OUTPUT_NUM"): cap(nan_out),
     }
     return LayerResult(stats=stats, elements=int(out.size))

@@ -57,7 +57,7 @@ INF_VALUES: dict[str, float | None] = {
 }
 
 
-def as_bits(bits: np.ndarray | int) -> np.ndarray:
+def as_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
     """Validate and return ``bits`` as a uint16 array (ints must lie in 0..0xffff)."""
     a = np.asarray(bits)
     if a.dtype == np.uint16:
@@ -183,7 +183,8 @@ def fp16_to_int(bits: np.ndarray | int, out_bits: int = 16) -> np.ndarray:
     f = to_float(bits, np.float64)
     lo, hi = -(1 << (out_bits - 1)), (1 << (out_bits - 1)) - 1
     nan = np.isnan(f)
-    r = np.where(f >= 0, np.floor(np.abs(f) + 0.5), -np.floor(np.abs(f) + 0.5))
+    with np.errstate(invalid="ignore"):
+        r = np.where(f >= 0, np.floor(np.abs(f) + 0.5), -np.floor(np.abs(f) + 0.5))
     r = np.clip(np.where(nan, lo, r), lo, hi)
     return r.astype(np.int64)
 
@@ -231,3 +232,317 @@ def finish_outputs(values: np.ndarray, *, nan_to_zero: bool = False) -> np.ndarr
     """The output side: FP32/FP64 result -> FP16 bits, RNE with denormals, clip to +/-65504
     (no INF output), NaN kept (or flushed when the unit flushed its inputs)."""
     return from_float(values, clip=True, nan_to_zero=nan_to_zero)
+
+
+# ---------------------------------------------------------------------------------------
+# SDP's fp32 data path, bit for bit as NVDLA's C model computes it (nvdlav1
+# cmod/hls/include/nvdla_float.h: FpWidthInc/FpWidthDec/FpAdd/FpMul/FpCmp/FpRelu/FpFloatToInt,
+# used by cmod/hls/sdp/sdp_x.cpp, sdp_y_core.cpp, sdp_y_cvt.cpp, sdp_c.cpp). Values are fp32 bit
+# patterns held in int64 arrays (0..0xffffffff). The fp32 path is not IEEE 754: there is no INF
+# (an overflow gives the signed maximal finite value 0x7f7fffff), no denormal result (flushed to a
+# signed zero), the smaller addend is truncated beyond 25 guard bits, x + (-x) keeps the sign of
+# the operand with the larger magnitude (the first on a tie), and a NaN operand is returned as is
+# (first operand first), so the FP16 NaN payload survives to the output.
+
+_I64 = np.int64
+F32_MAX_BITS = 0x7F7FFFFF
+_M23 = (1 << 23) - 1
+
+
+def _fields(x: np.ndarray, e_bits: int, m_bits: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    x = np.asarray(x, dtype=_I64)
+    return (x >> (e_bits + m_bits)) & 1, (x >> m_bits) & ((1 << e_bits) - 1), x & ((1 << m_bits) - 1)
+
+
+def _pack(s: np.ndarray | int, e: np.ndarray | int, m: np.ndarray | int, e_bits: int, m_bits: int) -> np.ndarray:
+    return (((np.asarray(s, _I64) & 1) << (e_bits + m_bits)) | ((np.asarray(e, _I64) & ((1 << e_bits) - 1)) << m_bits)
+            | (np.asarray(m, _I64) & ((1 << m_bits) - 1)))
+
+
+def _f32_fields(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    return _fields(x, 8, 23)
+
+
+def _f32_nan(e: np.ndarray, m: np.ndarray, e_bits: int = 8) -> np.ndarray:
+    return (e == (1 << e_bits) - 1) & (m != 0)
+
+
+def _pack32(s: np.ndarray | int, e: np.ndarray | int, m: np.ndarray | int) -> np.ndarray:
+    return _pack(s, e, m, 8, 23)
+
+
+def _bit_length(v: np.ndarray) -> np.ndarray:
+    """Bit length of non-negative int64 values below 2^53 (exact through float64)."""
+    return np.frexp(np.asarray(v, dtype=np.float64))[1].astype(_I64)
+
+
+def _set_max(s: np.ndarray, e_bits: int, m_bits: int) -> np.ndarray:
+    """cmod ``SetToInf``: the signed maximal finite value (exponent all ones but one, mantissa all ones)."""
+    return _pack(s, (1 << e_bits) - 2, (1 << m_bits) - 1, e_bits, m_bits)
+
+
+def _nan_first(out: np.ndarray, a: np.ndarray, b: np.ndarray, ea, ma, eb, mb, e_bits: int = 8) -> np.ndarray:
+    out = np.where(_f32_nan(eb, mb, e_bits), b, out)
+    return np.where(_f32_nan(ea, ma, e_bits), a, out)
+
+
+def fp16_to_fp32_bits(bits: np.ndarray | int) -> np.ndarray:
+    """cmod ``Fp16ToFp32`` (FpWidthInc<5,10,8,23,DENORM_YES,NAN_YES>): exact widening, denormals
+    normalised, +/-INF -> +/-0x7f7fffff (seed 000: SDP's INF value 3.40282e38), NaN -> exponent
+    0xff with the 10-bit FP16 payload in the low mantissa bits (not shifted)."""
+    h = as_bits(bits).astype(_I64)
+    s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
+    out = _pack32(s, e + 112, m << 13)
+    blen = _bit_length(m)
+    den = _pack32(s, 102 + blen, (m << np.clip(24 - blen, 0, 23)))
+    out = np.where((e == 0) & (m != 0), den, out)
+    out = np.where((e == 0) & (m == 0), s << 31, out)
+    out = np.where((e == 0x1F) & (m == 0), (s << 31) | F32_MAX_BITS, out)
+    return np.where((e == 0x1F) & (m != 0), _pack32(s, 0xFF, m), out)
+
+
+def fp32_to_fp16_bits(x: np.ndarray) -> np.ndarray:
+    """cmod ``Fp32ToFp16`` (FpWidthDec<8,23,5,10,DENORM_YES,NAN_YES>): round to nearest even,
+    FP16 denormals produced, |x| >= 2^16 (or a round-up past 65504) -> +/-65504 (0x7bff), an
+    exponent below 2^-25 -> signed zero, NaN -> exponent 0x1f with the low 10 mantissa bits (a
+    payload whose low bits are zero gives the INF pattern). Returns uint16."""
+    return _narrow(x, 5, denorm=True).astype(np.uint16)
+
+
+def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
+    """cmod ``FpWidthDec<8,23,e_out,10,...>``: fp32 -> 1+e_out+10 bits (FP16: e_out = 5; fp17: 6)."""
+    s, e, m = _f32_fields(x)
+    emax = (1 << e_out) - 1
+    delta = 127 - ((1 << (e_out - 1)) - 1)
+    sh_out = e_out + 10
+    p1 = m | (1 << 23)
+    # normal range: RNE 24 -> 11 bits
+    top = p1 >> 13
+    g = (p1 >> 12) & 1
+    st = (p1 & 0xFFF) != 0
+    top = top + (g & (st | (top & 1)))
+    ovf = top >> 11
+    ne = e - delta + ovf
+    nm = np.where(ovf == 1, 0, top & 0x3FF)
+    maxv = _set_max(s, e_out, 10)
+    out = np.where(ne >= emax, maxv, (s << sh_out) | (ne << 10) | nm)
+    # denormal range: exponent delta-10 .. delta, shift 1..11 (FpMantDecShiftRight)
+    sh = np.clip(delta + 1 - e, 1, 11)
+    gpos = 13 + sh - 1
+    gd = (p1 >> gpos) & 1
+    sd = (p1 & ((_I64(1) << gpos) - 1)) != 0
+    ld = (p1 >> (gpos + 1)) & 1
+    o = ((p1 >> sh) >> 13) & 0x7FF
+    o = o + (gd & (sd | ld))
+    if denorm:
+        den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, o & 0x3FF)
+    else:  # DENORM_NO: only a round-up to the smallest normal survives
+        den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, 0)
+    out = np.where((e <= delta) & (e >= delta - 10), den, out)
+    out = np.where(e < delta - 10, s << sh_out, out)
+    out = np.where(e >= emax + delta, maxv, out)
+    return np.where(_f32_nan(e, m), (s << sh_out) | (emax << 10) | (m & 0x3FF), out)
+
+
+def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
+    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
+    sa, ea, ma = _fields(a, eb_, mb_)
+    sb, eb, mb = _fields(b, eb_, mb_)
+    emax = (1 << eb_) - 1
+    more = mb_ + 2
+    width = more + mb_ + 1  # internal mantissa width
+    one = 1 << mb_
+    pa = ma | np.where((ea == 0) & (ma == 0), 0, one)
+    pb = mb | np.where((eb == 0) & (mb == 0), 0, one)
+    agt = (ea > eb) | ((ea == eb) & (ma >= mb))
+    oe = np.where(agt, ea, eb)
+    d = np.abs(ea - eb)
+    big = np.where(agt, pa, pb) << more
+    small_m = np.where(agt, pb, pa)
+    ls = more - d
+    small = np.where(ls >= 0, small_m << np.clip(ls, 0, more), small_m >> np.clip(-ls, 0, 63))
+    os_ = np.where(agt, sa, sb)
+    tot = np.where(sa == sb, big + small, big - small)
+    carry = (tot >> width) & 1
+    inf = (carry == 1) & (oe >= emax - 1)
+    zc = width - _bit_length(tot)
+    zero = (carry == 0) & ((tot == 0) | (oe <= zc))
+    mant = np.where(carry == 1, tot >> 1, tot << np.clip(zc, 0, width))
+    oe = np.where(carry == 1, oe + 1, oe - zc)
+    trunc = width - (mb_ + 1)
+    top = mant >> trunc
+    g = (mant >> (trunc - 1)) & 1
+    st = (mant & ((1 << (trunc - 1)) - 1)) != 0
+    top = top + (g & (st | (top & 1)))
+    ovf = (top >> (mb_ + 1)) & 1
+    inf |= (ovf == 1) & (oe >= emax - 1)
+    oe = oe + ovf
+    out = _pack(os_, oe, top, eb_, mb_)
+    out = np.where(zero, os_ << (eb_ + mb_), out)
+    out = np.where(inf, _set_max(os_, eb_, mb_), out)
+    return _nan_first(out, a, b, ea, ma, eb, mb, eb_)
+
+
+def _fp_mul(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
+    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
+    sa, ea, ma = _fields(a, eb_, mb_)
+    sb, eb, mb = _fields(b, eb_, mb_)
+    emax = (1 << eb_) - 1
+    bias = (1 << (eb_ - 1)) - 1
+    pw = 2 * mb_ + 1
+    za, zb = (ea == 0) & (ma == 0), (eb == 0) & (mb == 0)
+    pa = ma | np.where(za, 0, 1 << mb_)
+    pb = mb | np.where(zb, 0, 1 << mb_)
+    p = pa * pb
+    ps = sa ^ sb
+    es = ea + eb
+    zero = za | zb | (es < bias)
+    inf = ~zero & (es >= emax + bias)
+    pe = es - bias
+    hi = (p >> pw) & 1
+    inf |= ~zero & (hi == 1) & (pe >= emax - 1)
+    pe = pe + hi
+    mask = (_I64(1) << pw) - 1
+    pm = np.where(hi == 1, p & mask, (p << 1) & mask)
+    p1 = pm | (_I64(1) << pw)
+    trunc = pw - mb_
+    top = p1 >> trunc
+    g = (p1 >> (trunc - 1)) & 1
+    st = (p1 & ((_I64(1) << (trunc - 1)) - 1)) != 0
+    top = top + (g & (st | (top & 1)))
+    ovf = (top >> (mb_ + 1)) & 1
+    oe = pe + ovf
+    inf |= ~zero & (oe >= emax)
+    out = _pack(ps, oe, top, eb_, mb_)
+    out = np.where(inf, _set_max(ps, eb_, mb_), out)
+    out = np.where(zero | (~inf & ((oe & emax) == 0)), ps << (eb_ + mb_), out)
+    return _nan_first(out, a, b, ea, ma, eb, mb, eb_)
+
+
+def fp32_add_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``FpAdd<8,23>``: the larger magnitude (exponent, then mantissa, ``a`` on a tie)
+    is placed 25 bits up in a 49-bit field, the other shifted to it (bits below the field are
+    dropped, no sticky), added or subtracted; a carry out shifts right by one (dropping a bit)
+    or overflows (exponent 254) to the maximal value; otherwise normalised (exponent too small
+    -> signed zero with the larger operand's sign); RNE to 24 bits."""
+    return _fp_add(a, b, 8, 23)
+
+
+def fp32_sub_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``FpSub``: ``b``'s sign flipped (NaN included), then FpAdd."""
+    return _fp_add(a, np.asarray(b, _I64) ^ (1 << 31), 8, 23)
+
+
+def fp32_mul_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``FpMul<8,23>``: 24 x 24-bit mantissa product, exponent sum below the bias ->
+    signed zero, at or above 382 -> maximal value, normalised and RNE to 24 bits; a result
+    exponent of 0 is flushed to a signed zero; sign = XOR."""
+    return _fp_mul(a, b, 8, 23)
+
+
+# ---- fp17 (1 + 6 + 10 bits), the SDP LUT interpolation format (cmod sdp_y_inp.cpp)
+
+
+def fp17_add_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``Fp17Add`` (FpAdd<6,10>), same rules as :func:`fp32_add_bits`."""
+    return _fp_add(a, b, 6, 10)
+
+
+def fp17_mul_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``Fp17Mul`` (FpMul<6,10>), same rules as :func:`fp32_mul_bits`."""
+    return _fp_mul(a, b, 6, 10)
+
+
+def fp16_to_fp17_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
+    """cmod ``Fp16ToFp17`` (FpExpoWidthInc<5,6,10,DENORM_YES,NAN_YES>): exact, denormals
+    normalised, +/-INF -> the fp17 maximum (exponent 62, mantissa all ones), NaN kept."""
+    h = as_bits(bits).astype(_I64)
+    s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
+    out = _pack(s, e + 16, m, 6, 10)
+    blen = _bit_length(m)
+    den = _pack(s, 6 + blen, m << np.clip(11 - blen, 1, 10), 6, 10)
+    out = np.where((e == 0) & (m != 0), den, out)
+    out = np.where((e == 0) & (m == 0), s << 16, out)
+    out = np.where((e == 0x1F) & (m == 0), _set_max(s, 6, 10), out)
+    return np.where((e == 0x1F) & (m != 0), _pack(s, 63, m, 6, 10), out)
+
+
+def fp17_to_fp32_bits(x: np.ndarray) -> np.ndarray:
+    """cmod ``Fp17ToFp32`` (FpWidthInc<6,10,8,23,DENORM_NO,NAN_YES>): exponent + 96, mantissa
+    << 13; the fp17 INF pattern -> fp32 maximum; NaN -> exponent 0xff, payload not shifted."""
+    s, e, m = _fields(x, 6, 10)
+    out = _pack32(s, e + 96, m << 13)
+    out = np.where((e == 0) & (m == 0), s << 31, out)
+    out = np.where((e == 63) & (m == 0), (s << 31) | F32_MAX_BITS, out)
+    return np.where((e == 63) & (m != 0), _pack32(s, 0xFF, m), out)
+
+
+def fp32_to_fp17_bits(x: np.ndarray) -> np.ndarray:
+    """cmod ``Fp32ToFp17`` (FpWidthDec<8,23,6,10,DENORM_NO,NAN_YES>): RNE to 10 mantissa bits,
+    no denormals (a value below 2^-30 is a signed zero unless it rounds up to 2^-30), overflow
+    -> fp17 maximum, NaN keeps the low 10 payload bits."""
+    return _narrow(x, 6, denorm=False)
+
+
+def fraction_to_fp17_bits(frac: np.ndarray, frac_bits: int = 35) -> np.ndarray:
+    """cmod ``FpFractionToFloat<35,6,10>``: an unsigned fraction ``frac / 2^35`` -> fp17, RNE
+    to 11 significant bits; 0 -> +0."""
+    f = np.asarray(frac, dtype=_I64)
+    L = _bit_length(f)  # the leading one at bit L-1, value in [2^(L-1-35), 2^(L-35))
+    sh = np.clip(L - 11, 0, 63)
+    top = f >> sh
+    g = np.where(L > 11, (f >> np.clip(sh - 1, 0, 63)) & 1, 0)
+    st = np.where(L > 12, (f & ((_I64(1) << np.clip(sh - 1, 0, 62)) - 1)) != 0, False)
+    top = np.where(L > 11, top + (g & (st | (top & 1))), top << np.clip(11 - L, 0, 11))
+    ovf = top >> 11
+    e = 31 - (frac_bits - L + 1) + 1 + ovf - 1  # 31 - zero_count - 1 (+1 on round-up)
+    out = _pack(0, e, top & 0x3FF, 6, 10)
+    zc = frac_bits - L
+    return np.where((f == 0) | ((ovf == 0) & (zc + 1 >= 31)), 0, out)
+
+
+def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.ndarray:
+    """cmod ``FpMax``/``FpMin`` (FpCmp): sign/exponent/mantissa comparison of the patterns, a
+    NaN operand wins (``a`` first)."""
+    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
+    sa, ea, ma = _f32_fields(a)
+    sb, eb, mb = _f32_fields(b)
+    abs_gt = (ea > eb) | ((ea == eb) & (ma > mb))
+    a_gt = np.where(sa == 0, np.where(sb == 0, abs_gt, True), np.where(sb == 0, False, ~abs_gt))
+    out = np.where(a_gt == take_max, a, b)
+    return _nan_first(out, a, b, ea, ma, eb, mb)
+
+
+def fp32_relu_bits(x: np.ndarray) -> np.ndarray:
+    """cmod ``FpRelu``: negative values (not NaN) -> +0."""
+    x = np.asarray(x, _I64)
+    s, e, m = _f32_fields(x)
+    return np.where((s == 0) | _f32_nan(e, m), x, 0)
+
+
+def fp32_is_nan(x: np.ndarray) -> np.ndarray:
+    _, e, m = _f32_fields(x)
+    return _f32_nan(e, m)
+
+
+def float_to_int_frac(x: np.ndarray, rshift: int, int_bits: int = 9, frac_bits: int = 35) -> tuple[np.ndarray, np.ndarray]:
+    """cmod ``FpFloatToIntFrac<8,23,8,9,35>`` (the SDP LUT's linear index of a positive fp32
+    value): ``x / 2^rshift`` split into an integer part (saturated to 2^9 - 1) and a 35-bit
+    fraction; the implied 1 is always set; the unbiased exponent is held in 8 signed bits, so
+    the fp32 INF pattern (a register operand) indexes as 2^-128."""
+    _, e, m = _f32_fields(x)
+    p1 = m | (1 << 23)
+    abs_e = ((e - 127 + 128) & 0xFF) - 128  # an 8-bit signed exponent: 128 (INF pattern) wraps to -128
+    ls = abs_e - int(rshift) - 23
+    m_int = np.where(ls >= 0, (1 << int_bits) - 1, p1 >> np.clip(-ls, 0, 63))
+    m_int = np.minimum(m_int, (1 << int_bits) - 1)
+    fs = frac_bits + ls
+    fra = np.where(fs >= 0, (p1 << np.clip(fs, 0, 40)) & ((_I64(1) << frac_bits) - 1), p1 >> np.clip(-fs, 0, 63))
+    return m_int, np.where(ls >= 0, 0, fra)
+
+
+def fp16_to_int16_cmod(bits: np.ndarray) -> np.ndarray:
+    """cmod ``Fp16ToInt16`` (FpFloatToInt<16,5,10>): ties away from zero, saturating (the INF
+    pattern saturates), NaN -> -32768; the implied 1 is set even for denormals/zero, which all
+    round to 0. Returns int64."""
+    return fp16_to_int(bits, 16)

@@ -27,6 +27,7 @@ __all__ = [
     "decode_sdp_lut_params",
     "lut_stats",
     "sdp_lut",
+    "sdp_lut_fp",
     "sdp_lut_stats",
 ]
 
@@ -258,3 +259,115 @@ def lut_stats(hit_le: np.ndarray, hit_lo: np.ndarray, kind: np.ndarray) -> LutSt
 
 
 sdp_lut_stats = lut_stats
+
+
+# ---------------------------------------------------------------------------------------
+# FP16 processing (PROC_PRECISION = FP16): nvdlav1 cmod/hls/sdp/sdp_y_idx.cpp (index),
+# cmod/hls_wrapper/sdp_hls_wrapper.cpp sdp_y (table read, flow operands), sdp_y_inp.cpp
+# (interpolation / extrapolation); arithmetic in fp16.py (nvdla_float.h).
+
+
+def _fp_index_exponent(d: np.ndarray, eo: int):
+    """LE exponent mode on ``d = x - LE_START`` (fp32 patterns): UF for d <= 0 or NaN or an
+    unbiased exponent below LE_INDEX_OFFSET; index = exponent - offset (OF from 64); the
+    fraction is the 23-bit mantissa placed at the top of 35 bits."""
+    from . import fp16 as F
+
+    s, e, m = F._f32_fields(d)
+    uf = (s == 1) | ((e == 0) & (m == 0)) | F._f32_nan(e, m)
+    k = e - 127
+    uf |= k < eo
+    i = k - eo
+    of = ~uf & (i >= LE_ENTRIES - 1)
+    kind = np.where(uf, KIND_UF, np.where(of, KIND_OF, KIND_HIT)).astype(np.uint8)
+    i = np.where(uf, 0, np.where(of, LE_ENTRIES - 1, i))
+    f = np.where(kind == KIND_HIT, m << (FRAC_BITS - 23), 0)
+    return kind, i, f
+
+
+def _fp_index_linear(d: np.ndarray, s_sel: int, n: int):
+    """Linear mode on ``d = x - START`` (fp32 patterns): UF for d <= 0 or NaN, else
+    ``FpFloatToIntFrac(d, select)``: integer part (OF from n - 1) and 35-bit fraction."""
+    from . import fp16 as F
+
+    s, e, m = F._f32_fields(d)
+    uf = (s == 1) | ((e == 0) & (m == 0)) | F._f32_nan(e, m)
+    i, f = F.float_to_int_frac(d, s_sel)
+    of = ~uf & (i >= n - 1)
+    kind = np.where(uf, KIND_UF, np.where(of, KIND_OF, KIND_HIT)).astype(np.uint8)
+    i = np.where(uf, 0, np.where(of, n - 1, i))
+    f = np.where(kind == KIND_HIT, f, 0)
+    return kind, i, f
+
+
+def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
+               observer: object | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """SDP LUT on fp32 patterns (int64) with FP16 tables, as NVDLA's C model computes it.
+
+    Index: ``d = FpSub(x, START)`` (START/END registers read as fp32 patterns); LE exponent:
+    unbiased exponent of d minus LE_INDEX_OFFSET, fraction = mantissa; linear (LE and LO):
+    ``d / 2^INDEX_SELECT`` split by ``FpFloatToIntFrac``. Selection and counters as in the
+    integer LUT (section 5.3, 5.6). Hit: ``a0 = 1 - f`` (1.0 when f = 0) and ``a1 = f`` as fp17
+    (``FpFractionToFloat``, RNE), ``y = Fp17Add(Fp17Mul(a0, T[i]), Fp17Mul(a1, T[i+1]))``.
+    Under/overflow: ``y = Fp17Add(T[edge], Fp17Mul(Fp32ToFp17(x - (anchor + bias)), scale))``
+    with the SLOPE_*_SCALE register as FP16, the shift unused, anchor = START (UF) or END (OF),
+    and bias = float(2^LE_INDEX_OFFSET) for LE exponent underflow (else 0). Result widened
+    with ``Fp17ToFp32``. Returns ``(y, hit_le, hit_lo, kind)`` like :func:`sdp_lut`."""
+    from . import fp16 as F
+
+    le = np.asarray(le).astype(np.int64) & 0xFFFF
+    lo = np.asarray(lo).astype(np.int64) & 0xFFFF
+    if le.shape != (LE_ENTRIES,) or lo.shape != (LO_ENTRIES,):
+        raise ValueError(f"LUT tables must have {LE_ENTRIES}/{LO_ENTRIES} entries, got {le.shape}/{lo.shape}")
+    x = np.asarray(x, dtype=I64)
+    u32 = lambda v: int(v) & 0xFFFFFFFF  # noqa: E731
+    d_le = F.fp32_sub_bits(x, u32(p.le_start))
+    d_lo = F.fp32_sub_bits(x, u32(p.lo_start))
+    if p.le_function == "exponent":
+        k_le, i_le, f_le = _fp_index_exponent(d_le, p.le_index_offset)
+    else:
+        k_le, i_le, f_le = _fp_index_linear(d_le, p.le_index_select, LE_ENTRIES)
+    k_lo, i_lo, f_lo = _fp_index_linear(d_lo, p.lo_index_select, LO_ENTRIES)
+    hit_le, hit_lo = k_le == KIND_HIT, k_lo == KIND_HIT
+    uf2 = (k_le == KIND_UF) & (k_lo == KIND_UF)
+    of2 = (k_le == KIND_OF) & (k_lo == KIND_OF)
+    hit2 = hit_le & hit_lo
+    miss2 = ~hit_le & ~hit_lo & ~uf2 & ~of2
+    use_lo = np.where(uf2, p.uflow_priority == "LO",
+                      np.where(of2, p.oflow_priority == "LO", np.where(hit2 | miss2, p.hybrid_priority == "LO", hit_lo)))
+    kind = np.where(use_lo, k_lo, k_le)
+    idx = np.where(use_lo, i_lo, i_le)
+    frac = np.where(use_lo, f_lo, f_le)
+    y = np.zeros(x.shape, dtype=I64)
+    # hit: interpolation in fp17
+    m = kind == KIND_HIT
+    if m.any():
+        ii, ff, ul = idx[m], frac[m], use_lo[m]
+        y0 = np.where(ul, lo[np.minimum(ii, LO_ENTRIES - 1)], le[np.minimum(ii, LE_ENTRIES - 1)])
+        y1 = np.where(ul, lo[np.minimum(ii + 1, LO_ENTRIES - 1)], le[np.minimum(ii + 1, LE_ENTRIES - 1)])
+        a0 = np.where(ff == 0, 0x7C00, F.fraction_to_fp17_bits((I64(1) << FRAC_BITS) - ff))
+        a1 = F.fraction_to_fp17_bits(ff)
+        o = F.fp17_add_bits(F.fp17_mul_bits(a0, F.fp16_to_fp17_bits(y0.astype(np.uint16))),
+                            F.fp17_mul_bits(a1, F.fp16_to_fp17_bits(y1.astype(np.uint16))))
+        y[m] = F.fp17_to_fp32_bits(o)
+    # under/overflow: extrapolation from the table edge
+    eo = int(p.le_index_offset)
+    bias_exp = int(np.array([2.0 ** eo], dtype=np.float32).view(np.uint32)[0])
+    cases = (
+        (~use_lo, KIND_UF, le[0], p.le_start, p.le_slope_uflow_scale, bias_exp if p.le_function == "exponent" else 0),
+        (~use_lo, KIND_OF, le[LE_ENTRIES - 1], p.le_end, p.le_slope_oflow_scale, 0),
+        (use_lo, KIND_UF, lo[0], p.lo_start, p.lo_slope_uflow_scale, 0),
+        (use_lo, KIND_OF, lo[LO_ENTRIES - 1], p.lo_end, p.lo_slope_oflow_scale, 0),
+    )
+    for sel, kd, t_edge, anchor, scale, bias in cases:
+        mm = sel & (kind == kd)
+        if mm.any():
+            ob = F.fp32_add_bits(np.int64(u32(anchor)), np.int64(bias))
+            a = F.fp32_to_fp17_bits(F.fp32_sub_bits(x[mm], ob))
+            b = F.fp17_mul_bits(a, F.fp16_to_fp17_bits(np.uint16(int(scale) & 0xFFFF)))
+            o = F.fp17_add_bits(F.fp16_to_fp17_bits(np.uint16(int(t_edge))), b)
+            y[mm] = F.fp17_to_fp32_bits(o)
+    if observer is not None:
+        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,  # type: ignore[attr-defined]
+                       use_lo=use_lo, kind=kind)
+    return y, hit_le, hit_lo, kind.astype(np.uint8)

@@ -10,6 +10,8 @@ Notation: ``rnd(v, s)`` = v / 2^s rounded to nearest, ties away from zero.
 
 from __future__ import annotations
 
+from typing import overload
+
 import numpy as np
 
 __all__ = ["sx", "clamp", "clamp_flag", "rsat", "rsat_flag", "lsat", "sshift", "ishift", "sat", "rnd"]
@@ -17,13 +19,17 @@ __all__ = ["sx", "clamp", "clamp_flag", "rsat", "rsat_flag", "lsat", "sshift", "
 I64 = np.int64
 
 
-def sx(value: int | np.ndarray, bits: int) -> int | np.ndarray:
+@overload
+def sx(value: int | np.integer, bits: int) -> int: ...
+@overload
+def sx(value: np.ndarray, bits: int) -> np.ndarray: ...
+def sx(value: int | np.integer | np.ndarray, bits: int) -> int | np.ndarray:
     """Low ``bits`` of ``value`` read as two's complement (register-field sign extension)."""
     if isinstance(value, np.ndarray):
         v = value.astype(I64) & ((1 << bits) - 1)
         return np.where(v >= 1 << (bits - 1), v - (1 << bits), v)
-    v = int(value) & ((1 << bits) - 1)
-    return v - (1 << bits) if v >= 1 << (bits - 1) else v
+    iv = int(value) & ((1 << bits) - 1)
+    return iv - (1 << bits) if iv >= 1 << (bits - 1) else iv
 
 
 def clamp(v: np.ndarray, bits: int) -> np.ndarray:

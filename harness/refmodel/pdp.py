@@ -1,4 +1,4 @@
-"""Bit-exact reference model of NVDLA's PDP (pooling), INT8 and INT16; input from memory or from SDP.
+"""Bit-exact reference model of NVDLA's PDP (pooling), INT8, INT16 and FP16; input from memory or from SDP.
 
 Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp.cpp``
 ``LineOperation`` / ``PoolingStage0Calc`` / ``PoolingStage1Calc``; RTL ``vmod/nvdla/pdp``):
@@ -11,10 +11,22 @@ Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp
   (the pre-multiplied sum of n padding values, sign-extended from bit 7, 8, 9, 9, 10, 10, 10;
   ``P[0] = 0``). Then ``t = rnd(S * RW, 16)``, ``out = rnd(t * RH, 16)`` with the unsigned
   Q1.16 reciprocals ``RW``/``RH``; ties away from zero; the int8 store keeps the low 8 bits.
+  That is the cmod's arithmetic (``--model-semantics cmod``). The default (RTL) semantics for
+  INT8 follow the nv_small RTL's widths instead (:func:`_ave_int8_rtl`): 11-bit row sums with
+  ``PAD_VALUE[10:0]``, ``(PAD_VALUE * KW)[13:0]`` for padded rows, an 11-bit intermediate and a
+  positive result that wraps at 7 bits before rounding (:func:`_rtl_round`).
+* RTL semantics refuse (``InvalidLayer``) an unused PAD_RIGHT / PAD_BOTTOM of a stride or more
+  (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs).
 * Split-width mode processes the input in column slices (first / mid / last partial widths,
   each slice but the first re-reading ``KW - SW`` overlap columns); padding is only applied
   on the outer edges (left of the first slice, right of the last).
 * Every lane of every 8-channel group (padding lanes included) is computed and written.
+* ``--model-semantics cmod``: the cmod keeps the INT8 window sums (and the padding values and
+  their ``* KW`` products) in ``int16_t`` line buffers (``line_buffer_ptr_int8``,
+  ``line_operation_buffer_ptr_int8``, ``padding_value_array_ptr_int8``), so ``S`` wraps modulo
+  2^16 before the reciprocal multiply (INT16: ``int32_t``, modulo 2^32). Reachable only with
+  raw padding values far from ``n * v``. INT16 keeps this exact-sum arithmetic in both semantics
+  (no INT16 RTL was checked).
 
 INT16 (``D_DATA_FORMAT.INPUT_DATA = INT16``, nv_full; cmod of nvdla/hw nvdlav1
 ``cmod/pdp/NV_NVDLA_pdp.cpp``): elements are 2 bytes, a memory atom holds ``atom / 2``
@@ -28,19 +40,46 @@ the low 16 bits (``static_cast<int16_t>``, no clamp). MAX / MIN compare the sign
 16-bit values (RTL ``NV_NVDLA_PDP_CORE_cal1d.v``/``cal2d.v``: ``int16_data0/1`` signed
 compares under ``reg2dp_int16_en``). PDP converts no precision (seed 000), so input and
 output are both INT16.
+
+FP16 (``INPUT_DATA = FP16``, nv_full; cmod ``cmod/pdp/NV_NVDLA_pdp.cpp`` with
+``cmod/hls_wrapper/pdp_hls_wrapper.cpp`` ``HLS_PDP_PoolingStage0Calc_FP16_W/_H`` and
+``HLS_PDP_PoolingStage1Calc_FP16``): the pooling is a fold in the cmod's order, so the rounding of
+every step is reproduced (:func:`pool2d_fp16`):
+
+* MAX / MIN: ``FpMax/FpMin<5,10>`` on the FP16 patterns, first over the columns of the window
+  (``cmp(acc, x)``, left to right), then over its rows (``cmp(row, acc)``, top to bottom); a NaN
+  operand wins (the first in a row, the last row's across rows); INF is kept.
+* AVERAGE: fp17 (1+6+10) arithmetic. Per input row, ``o = x`` at the first real column of the
+  window, else ``o = fp17_add(o, x)`` (``x`` = ``Fp16ToFp17(input)``: INF -> fp17 maximum); after
+  each column ``o = fp17_add(fp17_add(o, PL), PR)`` where ``PL``/``PR`` are +0 except at the
+  last real column: ``PL = P[left + right]`` when the window has left padding, else
+  ``PR = P[right]`` (``LineOperation``'s add_left/right_padding). The rows are folded the same
+  way (``acc = fp17_add(row, acc)``), each step followed by ``+ PT*KW + PB*KW`` (fp17 mul by the
+  cmod's ``kernel_width_map``, 1.0 .. 7.0) with ``PT = P[top + bottom]`` / ``PB = P[bottom]`` at
+  the last real row. ``P[n]`` = the low 17 bits of ``D_POOLING_PADDING_VALUE_nX`` read as
+  fp17. Output ``Fp17ToFp16(fp17_mul(fp17_mul(acc, RW), RH))`` with ``RW``/``RH`` the 17-bit
+  ``D_RECIP_KERNEL_*`` fields read as fp17.
+* NAN_TO_ZERO (``D_NAN_FLUSH_TO_ZERO``, off-flying only) turns NaN inputs into +0 after the
+  counters saw them; ``D_NAN_INPUT_NUM``/``D_INF_INPUT_NUM`` count every element of every atom
+  PDP_RDMA reads (padding lanes and the re-read split overlap included,
+  ``ExtractDmaPayload``), ``D_NAN_OUTPUT_NUM`` every NaN element of every output atom.
+* Kernel width 8 with top/bottom padding reads ``kernel_width_map[8]``, past the end of the
+  cmod's table (undefined); the model uses 8.0 there.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_surfaces, write_surfaces
+from .fp16 import fp16_to_fp17_bits, fp17_add_bits, fp17_mul_bits
+from .fp16_extra import fp16_cmp_bits, fp17_to_fp16_bits
 from .ops import rnd, sx
 
-__all__ = ["AVE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "run_pdp"]
+__all__ = ["AVE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "pool2d_fp16", "run_pdp"]
 
 I64 = np.int64
 AVE, MAX, MIN = 0, 1, 2
@@ -48,7 +87,10 @@ _U32 = 0xFFFF_FFFF
 _PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)  # cmod int_sign_extend sign-bit index for n = 1..7
 #: INT16: nvdlav1 cmod ``NV_NVDLA_pdp.cpp``, ``int_sign_extend(pdp_pad_value_nx_, k, 32, ...)``
 _PAD_SIGN_BIT_INT16 = (15, 16, 17, 17, 18, 18, 18)
-_BITS = {0: 8, 1: 16}  # D_DATA_FORMAT.INPUT_DATA -> element bits
+_BITS = {0: 8, 1: 16, 2: 16}  # D_DATA_FORMAT.INPUT_DATA -> element bits (2 = FP16)
+_FP16 = 2
+#: fp17 1.0 .. 8.0 (cmod pdp_hls_wrapper.cpp ``kernel_width_map``; index 8 is past its end)
+_KW_FP17 = (0x0000, 0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x8600, 0x8700, 0x8800)
 
 
 @dataclass(frozen=True)
@@ -65,7 +107,16 @@ class PdpConfig:
     recip_w: int = 1 << 16
     recip_h: int = 1 << 16
     pad_value: tuple[int, ...] = (0,) * 8  # P[0..7], P[0] = 0
-    bits: int = 8  # element width: 8 (INT8) or 16 (INT16)
+    bits: int = 8  # element width: 8 (INT8) or 16 (INT16, FP16)
+    fp16: bool = False
+    pad_raw: tuple[int, ...] = (0,) * 8  # FP16: the low 17 bits of PAD_VALUE_nX (fp17), [0] = 0
+    nan_to_zero: bool = False
+    #: cmod semantics: the window sum wraps in the cmod's line buffers (INT8: int16, INT16: int32)
+    acc_bits: int | None = None
+    #: the raw 19-bit ``PAD_VALUE_nX`` fields, [0] = 0 (INT8 RTL datapath, :func:`_ave_int8_rtl`)
+    pad_reg: tuple[int, ...] = (0,) * 8
+    #: INT8 AVERAGE in the nv_small RTL's widths (default semantics); False = the cmod's arithmetic
+    rtl_int8: bool = False
 
 
 def pad_values(raw: list[int], bits: int = 8) -> tuple[int, ...]:
@@ -85,7 +136,9 @@ def pad_values(raw: list[int], bits: int = 8) -> tuple[int, ...]:
 
 def decode_pdp_config(view: RegisterView) -> PdpConfig:
     f = lambda reg, fld: view.field("PDP", reg, fld)
-    bits = _BITS.get(int(f("D_DATA_FORMAT", "INPUT_DATA")), 8)
+    fmt = int(f("D_DATA_FORMAT", "INPUT_DATA"))
+    bits = _BITS.get(fmt, 8)
+    raw = [int(f(f"D_POOLING_PADDING_VALUE_{n}_CFG", f"PAD_VALUE_{n}X")) for n in range(1, 8)]
     return PdpConfig(
         method=f("D_OPERATION_MODE_CFG", "POOLING_METHOD"),
         kernel_w=f("D_POOLING_KERNEL_CFG", "KERNEL_WIDTH") + 1,
@@ -98,8 +151,12 @@ def decode_pdp_config(view: RegisterView) -> PdpConfig:
         pad_bottom=f("D_POOLING_PADDING_CFG", "PAD_BOTTOM"),
         recip_w=f("D_RECIP_KERNEL_WIDTH", "RECIP_KERNEL_WIDTH"),
         recip_h=f("D_RECIP_KERNEL_HEIGHT", "RECIP_KERNEL_HEIGHT"),
-        pad_value=pad_values([f(f"D_POOLING_PADDING_VALUE_{n}_CFG", f"PAD_VALUE_{n}X") for n in range(1, 8)], bits),
+        pad_value=pad_values(raw, bits),
         bits=bits,
+        fp16=fmt == _FP16,
+        pad_raw=(0, *(v & 0x1FFFF for v in raw)),
+        pad_reg=(0, *(v & 0x7FFFF for v in raw)),
+        nan_to_zero=bool(f("D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO")),
     )
 
 
@@ -125,6 +182,8 @@ def pool2d(
     # gather [..., out_h, kh, out_w, kw, lanes]
     g = x[..., cy[:, :, None, None], cx[None, None, :, :], :]
     valid = (vy[:, :, None, None] & vx[None, None, :, :])[..., None]
+    if cfg.method == AVE and cfg.rtl_int8 and cfg.bits == 8:
+        return _ave_int8_rtl(g, vx, vy, cfg)
     if cfg.method == AVE:
         s = np.where(valid, g, 0).sum(axis=(-4, -2))
         p = np.asarray(cfg.pad_value, dtype=I64)
@@ -133,6 +192,8 @@ def pool2d(
         pw = p[np.clip(nw, 0, 7)]
         ph = p[np.clip(nh, 0, 7)]
         s = s + ((cfg.kernel_h - nh)[:, None] * pw[None, :] + cfg.kernel_w * ph[:, None])[..., None]
+        if cfg.acc_bits:
+            s = sx(s, cfg.acc_bits)
         t = rnd(s * cfg.recip_w, 16)
         out = rnd(t * cfg.recip_h, 16)
         # low 8 / 16 bits (cmod static_cast to the output type, no clamp)
@@ -143,6 +204,117 @@ def pool2d(
         red = np.max if cfg.method == MAX else np.min
         return red(g, axis=(-4, -2)).astype(np.int8 if cfg.bits == 8 else np.int16)
     raise UnitNotModelled(f"PDP: pooling method {cfg.method} not defined")
+
+
+def _rtl_round(p: np.ndarray, prod_bits: int, out_bits: int) -> np.ndarray:
+    """RTL ``NV_NVDLA_PDP_CORE_cal2d.v`` reciprocal step (``hmult_8bit_*`` / ``vmult_8bit_*``,
+    "rounding 0.5=1, -0.5=-1"): the product ``p`` is kept in ``prod_bits`` (its sign is bit
+    ``prod_bits - 1``); negative: ``floor(p / 2^16)`` (+1 when the fraction is above one half),
+    low ``out_bits`` bits; positive: the low ``out_bits - 1`` bits of ``floor(p / 2^16)`` plus
+    the half bit, read as ``out_bits`` two's complement (so a positive result wraps modulo
+    2^(out_bits-1) before rounding, e.g. 130 -> 2, and 127.5 -> -128)."""
+    p = sx(p, prod_bits)
+    q, frac = p >> 16, p & 0xFFFF
+    neg = sx(q + (frac > 0x8000), out_bits)
+    pos = sx((q & ((1 << (out_bits - 1)) - 1)) + (frac >> 15), out_bits)
+    return np.where(p < 0, neg, pos)
+
+
+def _ave_int8_rtl(g: np.ndarray, vx: np.ndarray, vy: np.ndarray, cfg: PdpConfig) -> np.ndarray:
+    """INT8 AVERAGE in the nv_small RTL's datapath widths (``vmod/nvdla/pdp``, generated
+    ``outdir/nv_small/vmod/nvdla/pdp``); ``g`` is the gathered ``[..., out_h, kh, out_w, kw, lanes]``.
+
+    * Row sum (``NV_NVDLA_PDP_CORE_unit1d.v``): the real taps of one input row, 11 bits (8+3).
+      With ``nw`` padded columns (``cal1d.v`` ``padding_here``, ``pad_table_index = size - active``)
+      ``cal1d.v:1944`` adds ``PAD_VALUE_{nw}X[10:0]`` (sign bit 10) and keeps 11 bits (wraps).
+    * Column sum (``cal2d.v`` ``pooling_SUM``, 14 bits) of the real rows' row sums; with ``nh``
+      padded rows ``cal2d.v:5075/5093`` adds ``(PAD_VALUE_{nh}X (19-bit signed) * KW)[13:0]``
+      (sign bit 13) into 15 bits.
+    * ``t = _rtl_round(S * RW, 31, 11)`` (``data_hmult_8bit_*_ext`` is 31 bits, ``hmult`` 11),
+      ``out = _rtl_round(t * RH, 28, 8)`` (``data_vmult_8bit_*_ext`` 28 bits; cal2d.v:5174-5257).
+    """
+    p = np.asarray(cfg.pad_reg, dtype=I64)
+    nw = cfg.kernel_w - vx.sum(axis=1)  # [out_w]
+    nh = cfg.kernel_h - vy.sum(axis=1)  # [out_h]
+    row = np.where(vx[None, None, :, :, None], g, 0).sum(axis=-2)  # [..., out_h, kh, out_w, lanes]
+    padw = sx(p[np.clip(nw, 0, 7)] & 0x7FF, 11)
+    row = np.where((nw > 0)[:, None], sx(row + padw[:, None], 11), row)
+    s = sx(np.where(vy[:, :, None, None], row, 0).sum(axis=-3), 14)  # [..., out_h, out_w, lanes]
+    padh = sx(sx(p[np.clip(nh, 0, 7)], 19) * cfg.kernel_w, 14)
+    s = s + np.where(nh > 0, padh, 0)[:, None, None]
+    t = _rtl_round(s * cfg.recip_w, 31, 11)
+    return _rtl_round(t * cfg.recip_h, 28, 8).astype(np.int8)
+
+
+def _fold_axis(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad: int,
+               step, pads: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """Fold ``step(acc, v, first)`` over the kernel taps along ``axis`` of ``x``, in tap order,
+    for every output position; ``pads`` (AVE) gives per output the (PL, PR) fp17 pair added
+    after the last real tap (+0 elsewhere). Returns the per-output accumulator."""
+    n_in = x.shape[axis]
+    idx, valid = _windows(n_out, n_in, k, stride, pad)
+    first_t = np.argmax(valid, axis=1)  # first real tap per output
+    last_t = k - 1 - np.argmax(valid[:, ::-1], axis=1)
+    shape = [1] * x.ndim
+    shape[axis] = n_out
+    acc = None
+    for t in range(k):
+        v = np.take(x, idx[:, t], axis=axis)
+        first = (first_t == t).reshape(shape)
+        o = step(v if acc is None else acc, v, first)
+        if pads is not None:
+            at_last = (last_t == t)
+            pl = np.where(at_last, pads[:, 0], 0).reshape(shape)
+            pr = np.where(at_last, pads[:, 1], 0).reshape(shape)
+            o = fp17_add_bits(fp17_add_bits(o, pl), pr)
+        acc = o if acc is None else np.where(valid[:, t].reshape(shape), o, acc)
+    return acc
+
+
+def _edge_pads(n_out: int, n_in: int, k: int, stride: int, pad: int, p: np.ndarray, left_needs_pad: bool) -> np.ndarray:
+    """Per output ``(PL, PR)``: ``P[lead + trail]`` when the window has leading padding (the
+    cmod's second case needs a nonzero configured pad for the width direction), else
+    ``(0, P[trail])``."""
+    start = np.arange(n_out, dtype=I64) * stride - pad
+    lead = np.maximum(0, -start)
+    trail = np.maximum(0, start + k - n_in)
+    both = (lead > 0) & (trail > 0)
+    lead_only = (lead > 0) & (trail == 0)
+    pl = np.where(lead_only, p[np.clip(lead, 0, 7)], 0)
+    pl = np.where(both & (pad > 0 if left_needs_pad else True), p[np.clip(lead + trail, 0, 7)], pl)
+    pr = np.where((lead == 0) & (trail > 0), p[np.clip(trail, 0, 7)], 0)
+    return np.stack([pl, pr], axis=1).astype(I64)
+
+
+def pool2d_fp16(
+    x: np.ndarray, cfg: PdpConfig, out_w: int, out_h: int, *, pad_left: int | None = None, pad_right: int | None = None
+) -> np.ndarray:
+    """FP16 pooling of ``x`` (FP16 patterns ``[..., H, W, lanes]``) to ``[..., out_h, out_w,
+    lanes]`` uint16, in the cmod's order and rounding (module docstring, FP16)."""
+    x = np.asarray(x, dtype=I64) & 0xFFFF
+    h, w = x.shape[-3], x.shape[-2]
+    pl = cfg.pad_left if pad_left is None else pad_left
+    if cfg.method in (MAX, MIN):
+        take_max = cfg.method == MAX
+        row = _fold_axis(x, x.ndim - 2, out_w, cfg.kernel_w, cfg.stride_w, pl,
+                         lambda acc, v, first: np.where(first, v, fp16_cmp_bits(acc, v, take_max=take_max)))
+        out = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
+                         lambda acc, v, first: np.where(first, v, fp16_cmp_bits(v, acc, take_max=take_max)))
+        return out.astype(np.uint16)
+    if cfg.method != AVE:
+        raise UnitNotModelled(f"PDP: pooling method {cfg.method} not defined")
+    p = np.asarray(cfg.pad_raw, dtype=I64)
+    xf = fp16_to_fp17_bits(x).astype(I64)
+    pw = _edge_pads(out_w, w, cfg.kernel_w, cfg.stride_w, pl, p, True)
+    row = _fold_axis(xf, x.ndim - 2, out_w, cfg.kernel_w, cfg.stride_w, pl,
+                     lambda acc, v, first: np.where(first, v, fp17_add_bits(acc, v)), pw)
+    ph = fp17_mul_bits(_edge_pads(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top, p, False),
+                       I64(_KW_FP17[min(cfg.kernel_w, 8)]))
+    acc = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
+                     lambda acc, v, first: np.where(first, v, fp17_add_bits(v, acc)), ph)
+    t = fp17_mul_bits(fp17_mul_bits(acc, I64(cfg.recip_w & 0x1FFFF)), I64(cfg.recip_h & 0x1FFFF))
+    return fp17_to_fp16_bits(t)
+
 
 
 def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tuple[int, int, int, int, int, int]]:
@@ -165,14 +337,34 @@ def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tupl
     return out
 
 
+def _check_trailing_pad(view: RegisterView, cfg: PdpConfig, w: int, h: int, out_w: int, out_h: int) -> None:
+    """RTL rule: a PAD_RIGHT / PAD_BOTTOM larger than the padding the last window covers,
+    ``max(0, (OUT - 1) * S + K - IN - PAD_LEFT/TOP)`` (split mode: of the last slice), must stay
+    below the stride. The RTL derives its line/surface-end flush count from the configured value
+    (nv_small ``NV_NVDLA_PDP_CORE_cal1d.v:866-881`` ``flush_num_cal`` = PAD_RIGHT / stride,
+    ``:1256`` ``rest_width_use``; ``NV_NVDLA_PDP_CORE_cal2d.v:974-1041`` for PAD_BOTTOM): with an
+    unused pad of a stride or more it flushes windows that are not programmed, writing wrong
+    outputs (fuzz pdp seed 7 cases 3, 10; seed 8 max/min cases 32, 39) or never completing the
+    layer (seed 8 case 0: 6x7 MIN, stride 5x4, H 6, PAD_BOTTOM 6 of 5 used). Refused."""
+    _, in_w, _, o_w, pl, pr = _splits(view, w, out_w, cfg)[-1]
+    used = max(0, (o_w - 1) * cfg.stride_w + cfg.kernel_w - in_w - pl)
+    if pr > used and pr >= cfg.stride_w:
+        raise InvalidLayer(f"PDP.D_POOLING_PADDING_CFG.PAD_RIGHT = {pr}: the last output window covers {used} padding "
+                           f"column(s); an unused right pad must be below the stride ({cfg.stride_w}) on the RTL")
+    used = max(0, (out_h - 1) * cfg.stride_h + cfg.kernel_h - h - cfg.pad_top)
+    if cfg.pad_bottom > used and cfg.pad_bottom >= cfg.stride_h:
+        raise InvalidLayer(f"PDP.D_POOLING_PADDING_CFG.PAD_BOTTOM = {cfg.pad_bottom}: the last output window covers {used} "
+                           f"padding row(s); an unused bottom pad must be below the stride ({cfg.stride_h}) on the RTL")
+
+
 def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, source: np.ndarray | None = None) -> LayerResult:
-    """Execute one PDP layer (INT8 or INT16) from the executing register group.
+    """Execute one PDP layer (INT8, INT16 or FP16) from the executing register group.
 
     Input from memory (PDP_RDMA, ``FLYING_MODE = OFF_FLYING``) or, on-flying, ``source``:
     SDP's int8/int16 output as a (Cpad, H, W) integer array (``sdp.run_sdp`` with OUTPUT_DST = PDP)."""
     fmt = view.field("PDP", "D_DATA_FORMAT", "INPUT_DATA")
     if fmt not in _BITS:
-        raise UnitNotModelled(f"PDP: input data type {({2: 'FP16'}).get(fmt, fmt)} not modelled; INT8/INT16 only")
+        raise UnitNotModelled(f"PDP: input data type {fmt} not defined; INT8/INT16/FP16 only")
     on_flying = view.field("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0
     if on_flying and source is None:
         raise UnitNotModelled("PDP: on-flying mode (input streamed from SDP) not modelled; run SDP+PDP fused")
@@ -184,10 +376,17 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
     out_w = view.field("PDP", "D_DATA_CUBE_OUT_WIDTH", "CUBE_OUT_WIDTH") + 1
     out_h = view.field("PDP", "D_DATA_CUBE_OUT_HEIGHT", "CUBE_OUT_HEIGHT") + 1
     cfg = decode_pdp_config(view)
+    if options.semantics == "cmod":
+        if not cfg.fp16:
+            cfg = replace(cfg, acc_bits=2 * cfg.bits)
+    else:
+        _check_trailing_pad(view, cfg, w, h, out_w, out_h)
+        if cfg.bits == 8:
+            cfg = replace(cfg, rtl_int8=True)
     bpe = cfg.bits // 8
     lanes = options.atom_bytes // bpe  # channels per memory atom (dma.py: group = atom // bpe)
     groups = -(-c // lanes)
-    dt = np.int8 if bpe == 1 else np.int16
+    dt = np.int8 if bpe == 1 else (np.uint16 if cfg.fp16 else np.int16)
 
     if on_flying:
         x = np.asarray(source)
@@ -196,7 +395,7 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
         src = x.astype(dt).reshape(groups, lanes, h, w).transpose(0, 2, 3, 1)  # [g, h, w, lane]
     else:
         src = _read_src(view, mem, w, h, groups, lanes, bpe)
-    return _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe)
+    return _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe, counted=not on_flying)
 
 
 def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, lanes: int,
@@ -212,11 +411,24 @@ def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, 
     return raw.view(np.int8 if bpe == 1 else "<i2")  # [g, h, w, lane]
 
 
-def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe=1) -> LayerResult:
+def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe=1, counted=True) -> LayerResult:
     atom = lanes
     out = np.zeros((groups, out_h, out_w, atom), dtype=np.int8 if bpe == 1 else "<i2")
+    nan_in = inf_in = 0
     for in_start, in_w, o_start, o_w, pl, pr in _splits(view, w, out_w, cfg):
         part = src[:, :, in_start : in_start + in_w, :]
+        if cfg.fp16:
+            bits = np.asarray(part).view(np.uint16) if part.dtype.itemsize == 2 else part.astype(np.uint16)
+            special = (bits & 0x7C00) == 0x7C00
+            nan = special & ((bits & 0x3FF) != 0)
+            if counted:  # PDP_RDMA's ExtractDmaPayload counts what it reads; on-flying input is not counted
+                nan_in += int(nan.sum())
+                inf_in += int((special & ~nan).sum())
+                if cfg.nan_to_zero:
+                    bits = np.where(nan, np.uint16(0), bits)
+            res = pool2d_fp16(bits, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
+            out[:, :, o_start : o_start + o_w, :] = res.view(np.int16)
+            continue
         out[:, :, o_start : o_start + o_w, :] = pool2d(part, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
 
     geo = CubeGeometry(
@@ -226,5 +438,10 @@ def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe=1) 
         width=out_w, height=out_h, channels=groups * atom, group=atom, bpe=bpe,
     )  # fmt: skip
     write_surfaces(engine_memory(mem, view, "PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"), geo, out.view(np.uint8))
-    stats = {("PDP", "D_NAN_INPUT_NUM"): 0, ("PDP", "D_INF_INPUT_NUM"): 0, ("PDP", "D_NAN_OUTPUT_NUM"): 0}
+    nan_out = 0
+    if cfg.fp16:
+        ob = out.view(np.uint16)
+        nan_out = int((((ob & 0x7C00) == 0x7C00) & ((ob & 0x3FF) != 0)).sum())
+    stats = {("PDP", "D_NAN_INPUT_NUM"): min(nan_in, _U32), ("PDP", "D_INF_INPUT_NUM"): min(inf_in, _U32),
+             ("PDP", "D_NAN_OUTPUT_NUM"): min(nan_out, _U32)}
     return LayerResult(stats=stats, elements=int(out.size))

@@ -150,9 +150,9 @@ def run_rubik(view: RegisterView, mem: MemoryPort | DmaPorts, options: ModelOpti
             line, planar = st("DAIN_LINE_STRIDE"), st("DAIN_PLANAR_STRIDE")
             oline, osurf = st("DAOUT_LINE_STRIDE"), st("DAOUT_SURF_STRIDE")
             rows = gather_rows(src_mem, src + c[:, None] * planar + hh[None, :] * line, plane_bytes)  # (C, H, pb)
-            cube = np.zeros((n_surf * k, H, W, e), dtype=np.uint8)
-            cube[:C] = rows[:, :, : W * e].reshape(C, H, W, e)
-            out = cube.reshape(n_surf, k, H, W, e).transpose(0, 2, 3, 1, 4).reshape(n_surf, H, W * ATOM)
+            planes = np.zeros((n_surf * k, H, W, e), dtype=np.uint8)
+            planes[:C] = rows[:, :, : W * e].reshape(C, H, W, e)
+            out = planes.reshape(n_surf, k, H, W, e).transpose(0, 2, 3, 1, 4).reshape(n_surf, H, W * ATOM)
             s = np.arange(n_surf, dtype=np.int64)
             scatter_rows(dst_mem, dst + s[:, None] * osurf + hh[None, :] * oline, out)
             n_out = n_surf * H * W * ATOM

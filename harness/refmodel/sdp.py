@@ -1,4 +1,5 @@
-"""Bit-exact numpy model of NVDLA's SDP (single-point data processor), INT8/INT16 paths.
+"""Bit-exact numpy model of NVDLA's SDP (single-point data processor), INT8/INT16 paths here;
+FP16 processing (FP16 -> FP16/INT16) in :mod:`.sdp_fp`, INT16 -> FP16 output below.
 
 Per element ``out = C(EW(BN(BS(x0))))`` (docs/nvdla-precision-semantics.md section 3):
 BS/BN = ALU (max/min/sum with a left-shifted 16-bit operand), MUL (16-bit operand or PReLU),
@@ -42,11 +43,13 @@ Entry point: :func:`run_sdp`, called by the virtual NVDLA when SDP's ``D_OP_ENAB
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
+from .fp16 import FP16_MAX_BITS, int_to_fp16
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
 
@@ -190,7 +193,7 @@ def output_convert(
     """SDP output convertor (section 2, stage C); see :func:`_output_convert`. Large arrays
     are processed in cache-sized blocks (same result)."""
     x = np.asarray(x)
-    kw = {"offset": offset, "scale": scale, "shift": shift, "out_bits": out_bits, "semantics": semantics}
+    kw: dict[str, Any] = {"offset": offset, "scale": scale, "shift": shift, "out_bits": out_bits, "semantics": semantics}
     if x.size <= 4 * _CHUNK:
         return _output_convert(x, **kw)
     flat = x.reshape(-1)
@@ -365,8 +368,15 @@ def _check_modelled(view: RegisterView, flying: bool) -> tuple[int, int, int]:
     else:
         in_p = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "IN_PRECISION"))
         rproc = int(view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "PROC_PRECISION"))
-    if PREC_FP16 in (in_p, proc, out, rproc) or in_p > 2 or proc > 2 or out > 2:
-        raise UnitNotModelled("SDP: FP16 input/processing/output not modelled")
+    if in_p > 2 or proc > 2 or out > 2 or rproc > 2:
+        raise UnitNotModelled(f"SDP: reserved precision code (IN={in_p} PROC={proc} OUT={out})")
+    if PREC_FP16 in (in_p, proc, out, rproc):
+        # seed 000 SDP conversion table: FP16 -> FP16/INT16 (fp32 pipeline), INT16 -> FP16 (int32)
+        if not ((in_p == proc == rproc == PREC_FP16 and out in (PREC_FP16, PREC_INT16))
+                or (in_p == proc == rproc == PREC_INT16 and out == PREC_FP16)):
+            raise UnitNotModelled(f"SDP: precision combination IN={in_p} PROC={proc} (RDMA PROC={rproc}) OUT={out} "
+                                  "not modelled (seed 000 table: FP16 -> FP16/INT16, INT16 -> FP16)")
+        return in_p, proc, out
     if rproc != proc or not (in_p == proc or (in_p == PREC_INT16 and proc == PREC_INT8)):
         raise UnitNotModelled(
             f"SDP: precision conversion IN={in_p} PROC={proc} (RDMA PROC={rproc}) not modelled "
@@ -398,7 +408,8 @@ def run_sdp(
     """Execute one SDP layer and return its statistics.
 
     Input: memory (SDP_RDMA), or ``source`` in flying mode: the CACC output as a
-    (Cpad, H, W) int64 array of 32-bit values (``conv.run_conv``). Output: memory, or
+    (Cpad, H, W) int64 array of 32-bit values (``conv.run_conv``; fp32 bit patterns when
+    PROC_PRECISION = FP16). FP16 processing: :mod:`.sdp_fp`. Output: memory, or
     PDP on the fly when ``OUTPUT_DST`` = PDP (the PDP statistics are merged in).
 
     ``options.semantics`` picks the RTL or cmod side of every [DIFF]; on the RTL side EW
@@ -434,6 +445,12 @@ def run_sdp(
     else:
         x = _read_main(view, mem, w, h, c, group, proc_bpe)
 
+    if proc == PREC_FP16:
+        from .sdp_fp import fp_datapath, fp_finish
+
+        x, notes_extra, eql, counts, lut = fp_datapath(view, mem, x, cube, options, flying=flying)
+        notes.extend(notes_extra)
+        return fp_finish(view, mem, options, x, cube, out_prec, eql, notes, live, to_pdp, counts, lut)
     x, notes_extra, eql, lstats, lut_on, ew_on = _datapath(view, mem, x, cube, options)
     notes.extend(notes_extra)
     return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
@@ -528,7 +545,8 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
     atom = options.atom_bytes
     pdp_res: LayerResult | None = None
     # output convertor (C) and WDMA
-    out_bits = 16 if out_prec == PREC_INT16 else 8
+    out_fp16 = out_prec == PREC_FP16  # INT16 -> FP16 (seed 000 table; cmod sdp_c.cpp ``Int17ToFp16``)
+    out_bits = 16 if out_prec in (PREC_INT16, PREC_FP16) else 8
     out_bpe = out_bits // 8
     out_group = atom // out_bpe
     stats: dict[tuple[str, str], int] = {}
@@ -543,11 +561,16 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
             offset=sx(view.field("SDP", "D_CVT_OFFSET", "CVT_OFFSET"), 32),
             scale=sx(view.field("SDP", "D_CVT_SCALE", "CVT_SCALE"), 16),
             shift=int(view.field("SDP", "D_CVT_SHIFT", "CVT_SHIFT")),
-            out_bits=out_bits,
+            out_bits=17 if out_fp16 else out_bits,
             semantics=sem,
         )
+        if out_fp16:
+            # the 17-bit RSAT result -> FP16 (RNE, +/-65504 at most); the saturation counter then
+            # counts outputs equal to +/-0x7bff (cmod sdp_hls_wrapper.cpp sdp_c)
+            y = int_to_fp16(y).astype(I64)
+            flag = (y & 0x7FFF) == FP16_MAX_BITS
         if options.coverage is not None:  # functional coverage only; no effect on y
-            options.coverage.event("sdp_out", x=x, y=y, flag=flag, channels=c, out_bits=out_bits,  # type: ignore[attr-defined]
+            options.coverage.event("sdp_out", x=x, y=y, flag=flag, channels=c, out_bits=out_bits,
                                    offset=sx(view.field("SDP", "D_CVT_OFFSET", "CVT_OFFSET"), 32),
                                    scale=sx(view.field("SDP", "D_CVT_SCALE", "CVT_SCALE"), 16),
                                    shift=int(view.field("SDP", "D_CVT_SHIFT", "CVT_SHIFT")))
@@ -569,6 +592,8 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
             _write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
 
     stats.update(_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
+    if out_fp16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
+        stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = 0  # an integer pipeline makes no NaN
     if pdp_res is not None:
         stats.update(pdp_res.stats)
         notes.extend(pdp_res.notes)

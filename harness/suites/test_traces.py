@@ -40,6 +40,9 @@ from nvdla_hil.harness.targets import open_target
 from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace, trace_features
 from nvdla_hil.harness.workload import explain_timeout, trace_budget
 
+#: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
+pytest_plugins = ["nvdla_hil.harness.warm"]
+
 SKIP_NO_SOURCE = "no trace source configured"
 
 
@@ -80,7 +83,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.Config,
-               record_property, request: pytest.FixtureRequest) -> None:  # noqa: ANN001  # fmt: skip
+               record_property, request: pytest.FixtureRequest, nvdla_warm_pool) -> None:  # noqa: ANN001  # fmt: skip
     if trace_case is None:
         pytest.skip(f"{SKIP_NO_SOURCE}: pass --nvdla-traces PATH (or NVDLA_TRACES, or --nvdla-hw PATH) "
                     "to run NVDLA's trace tests")
@@ -101,7 +104,7 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
         record_property("profile_note", why)
     spec = suite_spec(pytestconfig, prof)
     nodeid = request.node.nodeid
-    with open_target(spec) as target:
+    with open_target(spec, warm=nvdla_warm_pool) as target:
         drv = NvdlaDriver(target, prof)
         log = drv.record(AccessLog(prof.regmap))
         attach_access_log(pytestconfig, nodeid, log, target.link_report)

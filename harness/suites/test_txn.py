@@ -28,6 +28,9 @@ from nvdla_hil.harness.targets import layer_timeout, open_target
 from nvdla_hil.harness.traces import TraceError
 from nvdla_hil.harness.txn import find_txns, parse_txn, run_txn
 
+#: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
+pytest_plugins = ["nvdla_hil.harness.warm"]
+
 
 def _source(config: pytest.Config) -> tuple[str | None, Path | None]:
     opt = config.getoption("--nvdla-txn", default=None)
@@ -52,7 +55,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def test_txn(txn_test: Path | None, pytestconfig: pytest.Config, request: pytest.FixtureRequest,
-             record_property) -> None:  # noqa: ANN001  # fmt: skip
+             record_property, nvdla_warm_pool) -> None:  # noqa: ANN001  # fmt: skip
     if txn_test is None:
         pytest.skip("no nv_full traceplayer tests configured: pass --nvdla-txn PATH (or set NVDLA_TXN_TESTS)")
     bad: TraceError | None = None
@@ -68,7 +71,7 @@ def test_txn(txn_test: Path | None, pytestconfig: pytest.Config, request: pytest
                     f"({', '.join(configured_profiles(pytestconfig))}) is an nvdlav1 design")
     record_property("profile", prof.name)
     spec = suite_spec(pytestconfig, prof)
-    with open_target(spec) as target:
+    with open_target(spec, warm=nvdla_warm_pool) as target:
         log = AccessLog(prof.regmap)
         target.add_observer(log)
         attach_access_log(request, request.node.nodeid, log)

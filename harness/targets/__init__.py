@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...drivers.transport import Transport
+
+if TYPE_CHECKING:
+    from .verilator import WarmSimulators
 
 __all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout", "watch_opened_targets"]
 
@@ -48,12 +51,17 @@ class TargetSpec:
         return replace(self, profile=profile)
 
 
-def open_target(spec: TargetSpec) -> Transport:
+def open_target(spec: TargetSpec, warm: WarmSimulators | None = None) -> Transport:
     """Create the target described by ``spec``: a :class:`Transport`, not yet opened; ``with``
     it (``__enter__`` opens it and returns the target itself) or ``open()``/``close()`` it. The
     same on every target: model, verilator and serial (:class:`~.serial.SerialTarget`, which
-    takes its board on open and releases it on close)."""
-    target = _create(spec)
+    takes its board on open and releases it on close).
+
+    ``warm``: a :class:`~.verilator.WarmSimulators` pool; a verilator spec it accepts (no waves)
+    then gives a lease of one of its simulators (:class:`~.verilator.WarmTarget`: opening it
+    resets an idle simulator to the state of a fresh start, closing it hands the simulator
+    back). Every other spec, or ``warm=None``, creates a fresh target as without it."""
+    target = warm.lease(spec) if warm is not None and warm.accepts(spec) else _create(spec)
     if _OPEN_LISTENERS:
         _OPEN_LISTENERS[-1](target, spec)
     return target

@@ -35,29 +35,21 @@ import fcntl
 import hashlib
 import json
 import logging
-import mmap
 import os
 import re
-import select
 import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
-
-from ...drivers.transport import Transport, TransportError, TransportTimeoutError
+from ...drivers.transport import TransportError
+from .simproc import SimProcessTarget  # the process client (spawn, line protocol, deadlines, memory)
 
 __all__ = ["CmodBuild", "CmodBuildError", "CmodCrashed", "CmodTarget", "build_cmod", "cmod_cache_root"]
 
-_WINDOW = 1 << 32
-_PORTS = ("pri_mem", "sec_mem")
 _SERVER_SRC = Path(__file__).resolve().parents[2] / "sims" / "cmod" / "cmod_server.cpp"
 _log = logging.getLogger(__name__)
 Progress = Callable[[str], None]
@@ -297,7 +289,7 @@ def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: 
 _BUILDS: dict[tuple[str, str], CmodBuild] = {}
 
 
-class CmodTarget(Transport):
+class CmodTarget(SimProcessTarget):
     """Transport onto NVDLA's C model (one host process per open target).
 
     Args:
@@ -318,36 +310,29 @@ class CmodTarget(Transport):
     """
 
     suggested_layer_timeout: float = 900.0
+    sim_name = "C model"
+    crashed_error = CmodCrashed
+    log_name = "cmod.log"
+    run_prefix = "nvdla-hil-cmod-"
+    mem_prefix = "nvdla-hil-cmod-"
+    quit_line = b"quit\n"
 
     def __init__(self, build: CmodBuild | str | os.PathLike[str] | None = None, *,
                  nvdla_hw: str | os.PathLike[str] | None = None, config: str | None = None,
                  request_timeout: float = 900.0, irq_max_ns: int = 1_000_000, irq_settle_ns: int = 100,
                  csb_ns: float = 1.0, startup_timeout: float = 60.0,
                  run_dir: str | os.PathLike[str] | None = None, jobs: int | None = None) -> None:
-        super().__init__()
+        super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         self._build_arg = build
         self._nvdla_hw = nvdla_hw
         self._config = config
         self._jobs = jobs
-        self.request_timeout = request_timeout
         self.irq_max_ns = int(irq_max_ns)
         self.irq_settle_ns = int(irq_settle_ns)
         self.csb_ns = csb_ns
-        self.startup_timeout = startup_timeout
-        self._run_dir_arg = Path(run_dir) if run_dir else None
         self.build: CmodBuild | None = None
         self.profile_name = config or "nv_small"
-        self.run_dir: Path | None = None
-        self.log_path: Path | None = None
         self.sim_ns = 0
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-        self._rbuf = b""
-        self._mem_fds: list[int] = []
-        self._maps: dict[str, mmap.mmap] = {}
-        self._views: dict[str, np.ndarray] = {}
-        self._own_run_dir = False
-        self._failed = False
 
     # ---- life cycle ---------------------------------------------------------------------------
     def _resolve_build(self) -> CmodBuild:
@@ -371,134 +356,30 @@ class CmodTarget(Transport):
         try:
             self._start()
         except BaseException:
-            self._teardown(keep_memory=False)
+            self._teardown()
             raise
 
     def _start(self) -> None:
-        if self._run_dir_arg:
-            self.run_dir = self._run_dir_arg
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-        else:
-            self.run_dir = Path(tempfile.mkdtemp(prefix="nvdla-hil-cmod-"))
-            self._own_run_dir = True
-        self.log_path = self.run_dir / "cmod.log"
-        shm = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
-        for port in _PORTS:
-            # sparse 4 GiB file, unlinked at once; the model inherits the descriptor
-            fd, name = tempfile.mkstemp(prefix=f"nvdla-hil-cmod-{port}-", dir=shm)
-            os.unlink(name)
-            self._mem_fds.append(fd)
-            os.ftruncate(fd, _WINDOW)
-            self._maps[port] = mmap.mmap(fd, _WINDOW, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-            self._views[port] = np.frombuffer(self._maps[port], dtype=np.uint8)
+        self._make_run_dir()
+        self._map_memory()  # sparse 4 GiB files, unlinked at once; the model inherits the descriptors
         self._spawn()
 
     def _spawn(self) -> None:
-        assert self.build is not None and self.log_path is not None
-        parent, child = socket.socketpair()
-        self._sock = parent
+        assert self.build is not None
         env = dict(os.environ)
-        env["NVDLA_HIL_SOCK_FD"] = str(child.fileno())
-        env["NVDLA_HIL_MEM0_FD"] = str(self._mem_fds[0])
-        env["NVDLA_HIL_MEM1_FD"] = str(self._mem_fds[1])
         env["NVDLA_HIL_CSB_NS"] = repr(float(self.csb_ns))
         # the cmod drives some signals from more than one process (BDMA), which SystemC's
         # writer check rejects (E115) unless SystemC's documented switch turns the check off
         if env.get("NVDLA_HIL_SC_WRITE_CHECK") != "1":
             env.setdefault("SC_SIGNAL_WRITE_CHECK", "DISABLE")
-        with open(self.log_path, "ab") as log:
-            self._proc = subprocess.Popen([self.build.executable], cwd=self.run_dir, env=env,
-                                          stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          pass_fds=(child.fileno(), *self._mem_fds), start_new_session=True)
-        child.close()
+        self._spawn_process([self.build.executable], env, log_mode="ab")
         hello = self._recv(self.startup_timeout, "model start-up")
         if hello[:1] != ["hello"]:
             raise self._fail(CmodCrashed(f"unexpected greeting {hello!r}; log {self.log_path}"))
 
-    def _stop_process(self) -> None:
-        proc, self._proc = self._proc, None
-        if self._sock is not None:
-            if proc is not None and proc.poll() is None:
-                try:
-                    self._sock.sendall(b"quit\n")
-                except OSError:
-                    pass
-            self._sock.close()
-            self._sock = None
-        if proc is not None:
-            try:
-                proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        self._rbuf = b""
-
-    def _teardown(self, keep_memory: bool = False) -> None:
-        self._stop_process()
-        if keep_memory:
-            return
-        self._views.clear()
-        for m in self._maps.values():
-            try:
-                m.close()
-            except BufferError:  # a caller still holds a view; the OS frees it at exit
-                pass
-        self._maps.clear()
-        for fd in self._mem_fds:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._mem_fds.clear()
-
-    def _close(self) -> None:
-        self._teardown()
-        if self._own_run_dir and self.run_dir is not None and not self._failed:
-            shutil.rmtree(self.run_dir, ignore_errors=True)
-
-    def _fail(self, exc: TransportError) -> TransportError:
-        self._failed = True
-        self._teardown()
-        self._is_open = False
-        return exc
-
-    def _log_tail(self, n: int = 15) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines() if self.log_path else []
-        except OSError:
-            return ""
-        return "\n".join("    " + ln for ln in lines[-n:])
-
     # ---- requests ---------------------------------------------------------------------------------
     def _recv(self, timeout: float, what: str) -> list[str]:
-        assert self._sock is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._rbuf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._fail(TransportTimeoutError(
-                    f"C model did not answer {what} within {timeout:.0f} s (wall clock); killed it. "
-                    f"Log: {self.log_path}"))
-            r, _, _ = select.select([self._sock], [], [], min(left, 1.0))
-            if not r:
-                if self._proc is not None and self._proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = self._sock.recv(1 << 20)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            self._rbuf += chunk
-        if b"\n" not in self._rbuf:
-            rc = self._proc.poll() if self._proc is not None else None
-            raise self._fail(CmodCrashed(
-                f"C model exited (code {rc}) during {what}; log {self.log_path}:\n{self._log_tail()}"))
-        line, self._rbuf = self._rbuf.split(b"\n", 1)
+        line = self._recv_line(timeout, what)
         words = line.decode(errors="replace").split()
         if words[:1] == ["err"]:
             raise TransportError(f"C model: {' '.join(words[1:])} ({what})")
@@ -512,10 +393,7 @@ class CmodTarget(Transport):
     def _request(self, line: str, *, timeout: float | None = None) -> list[str]:
         if self._sock is None:
             raise TransportError("the C model is not running")
-        try:
-            self._sock.sendall(line.encode() + b"\n")
-        except OSError as e:
-            raise self._fail(CmodCrashed(f"C model connection lost: {e}; log {self.log_path}")) from e
+        self._send_line(line.encode() + b"\n")
         return self._recv(timeout or self.request_timeout, line.split()[0])
 
     # ---- Transport API ------------------------------------------------------------------------
@@ -524,23 +402,6 @@ class CmodTarget(Transport):
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
         self._request(f"write {address:#x} {value:#x}")
-
-    def _view(self, port: str) -> np.ndarray:
-        if port not in _PORTS:
-            raise ValueError(f"unknown memory port {port!r}; expected one of {_PORTS}")
-        return self._views[port]
-
-    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
-        off = address & (_WINDOW - 1)
-        if off + data.size > _WINDOW:
-            raise ValueError(f"memory write {address:#x}+{data.size} leaves the 4 GiB window")
-        self._view(port)[off:off + data.size] = data
-
-    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
-        off = address & (_WINDOW - 1)
-        if off + size > _WINDOW:
-            raise ValueError(f"memory read {address:#x}+{size} leaves the 4 GiB window")
-        return self._view(port)[off:off + size].copy()
 
     def _wait_irq(self, timeout: float | None) -> bool:
         wall = self.request_timeout * 10 if timeout is None else float(timeout)

@@ -40,7 +40,7 @@ from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from ..memory import RecordingMemory, SparseMemory
-from ..refmodel.base import DmaPorts, InvalidLayer, LayerResult, ModelOptions, UnitNotModelled
+from ..refmodel.base import DmaPorts, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -365,7 +365,7 @@ class ModelTarget(Transport):
 
     def _run(self, layer: _Layer, group: int) -> None:
         runner = _load_runner(layer.runner)
-        view = _GroupView(self, {b: group for b in self.regmap.blocks})
+        view: RegisterView = _GroupView(self, {b: group for b in self.regmap.blocks})
         if self.bugs:
             from .faults import FaultyView
 
@@ -508,7 +508,7 @@ class ModelTarget(Transport):
         while self._events:
             self._fire()
 
-    def _memory_of(self, layer: _Layer, view: _GroupView) -> DmaPorts:
+    def _memory_of(self, layer: _Layer, view: RegisterView) -> DmaPorts:
         """The memory ports of the layer's active DMA engines, each chosen by the engine's
         own RAM_TYPE field (MC = primary DBBIF port, CV = secondary CVIF port); a layer may
         use both (e.g. SDP input over MCIF, EW operand over CVIF). A port the profile lacks
@@ -540,7 +540,7 @@ class ModelTarget(Transport):
                     f"(CV), which {self.profile.name} does not have; program MC (1)")
         return DmaPorts(dict(self.memories))
 
-    def _check_precisions(self, layer: _Layer, view: _GroupView) -> None:
+    def _check_precisions(self, layer: _Layer, view: RegisterView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
         from ..validity import InvalidPrecisionConfig, check_config
 
@@ -551,7 +551,7 @@ class ModelTarget(Transport):
         except InvalidPrecisionConfig as e:
             raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
         for unit, row in rows.items():
-            for prec in {row.input, row.output, row.pipeline, row.weight} & {"int8", "int16", "fp16"}:
+            for prec in {"int8", "int16", "fp16"} & {row.input, row.output, row.pipeline, row.weight}:
                 if not self.profile.has(prec):
                     raise LayerConfigError(
                         f"{layer.done[0]} layer refused: {unit.upper()} uses {prec.upper()}, which "

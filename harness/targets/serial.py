@@ -19,12 +19,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ...drivers.transport import TransportError
-from ...drivers.uartbone import SerialTransport
-from ..lab import BoardBusyError, BoardConfig, BoardLock, resolve_board, run_reset
+from ...drivers.uartbone import BoardConfigError, BoardDeadError, SerialTransport
+from ..lab import BoardBusyError, BoardConfig, BoardLock, LabError, resolve_board, run_reset
 
-__all__ = ["SerialTarget", "make_serial_transport", "open_serial_target"]
+__all__ = ["BoardDeadError", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board"]
 
 
 def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int], int], Callable[[int], bool]]:
@@ -73,13 +74,44 @@ def _transport_kwargs(cfg: BoardConfig, readback_ok: Callable[[int], bool] | Non
         profile_name=cfg.profile,
         reset_hook=run_reset(cfg),
         reset_address=cfg.reset_address,
+        board_name=cfg.name,
     )
 
 
 def make_serial_transport(cfg: BoardConfig, readback_ok: Callable[[int], bool] | None = None) -> SerialTransport:
-    """An unopened :class:`SerialTransport` configured from one lab board entry; unless given,
-    the read-back rules come from the board profile's register map."""
-    return SerialTransport(**_transport_kwargs(cfg, readback_ok))
+    """An unopened :class:`SerialTransport` (an :class:`~nvdla_hil.drivers.etherbone.EtherboneTransport`
+    for ``transport: litex_server``) configured from one lab board entry; unless given, the
+    read-back rules come from the board profile's register map. A labgrid board needs its place
+    acquired first: use :class:`SerialTarget`."""
+    if cfg.labgrid_place:
+        raise LabError(f"board {cfg.name!r} is a labgrid place ({cfg.labgrid_place}): open it as a SerialTarget")
+    kw = _transport_kwargs(cfg, readback_ok)
+    if cfg.transport == "litex_server":
+        from ...drivers.etherbone import EtherboneTransport
+
+        kw["board_timeout"] = min(kw["board_timeout"], 0.005)
+        return EtherboneTransport(**kw)
+    return SerialTransport(**kw)
+
+
+def _window_error(lab_path: object, cfg: BoardConfig, e: BoardConfigError) -> LabError:
+    msg = str(e)
+    return LabError(f"{lab_path}: {msg}" if f"board {cfg.name!r}" in msg else f"{lab_path}: board {cfg.name!r}: {msg}")
+
+
+def probe_board(lab_path: str | os.PathLike[str] | None, board_name: str | None) -> None:
+    """Open the board's link without a lock (the caller holds the board: a regression's session
+    lock) and prove its DRAM window (:meth:`SerialTransport.probe_window`). A window the board
+    does not map raises :class:`~nvdla_hil.harness.lab.LabError` naming both windows: a
+    configuration error (``nvdla-hil regress`` exit 2), not a link fault."""
+    lab, cfg = resolve_board(lab_path, board_name)
+    if not cfg.probe_window or cfg.labgrid_place:
+        return  # a labgrid place is probed when a test acquires it
+    with make_serial_transport(cfg) as t:
+        try:
+            t.probe_window()
+        except BoardConfigError as e:
+            raise _window_error(lab.path, cfg, e) from None
 
 
 class SerialTarget(SerialTransport):
@@ -98,6 +130,10 @@ class SerialTarget(SerialTransport):
     own never waits.
     """
 
+    #: a UART is a slow link: NVDLA traces send only the bytes their layers read and the checked
+    #: regions, already poisoned, and read nothing before the run (harness.traces, setup="lean")
+    lean_setup = True
+
     def __init__(self, lab_path: str | os.PathLike[str] | None, board_name: str | None, wait: float = 0, *,
                  readback_ok: Callable[[int], bool] | None = None, session_lock: dict | None = None) -> None:
         self.lab, cfg = resolve_board(lab_path, board_name)
@@ -105,8 +141,31 @@ class SerialTarget(SerialTransport):
         self._wait = wait
         self.session_lock = dict(session_lock) if session_lock else None
         self._lock: BoardLock | None = None
+        self._place: Any = None  # a LabgridPlace while open (labgrid is an optional dependency)
         self.cfg = cfg
-        super().__init__(**_transport_kwargs(cfg, readback_ok))
+        super().__init__(**self._kwargs(cfg))
+
+    def _kwargs(self, cfg: BoardConfig) -> dict:
+        kw = _transport_kwargs(cfg, self._readback_ok)
+        if cfg.transport == "litex_server":
+            from ...drivers.etherbone import EB_MAX
+
+            kw.update(board_timeout=min(kw["board_timeout"], 0.005), max_write_burst=EB_MAX, max_read_burst=EB_MAX)
+        return kw
+
+    def _make_port(self):  # noqa: ANN202 - a pyserial-like port
+        """The board's port: Etherbone to litex_server for ``transport: litex_server``."""
+        if self.cfg.transport == "litex_server":
+            from ...drivers.etherbone import EtherbonePort, parse_tcp_url
+
+            host, port = parse_tcp_url(self.url)
+            return EtherbonePort(host, port, connect_timeout=max(1.0, self.response_timeout + 1.0))
+        return super()._make_port()
+
+    def describe(self) -> str:
+        via = f"litex_server {self.url}" if self.cfg.transport == "litex_server" else f"UARTBone {self.url}"
+        place = f", labgrid place {self.cfg.labgrid_place}" if self.cfg.labgrid_place else ""
+        return f"board {self.cfg.name!r}: {via} ({self.policy.mode}, {self.profile_name}{place})"
 
     @property
     def board_name(self) -> str:
@@ -146,7 +205,7 @@ class SerialTarget(SerialTransport):
                 if name != self.cfg.name:  # another board of the session's pool: its link settings
                     observers = list(self._observers)
                     self.cfg = cfg
-                    SerialTransport.__init__(self, **_transport_kwargs(cfg, self._readback_ok))
+                    SerialTransport.__init__(self, **self._kwargs(cfg))
                     self._observers = observers
                 return
             if len(cands) == 1:  # one board: wait for the other workers' test, as long as it takes
@@ -164,6 +223,15 @@ class SerialTarget(SerialTransport):
                     f"--nvdla-board-wait")
             time.sleep(0.05)
 
+    def _lease_place(self) -> None:
+        """A labgrid board: acquire its place (or use this user's acquisition); its serial
+        resource is the endpoint this open talks to."""
+        from ..labgrid_place import LabgridPlace
+
+        place = LabgridPlace(self.cfg.labgrid_place or "", self.cfg.labgrid_coordinator)
+        self.url = place.acquire().url
+        self._place = place
+
     def open(self) -> None:
         if self.is_open:
             return super().open()  # raises "already open"
@@ -174,22 +242,38 @@ class SerialTarget(SerialTransport):
             lock.acquire(self._wait)
             self._lock = lock
         try:
+            if self.cfg.labgrid_place:
+                self._lease_place()
             super().open()
             if self.cfg.reset_address is not None:
                 self.reset()  # every test starts from a reset NVDLA, as NVDLA's own flow does
+            if self.cfg.probe_window:
+                self.probe_window()
         except BaseException as e:
             try:
                 super().close()
             finally:
                 self._release()
-            if isinstance(e, TransportError):
-                raise TransportError(f"board {self.cfg.name!r} ({self.lab.path}): {e}") from e
+            if isinstance(e, BoardConfigError):
+                raise _window_error(self.lab.path, self.cfg, e) from None
+            if isinstance(e, TransportError) and f"board {self.cfg.name!r}" not in str(e):
+                msg = f"board {self.cfg.name!r} ({self.lab.path}): {e}"
+                try:
+                    wrapped = type(e)(msg)  # the same class: BoardDeadError stays BoardDeadError
+                except TypeError:
+                    wrapped = TransportError(msg)
+                raise wrapped from e
             raise
 
     def _release(self) -> None:
         lock, self._lock = self._lock, None
-        if lock is not None:
-            lock.release()
+        place, self._place = self._place, None
+        try:
+            if place is not None:
+                place.release()
+        finally:
+            if lock is not None:
+                lock.release()
 
     def close(self) -> None:
         try:

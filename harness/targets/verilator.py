@@ -14,34 +14,36 @@ while it serves a request, and requests are synchronous.
 Deadlines: every request has a wall-clock limit; ``wait_irq`` also has a simulated-cycle
 budget. A simulator that does not answer in time is killed and the call raises
 :class:`TransportTimeoutError`; a simulator that dies raises :class:`TransportError` naming
-its log. In both cases the target is closed; ``open()`` starts a fresh simulator.
+its log. In both cases the target is closed; ``open()`` starts a fresh simulator. The process
+client (spawn, line protocol, deadlines, shared memory) is :class:`~.simproc.SimProcessTarget`,
+shared with the cmod target.
+
+Warm simulators: :class:`WarmSimulators` keeps one open simulator per build and hands it to
+the next test reset to the state of a fresh start (:meth:`VerilatorTarget.restore_fresh`),
+as a :class:`WarmTarget` lease; see ``sims/README.md`` and the pytest plugin
+:mod:`nvdla_hil.harness.warm`.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import mmap
 import os
-import select
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
+import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from nvdla_hil.drivers.transport import Transport, TransportError, TransportTimeoutError
+from nvdla_hil.drivers.transport import NotOpenError, Transport, TransportError, TransportTimeoutError
 
-__all__ = ["SimulatorCrashed", "VerilatorTarget"]
+from .simproc import PORTS as _PORTS
+from .simproc import SimProcessTarget
 
-_WINDOW = 1 << 32
-_PORTS = ("pri_mem", "sec_mem")
+__all__ = ["SimulatorCrashed", "VerilatorTarget", "WarmSimulators", "WarmStats", "WarmTarget"]
 
 #: GLB registers read for the dump attached to interrupt timeouts (CSB byte addresses).
 GLB_DUMP = {"GLB_HW_VERSION": 0x1000, "GLB_S_INTR_MASK": 0x1004, "GLB_S_INTR_SET": 0x1008,
@@ -56,7 +58,7 @@ class SimulatorCrashed(TransportError):
     """The simulator process exited or broke the protocol."""
 
 
-class VerilatorTarget(Transport):
+class VerilatorTarget(SimProcessTarget):
     """Transport onto a Verilator simulation of NVDLA RTL (or of the project's CSB fixture).
 
     Args:
@@ -77,6 +79,12 @@ class VerilatorTarget(Transport):
     #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
     #: cycles (~30 s at ~40k cycles/s), so callers should not use a model-sized timeout
     suggested_layer_timeout: float = 600.0
+    sim_name = "simulator"
+    crashed_error = SimulatorCrashed
+    log_name = "sim.log"
+    run_prefix = "nvdla-hil-sim-"
+    mem_prefix = "nvdla-hil-"
+    quit_line = b'{"op": "quit"}\n'
 
     def __init__(self, build: Any = None, *, nvdla_hw: str | os.PathLike[str] | None = None,
                  config: str = "nv_small", waves: bool = False,
@@ -84,30 +92,19 @@ class VerilatorTarget(Transport):
                  request_timeout: float = 60.0, irq_max_cycles: int = 200_000_000,
                  startup_timeout: float = 120.0, run_dir: str | os.PathLike[str] | None = None,
                  reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256) -> None:
-        super().__init__()
+        super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         self._build_arg = build
         self._nvdla_hw = nvdla_hw
         self._config = config
         self.waves = waves
         self.wave_file = Path(wave_file) if wave_file else None
-        self.request_timeout = request_timeout
         self.irq_max_cycles = irq_max_cycles
-        self.startup_timeout = startup_timeout
-        self._run_dir_arg = Path(run_dir) if run_dir else None
         self._reset_wait = reset_wait_cycles
         self.irq_settle_cycles = irq_settle_cycles
         self.build: Any = None
         self.profile_name = config
-        self.run_dir: Path | None = None
         self.wave_path: Path | None = None
-        self.log_path: Path | None = None
         self.cycles = 0
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._sock: socket.socket | None = None
-        self._rbuf = b""
-        self._maps: dict[str, mmap.mmap] = {}
-        self._views: dict[str, np.ndarray] = {}
-        self._own_run_dir = False
 
     # ---- build / process life cycle ----------------------------------------------
     def _resolve_build(self) -> Any:
@@ -164,37 +161,14 @@ class VerilatorTarget(Transport):
             raise
 
     def _start(self) -> None:
-        if self._run_dir_arg:
-            self.run_dir = self._run_dir_arg
-            self.run_dir.mkdir(parents=True, exist_ok=True)
-            self._own_run_dir = False
-        else:
-            self.run_dir = Path(tempfile.mkdtemp(prefix="nvdla-hil-sim-"))
-            self._own_run_dir = True
-        self.log_path = self.run_dir / "sim.log"
-        shm = Path("/dev/shm") if Path("/dev/shm").is_dir() and os.access("/dev/shm", os.W_OK) else None
-        mem_fds: list[int] = []
-        try:
-            for port in _PORTS:
-                # sparse 4 GiB file, unlinked at once: the simulator inherits the descriptor,
-                # so nothing is left in /dev/shm even if either process is killed
-                fd, name = tempfile.mkstemp(prefix=f"nvdla-hil-{port}-", dir=shm)
-                os.unlink(name)
-                mem_fds.append(fd)
-                os.ftruncate(fd, _WINDOW)
-                self._maps[port] = mmap.mmap(fd, _WINDOW, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-                self._views[port] = np.frombuffer(self._maps[port], dtype=np.uint8)
-            self._spawn(mem_fds)
-        finally:
-            for fd in mem_fds:
-                os.close(fd)
+        self._make_run_dir()
+        self._map_memory()
+        self._spawn()
         hello = self._recv(self.startup_timeout, "simulator start-up")
         self.cycles = int(hello.get("cycles", 0))
         self._do_reset(self.startup_timeout)
 
-    def _spawn(self, mem_fds: list[int]) -> None:
-        parent, child = socket.socketpair()
-        self._sock = parent
+    def _spawn(self) -> None:
         args = [self.build.executable]
         if self.waves:
             if not self.build.waves:
@@ -203,106 +177,30 @@ class VerilatorTarget(Transport):
             wave = self.wave_file or (self.run_dir / f"dump.{fmt}")
             self.wave_path = wave
             args += ["--trace", "--trace-file", str(wave)]
-        env = self._sim_env()
-        env["NVDLA_HIL_SOCK_FD"] = str(child.fileno())
-        for i, fd in enumerate(mem_fds):
-            env[f"NVDLA_HIL_MEM{i}_FD"] = str(fd)
-        with open(self.log_path, "wb") as log:
-            self._proc = subprocess.Popen(args, cwd=self.run_dir, env=env, stdin=subprocess.DEVNULL,
-                                          stdout=log, stderr=subprocess.STDOUT,
-                                          pass_fds=(child.fileno(), *mem_fds), start_new_session=True)
-        child.close()
-
-    def _teardown(self) -> None:
-        proc, self._proc = self._proc, None
-        if self._sock is not None:
-            if proc is not None and proc.poll() is None:
-                try:
-                    self._sock.sendall(b'{"op": "quit"}\n')
-                except OSError:
-                    pass
-            self._sock.close()
-            self._sock = None
-        if proc is not None:
-            try:
-                proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait()
-        self._views.clear()
-        for m in self._maps.values():
-            try:
-                m.close()
-            except BufferError:  # a caller still holds a view; the OS frees it at exit
-                pass
-        self._maps.clear()
-        self._rbuf = b""
+        self._spawn_process(args, self._sim_env())
 
     def _close(self) -> None:
-        self._teardown()
+        super()._close()
         if self.wave_path is not None:
             _log.warning("waves of %s: %s", self._config, self.wave_path)
-        if self._own_run_dir and self.run_dir is not None and not self._keep_run_dir():
-            shutil.rmtree(self.run_dir, ignore_errors=True)
 
     def _keep_run_dir(self) -> bool:
-        return self.waves or getattr(self, "_failed", False)
-
-    def _fail(self, exc: TransportError) -> TransportError:
-        """Kill the simulator, mark the target closed, return ``exc`` for raising."""
-        self._failed = True
-        self._teardown()
-        self._is_open = False
-        return exc
-
-    def _log_tail(self, n: int = 15) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines() if self.log_path else []
-        except OSError:
-            return ""
-        return "\n".join("    " + ln for ln in lines[-n:])
+        return self.waves or self._failed
 
     # ---- request/response ----------------------------------------------------------
     def _recv(self, timeout: float, what: str) -> dict[str, Any]:
-        assert self._sock is not None
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._rbuf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise self._fail(TransportTimeoutError(
-                    f"simulator did not answer {what} within {timeout:.0f} s (wall clock); "
-                    f"killed it. Log: {self.log_path}"))
-            r, _, _ = select.select([self._sock], [], [], min(left, 1.0))
-            if not r:
-                if self._proc is not None and self._proc.poll() is not None:
-                    break
-                continue
-            try:
-                chunk = self._sock.recv(1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            self._rbuf += chunk
-        if b"\n" not in self._rbuf:
-            rc = self._proc.poll() if self._proc is not None else None
-            raise self._fail(SimulatorCrashed(
-                f"simulator exited (code {rc}) during {what}; log {self.log_path}:\n{self._log_tail()}"))
-        line, self._rbuf = self._rbuf.split(b"\n", 1)
-        reply = json.loads(line)
+        line = self._recv_line(timeout, what)
+        try:
+            reply = json.loads(line)
+        except ValueError:
+            raise self._fail(SimulatorCrashed(f"simulator broke the protocol during {what}: {line[:200]!r}")) from None
         self.cycles = int(reply.get("cycles", self.cycles))
         return reply
 
     def _request(self, req: dict[str, Any], *, timeout: float | None = None) -> dict[str, Any]:
         if self._sock is None:
             raise TransportError("simulator is not running")
-        try:
-            self._sock.sendall(json.dumps(req).encode() + b"\n")
-        except OSError as e:
-            raise self._fail(SimulatorCrashed(f"simulator connection lost: {e}; log {self.log_path}")) from e
+        self._send_line(json.dumps(req).encode() + b"\n")
         reply = self._recv(timeout or self.request_timeout, f"{req['op']} request")
         if "error" in reply:
             cls = TransportTimeoutError if reply.get("kind") == "timeout" else TransportError
@@ -331,18 +229,6 @@ class VerilatorTarget(Transport):
             raise TransportError(f"{self.build.config} has no secondary (CVIF) memory port")
         return self._views[port]
 
-    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
-        off = address & (_WINDOW - 1)
-        if off + data.size > _WINDOW:
-            raise ValueError(f"memory write {address:#x}+{data.size} leaves the 4 GiB window")
-        self._view(port)[off:off + data.size] = data
-
-    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
-        off = address & (_WINDOW - 1)
-        if off + size > _WINDOW:
-            raise ValueError(f"memory read {address:#x}+{size} leaves the 4 GiB window")
-        return self._view(port)[off:off + size].copy()
-
     def _wait_irq(self, timeout: float | None) -> bool:
         wall = self.request_timeout * 10 if timeout is None else float(timeout)
         r = self._request({"op": "wait_irq", "max_cycles": self.irq_max_cycles, "wall": wall,
@@ -356,6 +242,21 @@ class VerilatorTarget(Transport):
 
     def _reset(self) -> None:
         self._do_reset(self.startup_timeout)
+
+    # ---- back to the state of a fresh start (warm simulators) ---------------------------
+    # clear_memory() and healthy() come from SimProcessTarget
+    def restore_fresh(self, timeout: float | None = None) -> None:
+        """Bring an open simulator back to the state a fresh start leaves: the testbench's
+        reset sequence (CSB master idle, ``rstn`` low for 20 cycles, then the build's reset
+        wait, 8192 cycles for NVDLA), which resets NVDLA's registers, CSB slave and interrupt
+        and the AXI memory models' queues, then external memory cleared (after the reset, so
+        that a layer the previous test left running cannot write into it again). NVDLA's RAMs
+        and its non-reset datapath flops keep their contents, as on silicon after a reset;
+        the trace suite run both ways (``bench/bench_warm.py``) shows no test depends on them."""
+        if not self.healthy():
+            raise SimulatorCrashed(f"simulator is not usable (exited or a request was interrupted); log {self.log_path}")
+        self._do_reset(self.startup_timeout if timeout is None else timeout)
+        self.clear_memory()
 
     # ---- extras --------------------------------------------------------------------------
     def run_cycles(self, n: int) -> None:
@@ -394,6 +295,283 @@ class VerilatorTarget(Transport):
 
     def __repr__(self) -> str:
         return f"VerilatorTarget(config={self._config!r}, open={self.is_open})"
+
+
+# ---- warm simulators: one open simulator per build, reset between tests ----------------------
+
+
+@dataclass
+class WarmStats:
+    """What a :class:`WarmSimulators` pool did: simulators started, leases served by a reset
+    of an idle one, idle ones found dead or hung and replaced, and the seconds spent."""
+
+    started: int = 0
+    reused: int = 0
+    replaced: int = 0
+    start_seconds: float = 0.0
+    reset_seconds: float = 0.0
+
+    def summary(self) -> str:
+        per = f", {self.reset_seconds / self.reused * 1e3:.0f} ms per reset" if self.reused else ""
+        start = f", {self.start_seconds / self.started:.2f} s per start" if self.started else ""
+        return (f"{self.started} simulator(s) started, {self.reused} lease(s) by reset, "
+                f"{self.replaced} replaced{start}{per}")
+
+
+class WarmSimulators:
+    """A pool of open simulators, one per build (and target settings), reused across tests.
+
+    ``open(spec)`` returns a :class:`WarmTarget`, already open and in the state of a fresh
+    start (:meth:`VerilatorTarget.restore_fresh`: memory cleared, NVDLA and the testbench
+    reset); closing it (``with`` does) hands the simulator back instead of ending it. An idle
+    simulator that has exited, hangs in its reset (``reset_timeout`` wall-clock seconds) or was
+    left with a request half-done is killed and replaced by a fresh one, never reused; so is
+    one that crashed or timed out during a lease. Thread-safe: concurrent leases get distinct
+    simulators (a second concurrent lease of one build starts a second simulator; at most
+    ``max_idle_per_build`` are kept). A context manager; ``close()`` ends every idle simulator.
+    Waves (``spec.waves`` or a ``wave_file``) and an explicit ``run_dir`` are per test, so
+    :meth:`accepts` declines them and the caller opens a fresh target.
+    """
+
+    def __init__(self, *, reset_timeout: float = 120.0, max_idle_per_build: int = 2) -> None:
+        self.reset_timeout = float(reset_timeout)
+        self.max_idle_per_build = int(max_idle_per_build)
+        self.stats = WarmStats()
+        self._idle: dict[tuple[Any, ...], list[VerilatorTarget]] = {}
+        self._builds: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    # ---- public API ------------------------------------------------------------------------
+    @staticmethod
+    def accepts(spec: Any) -> bool:
+        """Whether ``spec`` (a :class:`~nvdla_hil.harness.targets.TargetSpec`) can be served warm."""
+        extra = getattr(spec, "extra", {}) or {}
+        return spec.kind == "verilator" and not spec.waves and not extra.get("wave_file") \
+            and not extra.get("waves") and not extra.get("run_dir") and "build" not in extra
+
+    def lease(self, spec: Any) -> WarmTarget:
+        """A :class:`WarmTarget` for ``spec``, not yet open (``open()``/``with`` takes a simulator)."""
+        if self._closed:
+            raise TransportError("the warm simulator pool is closed")
+        if not self.accepts(spec):
+            raise ValueError(f"a warm simulator cannot serve {spec!r} (verilator target without waves only)")
+        return WarmTarget(self, lambda: self._build_for(spec), dict(spec.extra or {}), config=spec.profile)
+
+    def open(self, spec: Any) -> WarmTarget:
+        """An open :class:`WarmTarget` for ``spec``, in the state of a fresh start."""
+        t = self.lease(spec)
+        t.open()
+        return t
+
+    def open_build(self, build: Any, **target_kwargs: Any) -> WarmTarget:
+        """An open :class:`WarmTarget` on ``build`` (a :class:`~nvdla_hil.sims.build.SimBuild`,
+        e.g. the CSB fixture's), with :class:`VerilatorTarget` keyword arguments."""
+        if self._closed:
+            raise TransportError("the warm simulator pool is closed")
+        t = WarmTarget(self, lambda: build, dict(target_kwargs), config=build.config)
+        t.open()
+        return t
+
+    def idle_count(self) -> int:
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
+
+    def close(self) -> None:
+        """End every idle simulator; simulators still leased end when their lease closes."""
+        with self._lock:
+            self._closed = True
+            sims = [s for v in self._idle.values() for s in v]
+            self._idle.clear()
+        for sim in sims:
+            sim.close()
+
+    def __enter__(self) -> WarmSimulators:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"WarmSimulators(idle={self.idle_count()}, {self.stats.summary()})"
+
+    # ---- used by WarmTarget ---------------------------------------------------------------------
+    def _build_for(self, spec: Any) -> Any:
+        """The simulator build of ``spec`` (content-checked once per pool, not once per test)."""
+        bkey = (str(spec.nvdla_hw or os.environ.get("NVDLA_HW")), spec.profile)
+        with self._lock:
+            build = self._builds.get(bkey)
+        if build is None or not Path(build.executable).is_file():
+            from nvdla_hil.sims.build import BuildError, build_nvdla
+
+            try:
+                build = build_nvdla(spec.nvdla_hw, spec.profile)
+            except BuildError as e:
+                raise TransportError(f"cannot build the {spec.profile} simulator: {e}") from e
+            with self._lock:
+                self._builds[bkey] = build
+        return build
+
+    @staticmethod
+    def _key(build: Any, kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        return (str(build.directory), tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+
+    def _acquire(self, build: Any, kwargs: dict[str, Any]) -> VerilatorTarget:
+        key = self._key(build, kwargs)
+        while True:
+            with self._lock:
+                if self._closed:
+                    raise TransportError("the warm simulator pool is closed")
+                idle = self._idle.get(key)
+                sim = idle.pop() if idle else None
+            if sim is None:
+                break
+            t0 = time.perf_counter()
+            try:
+                sim.restore_fresh(self.reset_timeout)
+            except TransportError as e:  # exited, hung (killed by the deadline) or desynchronised
+                _log.warning("warm simulator of %s replaced: %s", build.config, e)
+                sim._failed = True  # keep its run directory (log) for a post-mortem
+                sim.close()
+                with self._lock:
+                    self.stats.replaced += 1
+                continue
+            with self._lock:
+                self.stats.reused += 1
+                self.stats.reset_seconds += time.perf_counter() - t0
+            return sim
+        t0 = time.perf_counter()
+        sim = VerilatorTarget(build, config=build.config, **kwargs)
+        sim.open()  # a new simulator starts with empty memory and resets NVDLA
+        with self._lock:
+            self.stats.started += 1
+            self.stats.start_seconds += time.perf_counter() - t0
+        return sim
+
+    def _release(self, build: Any, kwargs: dict[str, Any], sim: VerilatorTarget) -> None:
+        key = self._key(build, kwargs)
+        if sim.healthy():
+            with self._lock:
+                idle = self._idle.setdefault(key, [])
+                if not self._closed and len(idle) < self.max_idle_per_build:
+                    idle.append(sim)
+                    return
+        elif sim.is_open:  # alive but a request was interrupted: its replies are out of step
+            sim._failed = True
+            with self._lock:
+                self.stats.replaced += 1
+        sim.close()
+
+
+class WarmTarget(Transport):
+    """A lease of a pooled simulator (:class:`WarmSimulators`): a :class:`Transport` like
+    :class:`VerilatorTarget` whose ``close()`` hands the simulator back to the pool instead of
+    ending it. Each lease is a new object, so observers and a closed lease never carry over to
+    the next test. If the simulator crashes or times out during the lease, the lease closes
+    (as a :class:`VerilatorTarget` would) and the pool never reuses that simulator."""
+
+    suggested_layer_timeout: float = VerilatorTarget.suggested_layer_timeout
+
+    def __init__(self, pool: WarmSimulators, build: Callable[[], Any], kwargs: dict[str, Any], *,
+                 config: str) -> None:
+        super().__init__()
+        self._pool = pool
+        self._get_build = build
+        self.build: Any = None
+        self._kwargs = kwargs
+        self._config = config
+        self._sim: VerilatorTarget | None = None
+        self.profile_name = config
+        self.waves = False
+        self.wave_path: Path | None = None
+
+    @property
+    def sim(self) -> VerilatorTarget:
+        """The leased simulator (raises when the lease is not open)."""
+        if self._sim is None:
+            raise NotOpenError()
+        return self._sim
+
+    def _open(self) -> None:
+        self.build = self._get_build()
+        self.profile_name = self.build.config if self.build.config != "fixture" else "fixture"
+        self._sim = self._pool._acquire(self.build, self._kwargs)
+
+    def _close(self) -> None:
+        sim, self._sim = self._sim, None
+        if sim is not None:
+            self._pool._release(self.build, self._kwargs, sim)
+
+    def _call(self, fn: Callable[[VerilatorTarget], Any]) -> Any:
+        sim = self.sim
+        try:
+            return fn(sim)
+        finally:
+            if not sim.is_open:  # the simulator crashed or was killed on a deadline
+                self._is_open = False
+                self._sim = None
+                self._pool._release(self.build, self._kwargs, sim)
+
+    # ---- Transport API, delegated -----------------------------------------------------------
+    def _read32(self, address: int) -> int:
+        return self._call(lambda s: s._read32(address))
+
+    def _write32(self, address: int, value: int, posted: bool) -> None:
+        self._call(lambda s: s._write32(address, value, posted))
+
+    def _read_burst(self, address: int, count: int, incr: bool) -> list[int]:
+        return self._call(lambda s: s._read_burst(address, count, incr))
+
+    def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
+        vals = list(values)
+        self._call(lambda s: s._write_burst(address, vals, incr))
+
+    def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
+        self._call(lambda s: s._mem_write(address, data, port))
+
+    def _mem_read(self, address: int, size: int, port: str) -> np.ndarray:
+        return self._call(lambda s: s._mem_read(address, size, port))
+
+    def _wait_irq(self, timeout: float | None) -> bool:
+        return self._call(lambda s: s._wait_irq(timeout))
+
+    def _reset(self) -> None:
+        self._call(lambda s: s._reset())
+
+    # ---- VerilatorTarget's extras ----------------------------------------------------------------
+    @property
+    def cycles(self) -> int:
+        return self.sim.cycles
+
+    @property
+    def log_path(self) -> Path | None:
+        return self._sim.log_path if self._sim is not None else None
+
+    @property
+    def run_dir(self) -> Path | None:
+        return self._sim.run_dir if self._sim is not None else None
+
+    def run_cycles(self, n: int) -> None:
+        self._call(lambda s: s.run_cycles(n))
+
+    def irq_level(self) -> int:
+        return self._call(lambda s: s.irq_level())
+
+    def register_dump(self, addresses: dict[str, int] | None = None) -> dict[str, int | str]:
+        return self._call(lambda s: s.register_dump(addresses))
+
+    def wait_irq_or_raise(self, timeout: float | None, what: str = "interrupt",
+                          dump: dict[str, int] | None = None) -> None:
+        if not self.wait_irq(timeout):
+            regs = self.register_dump(dump)
+            text = ", ".join(f"{k}={v:#010x}" if isinstance(v, int) else f"{k}={v}" for k, v in regs.items())
+            raise TransportTimeoutError(f"no {what} after {timeout} s at cycle {self.cycles}; {text}")
+
+    def describe(self) -> str:
+        return self._sim.describe() + " (warm)" if self._sim is not None else f"WarmTarget({self._config})"
+
+    def __repr__(self) -> str:
+        return f"WarmTarget(config={self._config!r}, open={self.is_open})"
 
 
 def open_fixture(**kwargs: Any) -> VerilatorTarget:

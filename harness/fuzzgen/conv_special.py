@@ -1,0 +1,418 @@
+"""Fuzz units ``conv-image`` and ``conv-compressed`` (nv_full): special convolution inputs.
+
+``conv-image``: a flying convolution whose input is an image in any pixel format of seed 000
+(``nvdla.pixel.T_*``, pitch linear, 1 or 2 planes), with a random X offset and line strides,
+the CDMA convertor (offset or per-channel mean, scale, truncation, sign override) into INT8,
+INT16 or FP16 where seed 000 allows it, left/right padding by CDMA and top/bottom by CSC. The
+weights are the image-input format (channel pre-extension, ``nvdla.weight.image``); the CSC
+registers describe the pre-extended 1-wide kernel (``refmodel/conv/image.py``). Optionally the
+weights are compressed (``weight_format``) and, for 1- and 4-component formats, the CSC
+post-extends 2 or 4 lines (``post_extension``; the C model's consistent case: 64/post channels).
+``weights=identity`` probes the pixel path alone (output channel k = converted component k).
+
+``conv-compressed``: the direct convolution of the ``conv`` unit with its weights made sparse
+(random density, whole zero kernel groups) and stored in ``nvdla.weight.compressed`` (WGS | WMB |
+data), ``D_WEIGHT_FORMAT`` = COMPRESSED.
+
+Goldens come from the DUT (``--keep``), never from the model alone.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...drivers.profiles import HardwareProfile
+from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Mem, _pick_cvt, register_unit
+from ..layouts.nvdla import PIXEL_FORMATS, compressed_offsets
+from ..vectors import Hex, pack_surface, packed_size
+from ..vectors_gen import Draft, _reg
+from .conv import SCHEMA as CONV_SCHEMA
+from .conv import _feature_geo, _sdp_flying, _surface, _units, gen_conv
+
+__all__ = ["gen_conv_image", "gen_conv_compressed", "IMAGE_SCHEMA", "COMPRESSED_SCHEMA"]
+
+_PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
+_PREC = {"int8": 0, "int16": 1, "fp16": 2}
+_FORMATS = tuple(PIXEL_FORMATS)
+_CBUF_ENTRY = 128
+_ENTRIES_PER_BANK = 256  # nv_full: 32 KiB banks of 128-byte entries
+
+IMAGE_SCHEMA: dict[str, Any] = {
+    "format": EnumF(_FORMATS, "T_R8"),
+    "precision": EnumF(("int8", "int16", "fp16"), "int8", needs={"int16": "int16", "fp16": "fp16"}),
+    "width": IntF(1, 8192, 8), "height": IntF(1, 8192, 4), "kernels": IntF(1, 8192, 8),
+    "kernel_w": IntF(1, 32, 3), "kernel_h": IntF(1, 32, 3), "stride_x": IntF(1, 8, 1), "stride_y": IntF(1, 8, 1),
+    "pad_left": IntF(0, 31, 0), "pad_right": IntF(0, 63, 0), "pad_top": IntF(0, 31, 0), "pad_bottom": IntF(0, 63, 0),
+    "pad_value": EnumF(("zero", "random")),
+    "x_offset": IntF(0, 31, 0), "line_gap": IntF(0, 4, 0),
+    "cvt": EnumF((0, 1), 1), "mean": EnumF((0, 1), 0), "sign_override": EnumF((0, 1), 0),
+    "cvt_truncate": IntF(0, 63, 0), "data": EnumF(("uniform", "edges", "small")),
+    "src_port": _PORT, "wt_port": _PORT, "dst_port": _PORT,
+    "sdp_cvt": EnumF(("fit", "saturate", "random")),
+    "post_extension": EnumF((1, 2, 4), 1, doc="CSC channel post-extension (1-, 3- and 4-channel formats: 1 and 4 only)"),
+    "weight_format": EnumF(("uncompressed", "compressed"), "uncompressed"),
+    "density": EnumF(("sparse", "half", "dense", "empty"), "half"),
+    "zero_groups": EnumF((0, 1), 0, doc="make whole kernel groups all-zero"),
+    "fp_specials": EnumF((0, 1), 0, doc="FP16 images: NaN/INF/denormal/-0 components"),
+    "nan_flush": EnumF((0, 1), 0, doc="CDMA.D_NAN_FLUSH_TO_ZERO"),
+    "weights": EnumF(("random", "identity"), "random",
+                     doc="identity: one 1x1 kernel per component with weight 1, so the output is the converted image"),
+}
+
+COMPRESSED_SCHEMA: dict[str, Any] = {
+    **CONV_SCHEMA,
+    "density": EnumF(("sparse", "half", "dense", "empty"), "half"),
+    "zero_groups": EnumF((0, 1), 0, doc="make whole kernel groups all-zero"),
+}
+
+
+# ---- conv-image --------------------------------------------------------------------------------
+
+
+def _fmt_prec(name: str) -> str:
+    f = PIXEL_FORMATS[name]
+    return "fp16" if f.float else f.precision
+
+
+def _pixels(s: Sampler, name: str, shape: tuple[int, int, int]) -> np.ndarray:
+    """Random image components in the layout's dtype (10-bit fields within their width)."""
+    f = PIXEL_FORMATS[name]
+    rng = s.rng
+    if f.float:
+        v: np.ndarray = rng.standard_normal(size=shape) * rng.uniform(0.05, 8.0)
+        if s["data"] == "edges":
+            v = v * np.exp2(rng.integers(-14, 12, size=shape))
+        a = np.clip(v, -65504, 65504).astype(np.float16)
+        if int(s["fp_specials"]):  # NaN / INF / denormals / -0 in the image
+            sp = np.array([0.0, -0.0, 6e-8, -6e-8, 6.1e-5, 65504.0, -65504.0, np.inf, -np.inf, np.nan], dtype=np.float16)
+            m = rng.random(size=shape) < 0.05
+            a[m] = rng.choice(sp, size=int(m.sum()))
+            a[rng.random(size=shape) < 0.01] = np.array([0x7E01], dtype=np.uint16).view(np.float16)[0]  # NaN payload
+        return a
+    widths = {"R": 0, "Y": 0, "G": 1, "U": 1, "B": 2, "V": 2, "A": 3, "X": 3}
+    bits = np.zeros(shape, dtype=np.int64)
+    wmap = {widths[n]: w for n, w in f.fields}
+    for ch in range(shape[2]):
+        w = wmap[ch]
+        top = (1 << w) - 1
+        if s["data"] == "edges":
+            v = rng.choice(np.array([0, 1, top >> 1, (top >> 1) + 1, top - 1, top], dtype=np.int64), size=shape[:2])
+        elif s["data"] == "small":
+            v = rng.integers(0, min(top, 15) + 1, size=shape[:2])
+        else:
+            v = rng.integers(0, top + 1, size=shape[:2])
+        bits[..., ch] = v
+    dt = np.uint8 if {w for _, w in f.fields} <= {8} else np.uint16
+    out = bits.astype(dt)
+    return out.view(np.int16) if f.signed else out
+
+
+def _image_geo(s: Sampler, name: str, esize: int) -> dict[str, int]:
+    f = PIXEL_FORMATS[name]
+    E = f.channels
+    g = {k: int(s[k]) for k in ("width", "height", "kernels", "kernel_w", "kernel_h", "stride_x", "stride_y",
+                                "pad_left", "pad_right", "pad_top", "pad_bottom")}
+    g["x_offset"] = min(int(s["x_offset"]), f.x_offset_max)
+    for w, k, p0, p1 in (("width", "kernel_w", "pad_left", "pad_right"), ("height", "kernel_h", "pad_top", "pad_bottom")):
+        g[p0], g[p1] = min(g[p0], g[k] - 1), min(g[p1], g[k] - 1)
+        while g[k] > g[w] + g[p0] + g[p1]:
+            g[k] -= 1
+            g[p0], g[p1] = min(g[p0], g[k] - 1), min(g[p1], g[k] - 1)
+    for _ in range(64):  # CBUF: data lines + weights within 16 banks
+        wp = g["pad_left"] + g["width"] + g["pad_right"]
+        entries = -(-wp * E * esize // _CBUF_ENTRY)
+        dbanks = -(-entries * g["height"] // _ENTRIES_PER_BANK)
+        wbytes = -(-g["kernels"] * g["kernel_h"] * g["kernel_w"] * E * esize // 128) * 128
+        wbanks = -(-wbytes // (_CBUF_ENTRY * _ENTRIES_PER_BANK))
+        if dbanks + wbanks <= 16:
+            break
+        big = max(("height", "width", "kernels"), key=lambda n: g[n])
+        g[big] = max(1, g[big] // 2)
+        for w, k, p0, p1 in (("width", "kernel_w", "pad_left", "pad_right"), ("height", "kernel_h", "pad_top", "pad_bottom")):
+            while g[k] > g[w] + g[p0] + g[p1]:
+                g[k] -= 1
+            g[p0], g[p1] = min(g[p0], g[k] - 1), min(g[p1], g[k] - 1)
+    g.update(entries=entries, dbanks=dbanks, wbanks=wbanks, wbytes=wbytes, E=E)
+    g["out_w"] = (g["pad_left"] + g["width"] + g["pad_right"] - g["kernel_w"]) // g["stride_x"] + 1
+    g["out_h"] = (g["pad_top"] + g["height"] + g["pad_bottom"] - g["kernel_h"]) // g["stride_y"] + 1
+    return g
+
+
+def _weights_values(s: Sampler, shape: tuple[int, ...], prec: str) -> np.ndarray:
+    rng = s.rng
+    if prec == "fp16":
+        return (rng.standard_normal(size=shape) * rng.uniform(0.02, 1.0)).astype(np.float16)
+    info = np.iinfo(np.int8 if prec == "int8" else np.int16)
+    if s["data"] == "small":
+        return rng.integers(-8, 9, size=shape).astype(info.dtype)
+    return rng.integers(int(info.min), int(info.max) + 1, size=shape, dtype=np.int64).astype(info.dtype)
+
+
+def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
+    name = s["format"]
+    fmt = PIXEL_FORMATS[name]
+    in_prec = _fmt_prec(name)
+    prec = "fp16" if in_prec == "fp16" else s["precision"]
+    cvt_en = 1 if (prec != in_prec or int(s["cvt"])) and in_prec != "fp16" else 0
+    esize = 1 if prec == "int8" else 2
+    p = _PREC[prec]
+    d = Draft(unit="CONV", profile=prof.name, statistics=True)
+    rng = s.rng
+    mem = _Mem()
+    atom = prof.atom_bytes
+    if s["weights"] == "identity":  # probe the pixel path: output channel k = input component k
+        s.v.update(kernel_w=1, kernel_h=1, kernels=fmt.channels, pad_top=0, pad_bottom=0, stride_y=1, post_extension=1)
+    post = int(s["post_extension"])
+    if post > 1 and fmt.channels in (1, 4):
+        # the C model's post-extension is consistent for Ce = 64/post pre-extended channels (refmodel/conv/image.py):
+        # kernel width 64/post/C, height a multiple of post
+        kw = 64 // post // fmt.channels
+        kh = post * max(1, int(s["kernel_h"]) // post)
+        s.v.update(kernel_w=kw, kernel_h=kh, width=max(int(s["width"]), kw), height=max(int(s["height"]), kh))
+    else:
+        post = 1
+    g = _image_geo(s, name, esize)
+    if post > 1 and (g["kernel_w"] * fmt.channels * post != 64 or g["kernel_h"] % post):
+        post = 1  # the geometry had to shrink
+    W, H, E, K = g["width"], g["height"], g["E"], g["kernels"]
+    S, R, OW, OH = g["kernel_w"], g["kernel_h"], g["out_w"], g["out_h"]
+    xo = g["x_offset"]
+    comps = _pixels(s, name, (H, W, E))
+    # memory: the layout's pitch-linear buffer (x offset, strides with random gaps)
+    cbits = 8 if {w for _, w in fmt.fields} <= {8} else 16
+    bpp = [cbits // 8 * (1 if fmt.planes == 2 else (4 if {w for _, w in fmt.fields} & {2} else E))]
+    if fmt.planes == 2:
+        bpp.append(2 * cbits // 8)
+    gap = int(s["line_gap"])
+    params: dict[str, Any] = {"x_offset": xo, "line_stride": -(-(xo + W) * bpp[0] // 32) * 32 + 32 * gap}
+    if fmt.planes == 2:
+        params["uv_line_stride"] = -(-(xo + W) * bpp[1] // 32) * 32 + 32 * int(rng.integers(0, gap + 1))
+        params["uv_offset"] = H * params["line_stride"] + 32 * int(rng.integers(0, 3))
+    layout = f"nvdla.pixel.{name}"
+    size = packed_size(layout, comps.shape, comps.dtype, params)
+    src = mem.alloc(PORTS[s["src_port"]], size + 64)
+    d.inputs.append(({"name": "src", "layout": layout, "params": params, "dtype": comps.dtype.name,
+                      "shape": list(comps.shape), "address": Hex(src), "port": PORTS[s["src_port"]]}, comps))
+    base1 = 0
+    if fmt.planes == 2:
+        base1 = src + params["uv_offset"] + 32 * ((xo * bpp[1]) // 32)
+    # weights: image-input format (channel pre-extension) of (K, E, R, S) kernels
+    wt = _weights_values(s, (K, E, R, S), prec)
+    if s["weights"] == "identity":
+        wt = np.eye(E, dtype=np.float64)[:, :, None, None].astype(wt.dtype)
+    wparams = {"profile": prof.name, "post_extension": post}
+    wsize = packed_size("nvdla.weight.image", wt.shape, wt.dtype, wparams)
+    waddr = mem.alloc(PORTS[s["wt_port"]], wsize)
+    d.inputs.append(({"name": "weight", "layout": "nvdla.weight.image", "params": wparams, "dtype": wt.dtype.name,
+                      "shape": list(wt.shape), "address": Hex(waddr), "port": PORTS[s["wt_port"]]}, wt))
+    oline, osurf = _feature_geo(OW, OH, atom, False, rng)
+    dtn = {"int8": "int8", "int16": "int16", "fp16": "float16"}[prec]
+    dst = _surface(d, mem, "dst", (K, OH, OW), s["dst_port"], atom, oline, osurf, dtn, output=True)
+    # convertor
+    mean = int(s["mean"]) if cvt_en else 0
+    sign = int(s["sign_override"])
+    off = scale = trunc_c = 0
+    means = [0, 0, 0, 0]
+    if cvt_en:
+        top = (1 << cbits) - 1
+        centre = 0 if sign else top // 2
+        span = top // 2 + 1
+        off = int(rng.integers(centre - span // 2, centre + span // 2 + 1))
+        means = [int(rng.integers(centre - span // 2, centre + span // 2 + 1)) for _ in range(4)]
+        out_max = {"int8": 127, "int16": 32767, "fp16": 65504}[prec]
+        trunc_c = int(s["cvt_truncate"])
+        want = max(1.0, out_max * (2 ** trunc_c) / span)
+        scale = int(np.clip(round(want * rng.uniform(0.3, 2.0)), -32768, 32767)) * int(rng.choice([-1, 1]))
+        scale = scale or 1
+    if s["pad_value"] == "zero":
+        pad = 0
+    elif prec == "fp16":
+        pad = int(np.float16(rng.standard_normal()).view(np.uint16))
+    else:
+        pad = int(rng.integers(-(1 << (8 * esize - 1)), 1 << (8 * esize - 1)))
+    pad_field = pad & 0xFFFF
+    # CACC truncation: room for the largest sums
+    ctrunc = 0
+    if prec != "fp16":
+        emax = 1 << (8 * esize - 1)
+        bound = emax * int(np.abs(wt.astype(np.int64)).sum(axis=(1, 2, 3)).max(initial=1))
+        ctrunc = max(0, math.ceil(math.log2(max(bound, 2))) - int(rng.integers(16, 31)))
+        if prec == "int16":
+            ctrunc = min(ctrunc, 16)
+    Ce = S * E
+    misc = dict(CONV_MODE=0, IN_PRECISION=_PREC[in_prec], PROC_PRECISION=p, DATA_REUSE=0, WEIGHT_REUSE=0,
+                SKIP_DATA_RLS=0, SKIP_WEIGHT_RLS=0)
+    wbytes = g["wbytes"]
+    d.registers += [
+        _reg("CDMA.D_MISC_CFG", **misc),
+        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=1, PIXEL_FORMAT=_FORMATS.index(name), PIXEL_MAPPING=0,
+             PIXEL_SIGN_OVERRIDE=sign),
+        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
+        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=E - 1),
+        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),
+        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=xo, PIXEL_Y_OFFSET=0),
+        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
+        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
+        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
+        _reg("CDMA.D_DAIN_ADDR_HIGH_1", DATAIN_ADDR_HIGH_1=0),
+        _reg("CDMA.D_DAIN_ADDR_LOW_1", DATAIN_ADDR_LOW_1=base1),
+        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=params["line_stride"]),
+        _reg("CDMA.D_LINE_UV_STRIDE", UV_LINE_STRIDE=params.get("uv_line_stride", 0)),
+        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=0, SURF_PACKED=0),
+        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
+        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
+        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
+        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=R * Ce * esize - 1),
+        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1),
+        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
+        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
+        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
+        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
+        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=mean),
+        _reg("CDMA.D_MEAN_GLOBAL_0", MEAN_RY=means[0] & 0xFFFF, MEAN_GU=means[1] & 0xFFFF),
+        _reg("CDMA.D_MEAN_GLOBAL_1", MEAN_BV=means[2] & 0xFFFF, MEAN_AX=means[3] & 0xFFFF),
+        _reg("CDMA.D_CVT_CFG", CVT_EN=cvt_en, CVT_TRUNCATE=trunc_c),
+        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=off & 0xFFFF),
+        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=scale & 0xFFFF),
+        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=g["stride_x"] - 1, CONV_Y_STRIDE=g["stride_y"] - 1),
+        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_RIGHT=g["pad_right"], PAD_TOP=g["pad_top"],
+             PAD_BOTTOM=g["pad_bottom"]),
+        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
+        _reg("CDMA.D_BANK", DATA_BANK=g["dbanks"] - 1, WEIGHT_BANK=g["wbanks"] - 1),
+        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_flush"])),
+        _reg("CSC.D_MISC_CFG", **misc),
+        _reg("CSC.D_DATAIN_FORMAT", DATAIN_FORMAT=1),
+        _reg("CSC.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),
+        _reg("CSC.D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=E - 1),
+        _reg("CSC.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CSC.D_POST_Y_EXTENSION", Y_EXTENSION=post.bit_length() - 1),
+        _reg("CSC.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
+        _reg("CSC.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
+        _reg("CSC.D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=0, WEIGHT_HEIGHT_EXT=R - 1),
+        _reg("CSC.D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=Ce - 1, WEIGHT_KERNEL=K - 1),
+        _reg("CSC.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CSC.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
+        _reg("CSC.D_WMB_BYTES", WMB_BYTES=0),
+        _reg("CSC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
+        _reg("CSC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
+        _reg("CSC.D_ATOMICS", ATOMICS=OW * OH - 1),
+        _reg("CSC.D_RELEASE", RLS_SLICES=H - 1),
+        _reg("CSC.D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=g["stride_x"] - 1, CONV_Y_STRIDE_EXT=g["stride_y"] - 1),
+        _reg("CSC.D_DILATION_EXT", X_DILATION_EXT=0, Y_DILATION_EXT=0),
+        _reg("CSC.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_TOP=g["pad_top"]),
+        _reg("CSC.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
+        _reg("CSC.D_BANK", DATA_BANK=g["dbanks"] - 1, WEIGHT_BANK=g["wbanks"] - 1),
+        _reg("CSC.D_PRA_CFG", PRA_TRUNCATE=0),
+        _reg("CMAC_A.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CMAC_B.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CACC.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CACC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
+        _reg("CACC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
+        _reg("CACC.D_DATAOUT_ADDR", DATAOUT_ADDR=_units(prof, "CACC.D_DATAOUT_ADDR", "DATAOUT_ADDR", dst)),
+        _reg("CACC.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CACC.D_LINE_STRIDE", LINE_STRIDE=oline),
+        _reg("CACC.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CACC.D_SURF_STRIDE", "SURF_STRIDE", osurf)),
+        _reg("CACC.D_DATAOUT_MAP", LINE_PACKED=int(oline == OW * atom), SURF_PACKED=int(osurf == OH * oline)),
+        _reg("CACC.D_CLIP_CFG", CLIP_TRUNCATE=ctrunc),
+    ]
+    _sdp_flying(d, s, K, OH, OW, dst, oline, osurf, p)
+    if s["weight_format"] == "compressed":  # image weights (pre-extension) compressed: seed 000 allows all four formats
+        _compress(d, s, prof, {"base": "image", "post_extension": post})
+    if prec != "fp16":
+        d.convertors["sdp_out"] = {"offset": 0, "scale": 1, "shift": 0}
+        ev = capture(d)
+        xs = ev.get("sdp_out", [{}])[0].get("x", np.zeros(1))
+        d.convertors["sdp_out"] = _pick_cvt(s, xs, mode=s["sdp_cvt"], shift=0, out_max=127 if esize == 1 else 32767)
+    d.description = (f"fuzz conv-image {name} -> {prec}: {W}x{H} x_offset {xo}, {K} kernels {R}x{S} (pre-extended "
+                     f"{Ce} channels), stride {g['stride_x']}x{g['stride_y']}, pad l{g['pad_left']} r{g['pad_right']} "
+                     f"t{g['pad_top']} b{g['pad_bottom']} value {pad}, cvt {'on' if cvt_en else 'off'}"
+                     f"{' mean' if mean else ''}{' signed' if sign else ''}, out {K}x{OH}x{OW}, truncate {ctrunc}"
+                     f"{f', post-extension {post}' if post > 1 else ''}") + d.description
+    return d
+
+
+# ---- conv-compressed ---------------------------------------------------------------------------
+
+
+def _find(d: Draft, reg: str) -> dict[str, Any]:
+    for r in d.registers:
+        if r["reg"] == reg:
+            return r
+    raise KeyError(reg)
+
+
+def gen_conv_compressed(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
+    """The ``conv`` unit's direct convolution, its weights sparsified and compressed."""
+    d = gen_conv(s, prof, capture)
+    _compress(d, s, prof, {"base": "dc"})
+    return d
+
+
+def _compress(d: Draft, s: Sampler, prof: HardwareProfile, base: dict[str, Any]) -> None:
+    """Sparsify the draft's ``weight`` input (``density``, ``zero_groups``) and store it in
+    ``nvdla.weight.compressed`` over ``base`` (its WGS | WMB | data blob above every other
+    surface), programming WEIGHT_FORMAT, the three addresses and the byte counts."""
+    rng = s.rng
+    i = next(j for j, (m, _) in enumerate(d.inputs) if m["name"] == "weight")
+    meta, wt = d.inputs[i]
+    wt = np.array(wt)
+    K = wt.shape[0]
+    bpe = wt.dtype.itemsize
+    G = prof.mac_atomic_k if bpe == 1 else max(prof.mac_atomic_k // 2, 1)
+    density = {"sparse": 0.1, "half": 0.5, "dense": 0.95, "empty": 0.0}[s["density"]]
+    keep = rng.random(size=wt.shape) < density
+    if int(s["zero_groups"]):
+        for g0 in range(0, K, G):
+            if rng.random() < 0.5:
+                keep[g0 : g0 + G] = False
+    wt = np.where(keep, wt, np.zeros((), dtype=wt.dtype)).astype(wt.dtype)
+    if wt.dtype == np.float16:  # an FP16 -0.0 is a non-zero WMB element; keep a few
+        wt = np.where(keep & (rng.random(size=wt.shape) < 0.02), np.float16(-0.0), wt).astype(np.float16)
+    params = {"profile": prof.name, **base}
+    size = int(pack_surface("nvdla.weight.compressed", wt, params).size)  # depends on the data (non-zeros)
+    groups = -(-K // G)
+    wmb_off, data_off = compressed_offsets(groups, wt.size)
+    data_bytes = max(128, size - data_off)  # the cmod needs WEIGHT_BYTES > 0 even when every weight is 0
+    addr = _above(d)
+    d.inputs[i] = ({**meta, "layout": "nvdla.weight.compressed", "params": params, "shape": list(wt.shape),
+                    "address": Hex(addr)}, wt)
+    wmb_bytes = -(-wt.size // 1024) * 128  # one bit per element, 128-byte aligned
+    for blk in ("CDMA", "CSC"):
+        _find(d, f"{blk}.D_WEIGHT_FORMAT")["fields"]["WEIGHT_FORMAT"] = 1
+        _find(d, f"{blk}.D_WEIGHT_BYTES")["fields"]["WEIGHT_BYTES"] = _units(prof, f"{blk}.D_WEIGHT_BYTES", "WEIGHT_BYTES",
+                                                                             data_bytes)
+        wmb = _units(prof, f"{blk}.D_WMB_BYTES", "WMB_BYTES", wmb_bytes)
+        try:
+            _find(d, f"{blk}.D_WMB_BYTES")["fields"]["WMB_BYTES"] = wmb
+        except KeyError:
+            d.registers.append(_reg(f"{blk}.D_WMB_BYTES", WMB_BYTES=wmb))
+    _find(d, "CDMA.D_WEIGHT_ADDR_LOW")["fields"]["WEIGHT_ADDR_LOW"] = Hex(addr + data_off)
+    d.registers += [
+        _reg("CDMA.D_WGS_ADDR_HIGH", WGS_ADDR_HIGH=0), _reg("CDMA.D_WGS_ADDR_LOW", WGS_ADDR_LOW=addr),
+        _reg("CDMA.D_WMB_ADDR_HIGH", WMB_ADDR_HIGH=0), _reg("CDMA.D_WMB_ADDR_LOW", WMB_ADDR_LOW=addr + wmb_off),
+    ]
+    # the cmod keeps WMB in CBUF bank 15: data + weight banks must leave it free
+    bank = _find(d, "CDMA.D_BANK")["fields"]
+    if int(bank["DATA_BANK"]) + 1 + int(bank["WEIGHT_BANK"]) + 1 > 15:
+        wb = max(1, 15 - (int(bank["DATA_BANK"]) + 1))
+        for blk in ("CDMA", "CSC"):
+            _find(d, f"{blk}.D_BANK")["fields"]["WEIGHT_BANK"] = wb - 1
+    nnz = int(np.count_nonzero(wt.view(f"<u{bpe}")))
+    d.description += f"; compressed weights: {nnz}/{wt.size} non-zero ({s['density']}{', zero groups' if int(s['zero_groups']) else ''})"
+
+
+def _above(d: Draft) -> int:
+    """A 4 KiB-aligned address above every surface of the draft (all on one port's address space)."""
+    top = 0
+    for m, _a in d.inputs:
+        top = max(top, int(m["address"]) + packed_size(m["layout"], tuple(m["shape"]), np.dtype(m["dtype"]), m["params"]))
+    for m in d.outputs:
+        top = max(top, int(m["address"]) + packed_size(m["layout"], tuple(m["shape"]), np.dtype(m["dtype"]), m["params"]))
+    return (top + 0xFFF) // 0x1000 * 0x1000 + 0x1000
+
+
+register_unit("conv-image", schema=IMAGE_SCHEMA, needs=(), groups=(), generator=gen_conv_image)
+register_unit("conv-compressed", schema=COMPRESSED_SCHEMA, needs=(), groups=(), generator=gen_conv_compressed)

@@ -1,0 +1,253 @@
+"""A board as a labgrid place: acquire it, find its serial endpoint, release it.
+
+labgrid (PyPI ``labgrid`` >= 24, gRPC coordinator) is what shared embedded labs run: exporters
+publish resources to a coordinator, users acquire *places* (named sets of resources) exclusively.
+A lab entry ``labgrid: {place: NAME, coordinator: HOST:PORT}`` makes the serial target
+(:class:`~nvdla_hil.harness.targets.serial.SerialTarget`) lease the place for as long as it is
+open:
+
+* :meth:`LabgridPlace.acquire`: the place is acquired through the coordinator (as
+  ``labgrid-client -p NAME acquire`` does), or used as it is when this user on this host already
+  holds it (``labgrid-client acquire`` beforehand, or a session-wide acquisition); a place held
+  by someone else is :class:`~nvdla_hil.harness.lab.BoardBusyError` naming the holder;
+* the endpoint comes from the place's first ``NetworkSerialPort``, ``RawSerialPort`` or
+  ``USBSerialPort`` resource: exported over the network (``host``, ``port``) it is
+  ``socket://host:port`` for ``protocol: raw`` and ``rfc2217://host:port`` otherwise (the
+  exporter's ser2net default); a local device is its path;
+* :meth:`LabgridPlace.release` releases only what :meth:`acquire` acquired, also after an
+  error; an interpreter that exits without closing the target releases it at exit. A process
+  killed outright cannot: ``labgrid-client -p NAME release --kick`` frees the place.
+
+The coordinator is ``coordinator`` (lab entry), else ``LG_COORDINATOR``, else labgrid's default
+``127.0.0.1:20408``, as labgrid's own tools and pytest plugin choose it. labgrid is optional:
+without it, opening such a board is a :class:`~nvdla_hil.harness.lab.LabError` saying what to
+install.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import contextlib
+import io
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+from .lab import BoardBusyError, LabError
+
+__all__ = ["SERIAL_RESOURCES", "LabgridPlace", "PlaceLease", "coordinator_address", "endpoint_url", "labgrid_lab_file",
+           "place_from_env"]
+
+#: resource classes that carry a serial endpoint, in the order they are looked for
+SERIAL_RESOURCES = ("NetworkSerialPort", "RawSerialPort", "USBSerialPort")
+DEFAULT_COORDINATOR = "127.0.0.1:20408"
+T = TypeVar("T")
+
+
+def coordinator_address(explicit: str | None = None) -> str:
+    """``explicit``, else ``LG_COORDINATOR``, else labgrid's default."""
+    return explicit or os.environ.get("LG_COORDINATOR") or DEFAULT_COORDINATOR
+
+
+def endpoint_url(cls: str, params: dict) -> str:
+    """A pyserial URL for one serial resource's parameters (module docstring)."""
+    host, port = params.get("host"), params.get("port")
+    if host and isinstance(port, int):
+        scheme = "socket" if params.get("protocol", "rfc2217") == "raw" else "rfc2217"
+        return f"{scheme}://{host}:{port}"
+    if isinstance(port, str) and port:
+        return port  # a local device path (RawSerialPort)
+    raise LabError(f"labgrid {cls} resource has no usable endpoint (params {params!r})")
+
+
+def place_from_env(path: str | os.PathLike[str]) -> tuple[str, str | None]:
+    """The place (and coordinator, if given) of a labgrid environment file (``--lg-env``):
+    ``targets: {main: {resources: {RemotePlace: {name: NAME}}}}`` and ``options: {coordinator_address}``."""
+    import yaml
+
+    p = Path(path)
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise LabError(f"labgrid environment {p}: {e}") from None
+    try:
+        targets = doc["targets"]
+        target = targets.get("main") or next(iter(targets.values()))
+        res = target["resources"]
+        rp = res["RemotePlace"] if isinstance(res, dict) else next(r["RemotePlace"] for r in res if "RemotePlace" in r)
+        name = rp["name"]
+    except (KeyError, TypeError, StopIteration, AttributeError):
+        raise LabError(f"labgrid environment {p}: no targets: main: resources: RemotePlace: name: PLACE") from None
+    coord = (doc.get("options") or {}).get("coordinator_address") if isinstance(doc, dict) else None
+    return str(name), (str(coord) if coord else None)
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceLease:
+    place: str
+    coordinator: str
+    url: str
+    resource: str  # "CLASS exporter/group/name"
+    acquired_here: bool  # False: the user held the place already; it is left acquired
+
+
+class LabgridPlace:
+    """Lease one labgrid place (module docstring). A context manager: ``with LabgridPlace(...) as lease``."""
+
+    def __init__(self, place: str, coordinator: str | None = None) -> None:
+        self.place = place
+        self.coordinator = coordinator_address(coordinator)
+        self.lease: PlaceLease | None = None
+
+    # ---- a labgrid client session, on an event loop of its own ---------------------------------
+    @staticmethod
+    def _in_thread(fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a thread of its own: labgrid's client (gRPC aio) binds to the thread's
+        event loop, which must not be the caller's (pytest-asyncio, an application loop)."""
+        box: dict[str, object] = {}
+
+        def run() -> None:
+            try:
+                box["value"] = fn()
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+                box["error"] = e
+
+        th = threading.Thread(target=run, name="labgrid-client", daemon=True)
+        th.start()
+        th.join()
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["value"]  # type: ignore[return-value]
+
+    @contextlib.contextmanager
+    def _session(self):  # noqa: ANN202
+        try:
+            from labgrid.remote.client import start_session
+        except ImportError as e:
+            raise LabError(f"labgrid place {self.place!r}: labgrid is not installed ({e}); pip install 'labgrid>=24'") from None
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        args = argparse.Namespace(place=self.place, allow_unmatched=False, kick=False)
+        try:
+            session = start_session(self.coordinator, extra={"args": args}, loop=loop)
+        except Exception as e:  # noqa: BLE001 - gRPC and labgrid raise many kinds
+            loop.close()
+            raise LabError(f"labgrid place {self.place!r}: cannot reach the coordinator {self.coordinator}: "
+                           f"{type(e).__name__}: {e}") from None
+        try:
+            yield session, loop
+        finally:
+            with contextlib.suppress(Exception):
+                loop.run_until_complete(session.stop())
+                loop.run_until_complete(session.close())
+            loop.close()
+
+    def _run(self, loop: asyncio.AbstractEventLoop, coro: object) -> None:
+        """Run a labgrid client coroutine, its progress messages kept off our output."""
+        with contextlib.redirect_stdout(io.StringIO()):
+            loop.run_until_complete(coro)  # type: ignore[arg-type]
+
+    def acquire(self) -> PlaceLease:
+        """Acquire the place (or use this user's acquisition) and find its serial endpoint."""
+        if self.lease is not None:
+            return self.lease
+        self.lease = self._in_thread(self._acquire)
+        if self.lease.acquired_here:
+            atexit.register(self.release)
+        return self.lease
+
+    def _acquire(self) -> PlaceLease:
+        from labgrid.remote.client import Error as LabgridError
+
+        with self._session() as (session, loop):
+            try:
+                place = session.get_place(self.place)
+            except LabgridError as e:
+                raise LabError(f"labgrid place {self.place!r} on {self.coordinator}: {e}") from None
+            me = f"{session.gethostname()}/{session.getuser()}"
+            here = False
+            if place.acquired and place.acquired != me:
+                raise BoardBusyError(f"labgrid place {self.place!r} is acquired by {place.acquired} "
+                                     f"(coordinator {self.coordinator}); wait, or ask them to release it")
+            if not place.acquired:
+                try:
+                    self._run(loop, session.acquire())
+                except LabgridError as e:
+                    text = str(e)
+                    if "acquired" in text:
+                        raise BoardBusyError(f"labgrid place {self.place!r}: {text}") from None
+                    raise LabError(f"labgrid place {self.place!r}: cannot acquire: {text}") from None
+                here = True
+            try:
+                url, what = self._endpoint(session)
+            except BaseException:
+                if here:
+                    with contextlib.suppress(Exception):
+                        self._run(loop, session.release())
+                raise
+        return PlaceLease(self.place, self.coordinator, url, what, here)
+
+    def _endpoint(self, session: object) -> tuple[str, str]:
+        place = session.get_place(self.place)  # type: ignore[attr-defined]
+        resources = session.get_target_resources(place)  # type: ignore[attr-defined]
+        for cls in SERIAL_RESOURCES:
+            for (name, rcls), entry in sorted(resources.items()):
+                if rcls == cls:
+                    if not entry.avail:
+                        raise BoardBusyError(f"labgrid place {self.place!r}: its {cls} {name!r} is not available "
+                                             f"(exporter down?)")
+                    return endpoint_url(cls, dict(entry.params)), f"{cls} {name}"
+        have = ", ".join(sorted(f"{c} {n}" for n, c in resources)) or "none"
+        raise LabError(f"labgrid place {self.place!r} has no serial resource ({', '.join(SERIAL_RESOURCES)}); "
+                       f"its resources: {have}")
+
+    def release(self) -> None:
+        """Release the place if :meth:`acquire` acquired it (idempotent)."""
+        lease, self.lease = self.lease, None
+        if lease is None or not lease.acquired_here:
+            return
+        with contextlib.suppress(Exception):
+            atexit.unregister(self.release)
+
+        def release() -> None:
+            with self._session() as (session, loop):
+                self._run(loop, session.release())
+
+        self._in_thread(release)
+
+    def __enter__(self) -> PlaceLease:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def labgrid_lab_file(folder: str | os.PathLike[str], place: str | None = None, coordinator: str | None = None, *,
+                     env: str | os.PathLike[str] | None = None, profile: str = "nv_small", baud: int = 3_000_000,
+                     reset_address: int | None = None) -> tuple[Path, str]:
+    """A lab file with one board, the labgrid place, for runs configured in labgrid's style
+    (``--lg-env FILE`` / ``LG_ENV``, a place name / ``LG_PLACE``, ``--lg-coordinator`` /
+    ``LG_COORDINATOR``) rather than by a lab file. Returns the file (written into ``folder``)
+    and the board name (the place's)."""
+    from .lab import load_lab
+
+    if env is not None:
+        env_place, env_coord = place_from_env(env)
+        place, coordinator = place or env_place, coordinator or env_coord
+    place = place or os.environ.get("LG_PLACE")
+    if not place:
+        raise LabError("no labgrid place: give one (LG_PLACE) or a labgrid environment naming a RemotePlace (LG_ENV)")
+    entry = {"place": place, **({"coordinator": coordinator} if coordinator else {})}
+    fields = {"labgrid": entry, "profile": profile, "baud": baud,
+              **({"reset_address": reset_address} if reset_address is not None else {})}
+    import yaml
+
+    path = Path(folder) / f"labgrid-{place}.lab.yaml"
+    path.write_text(yaml.safe_dump({"lock_dir": str(Path(folder)), "boards": {place: fields}}, sort_keys=False))
+    load_lab(path)  # checked like any lab file (a bad place name is named here)
+    return path, place

@@ -1,0 +1,211 @@
+"""SDP with FP16 processing (PROC_PRECISION = FP16), bit for bit as NVDLA's C model computes it.
+
+Sources (nvdla/hw branch nvdlav1, the nv_full C model): ``cmod/sdp/NV_NVDLA_sdp.cpp`` (input
+``Fp16ToFp32``, NaN/INF input counters on the raw FP16 atoms), ``cmod/hls_wrapper/
+sdp_hls_wrapper.cpp`` (NAN_TO_ZERO on the fp32 input, the FP16 saturation and NaN output
+counters), ``cmod/hls/sdp/sdp_x.cpp`` (BS/BN), ``sdp_y_core.cpp``/``sdp_y_cvt.cpp`` (EW),
+``sdp_c.cpp`` (output), arithmetic in :mod:`.fp16` (``nvdla_float.h``). Seed 000 "FP16
+Supporting": INF inputs become SDP's large value (fp32 max), NaN propagates unless NAN_TO_ZERO.
+
+Per element, on fp32 bit patterns (int64 arrays):
+
+* input: FP16 -> fp32 (exact; +/-INF -> +/-0x7f7fffff); NAN_TO_ZERO turns NaN into +0;
+* BS/BN: ALU (max/min/sum, EQL -> 0/1) with the 16-bit register or memory operand taken as FP16
+  (NaN flushed when NAN_TO_ZERO, then widened; the ALU shift is not used), MUL with an FP16
+  operand (PReLU keeps non-negative values, NaN with sign 0 included), ReLU (NaN kept); the MUL
+  shift is not used;
+* EW: MUL then ALU; a register operand is the 32-bit register read as an fp32 pattern as is
+  (no NaN flush, no INF mapping); a memory operand is FP16 through the operand convertor, which
+  in FP mode only flushes NaN (NAN_TO_ZERO) and widens (offset/scale/truncate/bypass unused);
+  the EW truncate is not used;
+* output: fp32 -> FP16 (RNE, denormals, clip to 65504, NaN payload = low mantissa bits); for
+  OUT = INT16 then FP16 -> int16 (ties away from zero, saturate, NaN -> -32768); the output
+  convertor's offset/scale/shift are not used;
+* statistics: ``D_PERF_OUT_SATURATION`` counts FP16 outputs equal to +/-0x7bff (0 for INT16
+  output), ``SDP.D_STATUS_NAN_OUTPUT_NUM`` the NaN FP16 outputs (OUT = FP16 and
+  ``SDP.PERF_NAN_INF_COUNT_EN``), ``SDP_RDMA.D_STATUS_NAN/INF_INPUT_NUM`` the NaN / INF in the
+  input atoms read (``SDP_RDMA.PERF_NAN_INF_COUNT_EN``); padding lanes of the last surface are
+  processed and counted like the others.
+
+The LUT on FP16 data: :func:`.lut.sdp_lut_fp` (tables hold FP16, interpolation in fp17).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import fp16 as F
+from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut_fp
+from .ops import sx
+
+__all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input"]
+
+I64 = np.int64
+ALGO_MAX, ALGO_MIN, ALGO_SUM, ALGO_EQL = 0, 1, 2, 3
+PREC_INT16, PREC_FP16 = 1, 2
+
+
+def fp_alu(algo: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """cmod ``FpAlu``: SUM = FpAdd, MAX/MIN = FpCmp, EQL = 1 where the patterns differ, else 0."""
+    b = np.asarray(b, dtype=I64)
+    if algo == ALGO_SUM:
+        return F.fp32_add_bits(a, b)
+    if algo == ALGO_EQL:
+        a, b = np.broadcast_arrays(np.asarray(a, I64), b)
+        return (a != b).astype(I64)
+    return F.fp32_max_bits(a, b, take_max=algo == ALGO_MAX)
+
+
+def _op16(bits: np.ndarray | int, nan_to_zero: bool) -> np.ndarray:
+    """A 16-bit FP16 operand (register or memory) -> fp32 pattern, NaN flushed to +0 first."""
+    b = np.asarray(bits, dtype=I64) & 0xFFFF
+    if nan_to_zero:
+        b = F.nan_to_zero(b.astype(np.uint16))
+    return F.fp16_to_fp32_bits(b.astype(np.uint16))
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    return (np.asarray(x, I64) >> 31) & 1
+
+
+def bs_bn_stage_fp(d: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op: np.ndarray | int, mul_bypass: bool,
+                   mul_prelu: bool, mul_op: np.ndarray | int, relu_bypass: bool) -> np.ndarray:  # fmt: skip
+    """One BS/BN stage in FP (cmod sdp_x.cpp X_alu -> X_mul -> X_relu); operands are fp32 patterns."""
+    x = np.asarray(d, dtype=I64)
+    if not alu_bypass:
+        x = fp_alu(alu_algo, x, alu_op)
+    if not mul_bypass:
+        p = F.fp32_mul_bits(x, mul_op)
+        x = np.where(_sign(x) == 0, x, p) if mul_prelu else p
+    if not relu_bypass:
+        x = F.fp32_relu_bits(x)
+    return x
+
+
+def ew_stage_fp(d: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op: np.ndarray | int, mul_bypass: bool,
+                mul_prelu: bool, mul_op: np.ndarray | int) -> np.ndarray:  # fmt: skip
+    """EW (Y) in FP without the LUT (cmod sdp_y_core.cpp: Y_mul then Y_alu)."""
+    x = np.asarray(d, dtype=I64)
+    if not mul_bypass:
+        p = F.fp32_mul_bits(x, mul_op)
+        x = np.where(_sign(x) == 0, x, p) if mul_prelu else p
+    if not alu_bypass:
+        x = fp_alu(alu_algo, x, alu_op)
+    return x
+
+
+def fp_input(raw: np.ndarray, nan_to_zero: bool) -> tuple[np.ndarray, F.NanInfCounts]:
+    """Main input: FP16 patterns (sign-extended ints from the DMA) -> fp32 patterns, with the
+    NaN/INF counts of the raw data (cmod counts before NAN_TO_ZERO)."""
+    bits = (np.asarray(raw, dtype=I64) & 0xFFFF).astype(np.uint16)
+    counts = F.count_nan_inf_inputs(bits)
+    x = F.fp16_to_fp32_bits(bits)
+    if nan_to_zero:
+        x = np.where(F.fp32_is_nan(x), 0, x)
+    return x, counts
+
+
+def _stage_fp(view: RegisterView, stage: str, dma: str, x: np.ndarray, fetched, n2z: bool) -> np.ndarray:
+    from .sdp import _operand
+
+    cfg = f"D_DP_{stage}_CFG"
+    f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))
+    alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
+    alu_op = 0 if alu_bypass else _op16(_operand(view, stage, "ALU", fetched, dma), n2z)
+    mul_op = 0 if mul_bypass else _op16(_operand(view, stage, "MUL", fetched, dma), n2z)
+    return bs_bn_stage_fp(x, alu_bypass=alu_bypass, alu_algo=f("ALU_ALGO"), alu_op=alu_op, mul_bypass=mul_bypass,
+                          mul_prelu=bool(f("MUL_PRELU")), mul_op=mul_op, relu_bypass=bool(f("RELU_BYPASS")))
+
+
+def _ew_operand_fp(view: RegisterView, kind: str, fetched, n2z: bool) -> np.ndarray | int:
+    cfg = f"D_DP_EW_{kind}_CFG"
+    if view.field("SDP", cfg, f"EW_{kind}_SRC") == 0:
+        return int(view.field("SDP", f"D_DP_EW_{kind}_SRC_VALUE", f"EW_{kind}_OPERAND")) & 0xFFFFFFFF
+    if kind not in fetched:
+        raise UnitNotModelled(f"SDP: EW {kind} operand from memory but SDP_RDMA ERDMA does not deliver it "
+                              "(disabled or DATA_USE mismatch)")  # fmt: skip
+    return _op16(fetched[kind], n2z)
+
+
+def _check_two_byte(view: RegisterView, dma: str) -> None:
+    if not view.field("SDP_RDMA", f"D_{dma}_CFG", f"{dma}_DISABLE") and not view.field(
+            "SDP_RDMA", f"D_{dma}_CFG", f"{dma}_DATA_SIZE"):
+        raise UnitNotModelled(f"SDP: FP16 processing with {dma}_DATA_SIZE = ONE_BYTE not modelled "
+                              "(the cmod asserts TWO_BYTE operands for 16-bit processing)")
+
+
+def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube, options: ModelOptions, *,
+                flying: bool = False):
+    """Input conversion, BS, BN, EW (+ LUT) on the (Cpad, H, W) FP16 input (raw DMA values; in
+    flying mode the CACC's fp32 patterns); returns (fp32 patterns, notes, eql, input NaN/INF counts, (LUT stats, lut_on, ew_on))."""
+    from .sdp import _fetch_operands
+
+    n2z = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "NAN_TO_ZERO"))
+    if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
+        x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
+        if n2z:
+            x = np.where(F.fp32_is_nan(x), 0, x)
+    else:
+        x, counts = fp_input(raw, n2z)
+    notes: list[str] = []
+    if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
+        _check_two_byte(view, "BRDMA")
+        x = _stage_fp(view, "BS", "BRDMA", x, _fetch_operands(view, mem, cube, "BRDMA", "BS", options), n2z)
+    if not view.field("SDP", "D_DP_BN_CFG", "BN_BYPASS"):
+        _check_two_byte(view, "NRDMA")
+        x = _stage_fp(view, "BN", "NRDMA", x, _fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)
+    eql = lut_on = ew_on = False
+    lstats = LutStats()
+    if not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
+        ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
+        _check_two_byte(view, "ERDMA")
+        fetched = _fetch_operands(view, mem, cube, "ERDMA", "EW", options)
+        alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
+        x = ew_stage_fp(x, alu_bypass=alu_bypass, alu_algo=ecfg("ALU_ALGO"),
+                        alu_op=0 if alu_bypass else _ew_operand_fp(view, "ALU", fetched, n2z),
+                        mul_bypass=mul_bypass, mul_prelu=bool(ecfg("MUL_PRELU")),
+                        mul_op=0 if mul_bypass else _ew_operand_fp(view, "MUL", fetched, n2z))
+        eql = not alu_bypass and ecfg("ALU_ALGO") == ALGO_EQL
+        ew_on = True
+        if not ecfg("LUT_BYPASS"):
+            x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
+                                            observer=options.coverage)
+            lstats, lut_on = lut_stats(hle, hlo, kind), True
+    return x, notes, eql, counts, (lstats, lut_on, ew_on)
+
+
+def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.ndarray, cube, out_prec: int,
+              eql: bool, notes: list[str], live, to_pdp: bool, counts: F.NanInfCounts,
+              lut: tuple[LutStats, bool, bool] = (LutStats(), False, False)) -> LayerResult:  # fmt: skip
+    """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics."""
+    from .sdp import _Cube, _statistics, _write_dst
+
+    atom = options.atom_bytes
+    group = atom // 2
+    stats: dict[tuple[str, str], int] = {}
+    if eql:
+        y = sx(x, 16)
+        sat_count, nan_out = 0, 0
+        stats[("SDP", "D_STATUS")] = int(np.any(y != 0))
+    else:
+        h = F.fp32_to_fp16_bits(x)
+        nan_out = int(np.count_nonzero(F.is_nan(h)))
+        if out_prec == PREC_INT16:
+            y = F.fp16_to_int16_cmod(h)
+            sat_count = 0
+        else:
+            y = h.astype(I64)
+            sat_count = F.count_saturated_outputs(h)
+        ocube = _Cube(cube.width, cube.height, cube.channels, group)
+        y = y[: ocube.cpad]
+        if to_pdp:
+            raise UnitNotModelled("SDP: FP16 output on the fly to PDP not modelled")
+        _write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
+    stats.update(_statistics(view, options.semantics, sat_count, lut[0], lut[1], lut[2], notes, live))
+    if out_prec == PREC_FP16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
+        stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = nan_out
+    if view.field("SDP_RDMA", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
+        stats[("SDP_RDMA", "D_STATUS_NAN_INPUT_NUM")] = counts.nan
+        stats[("SDP_RDMA", "D_STATUS_INF_INPUT_NUM")] = counts.inf
+    return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)

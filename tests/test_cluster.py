@@ -1,0 +1,171 @@
+"""Regressions on a Dask distributed cluster (``--nvdla-cluster``, ``regress --cluster``), and the
+stop after consecutive dead-board failures.
+
+A real scheduler and two worker processes on 127.0.0.1 (``distributed.LocalCluster``); the
+regression runs in a subprocess, as a user would run it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=":0") as c, distributed.Client(c) as client:
+        yield c.scheduler_address, client
+
+
+def _junit(path: Path) -> dict[str, str]:
+    """test name -> outcome, from a JUnit file."""
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        kinds = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
+        out[case.get("name")] = kinds[0] if kinds else "passed"
+    return out
+
+
+def _regress(tmp: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
+    res = tmp / name
+    proc = subprocess.run([*CLI, "regress", "--target", "model", "--suite", "vectors", "-k", "cdp_lut or sdp_lut",
+                           "--results-dir", str(res), *extra], capture_output=True, text=True, timeout=120, cwd=tmp)
+    return proc, _junit(res / "latest" / "junit.xml")
+
+
+def test_regress_on_cluster_matches_local(cluster, tmp_path):
+    addr, _ = cluster
+    local, want = _regress(tmp_path, "local")
+    remote, got = _regress(tmp_path, "cluster", "--cluster", addr)
+    assert local.returncode == 0, local.stdout[-2000:] + local.stderr[-2000:]
+    assert remote.returncode == 0, remote.stdout[-2000:] + remote.stderr[-2000:]
+    assert len(want) >= 10
+    assert got == want  # the same tests, the same outcomes
+    line = next(ln for ln in remote.stdout.splitlines() if ln.startswith("summary: "))
+    assert line == next(ln for ln in local.stdout.splitlines() if ln.startswith("summary: "))
+    assert "re-run after a worker died: 0" in remote.stdout
+    run = tmp_path / "cluster" / "latest"
+    assert (run / "summary.txt").is_file() and (run / "report.html").is_file()
+    assert any((run / "logs").iterdir())  # the workers wrote the per-test logs into the run directory
+
+
+SLOW_TESTS = '''
+import os, time, pathlib, pytest
+
+@pytest.mark.parametrize("i", range(4))
+def test_slow(i):
+    d = pathlib.Path(MARKS)
+    (d / f"start-{i}-{os.getpid()}").write_text("")
+    time.sleep(4)
+'''
+
+
+def test_killed_worker_test_is_rerun_and_reported(cluster, tmp_path):
+    addr, client = cluster
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "test_slow.py").write_text(f"MARKS = {str(marks)!r}\n" + SLOW_TESTS)
+    junit = tmp_path / "junit.xml"
+    worker_pids = set(client.run(os.getpid).values())
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
+                             "test_slow.py", "--nvdla-cluster", addr, "--junitxml", str(junit)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    victim = None
+    while victim is None and time.monotonic() < deadline:
+        for m in marks.iterdir():
+            pid = int(m.name.rsplit("-", 1)[1])
+            if pid in worker_pids:
+                victim = (m.name.split("-")[1], pid)
+                break
+        time.sleep(0.1)
+    assert victim is not None, "no test started on a worker"
+    os.kill(victim[1], signal.SIGKILL)
+    out, _ = proc.communicate(timeout=50)
+    assert proc.returncode == 0, out[-3000:]
+    assert "4 passed" in out
+    assert "re-run after a worker died: 1" in out
+    assert f"re-run: test_slow.py::test_slow[{victim[0]}]" in out
+    starts = [m.name for m in marks.iterdir() if m.name.startswith(f"start-{victim[0]}-")]
+    assert len(starts) == 2  # started on the killed worker, then again elsewhere
+    cases = {c.get("name"): c for c in ET.parse(junit).getroot().iter("testcase")}
+    assert set(cases) == {f"test_slow[{i}]" for i in range(4)}
+    props = {p.get("name"): p.get("value") for p in cases[f"test_slow[{victim[0]}]"].iter("property")}
+    assert props.get("rerun_after_worker_died") == "1"
+
+
+DEAD_BOARD = '''
+import pytest
+from nvdla_hil.drivers.uartbone import BoardDeadError
+
+@pytest.mark.parametrize("i", range(6))
+def test_board(i):
+    raise BoardDeadError("board arty-1 (socket://127.0.0.1:1) does not answer")
+'''
+
+
+@pytest.mark.parametrize(("limit", "ran"), [("3", 3), ("0", 6)])
+def test_stop_after_consecutive_dead_board_failures(tmp_path, limit, ran):
+    (tmp_path / "test_dead.py").write_text(DEAD_BOARD)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q", "test_dead.py",
+                           "--nvdla-max-board-failures", limit], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert f"{ran} failed" in proc.stdout, proc.stdout[-2000:]
+    stopped = "is dead: 3 consecutive tests failed on it; last: board arty-1 (socket://127.0.0.1:1) does not answer"
+    assert (stopped in proc.stdout) == (limit == "3")
+
+
+def test_ctrl_c_cancels_the_cluster_tasks(cluster, tmp_path):
+    addr, client = cluster
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (tmp_path / "test_slow.py").write_text(f"MARKS = {str(marks)!r}\n" + SLOW_TESTS.replace("range(4)", "range(8)"))
+    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
+                             "test_slow.py", "--nvdla-cluster", addr], cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while not any(marks.iterdir()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if not any(marks.iterdir()):
+        proc.kill()
+        pytest.fail("no test started on a worker: " + proc.communicate()[0][-3000:])
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 2, out[-3000:]  # pytest's "interrupted"
+    assert "KeyboardInterrupt" in out
+    # the controller cancelled its futures: the scheduler forgets every task of the run
+    deadline = time.monotonic() + 10
+    while (left := client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert left == 0
+    started = len(list(marks.iterdir()))
+    time.sleep(4.5)  # the tests already running finish in their workers; no new one starts
+    # (at most one per worker could have been handed out just before the cancel)
+    assert len(list(marks.iterdir())) <= started + 2 < 8
+
+
+def test_worker_sessions_import_the_test_files_anew(tmp_path):
+    """A Dask worker runs many sessions in one process: a test file of a later run (same module
+    name, other folder or edited) is imported as it is now, not taken from sys.modules."""
+    from nvdla_hil.harness.cluster import run_nodeid
+
+    outcomes = []
+    for i, body in enumerate(("def test_same():\n    pass\n", "def test_same():\n    assert False, 'second'\n")):
+        d = tmp_path / f"run{i}"
+        d.mkdir()
+        (d / "test_same_name.py").write_text(body)
+        res = run_nodeid(str(d / "test_same_name.py") + "::test_same", ["-p", "no:cacheprovider", "-p", "no:labgrid",
+                         "--import-mode=importlib", "--rootdir", str(d)], str(d), f"k{i}", False)
+        outcomes.append([r["outcome"] for r in res["reports"] if r.get("when") == "call"])
+    assert outcomes == [["passed"], ["failed"]]
+    assert "test_same_name" not in sys.modules

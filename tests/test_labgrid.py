@@ -1,0 +1,222 @@
+"""Boards as labgrid places, for real: a labgrid coordinator and exporter on loopback, the board
+emulator's TCP port exported as a NetworkSerialPort, a place matching it; the serial target
+acquires the place, runs NVDLA traces and packed vectors through it and releases it; a second
+user cannot acquire it meanwhile.
+
+Skips (saying so) when labgrid is not installed (``pip install 'labgrid>=24'``)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("labgrid", reason="labgrid is not installed: pip install 'labgrid>=24'")
+
+from nvdla_hil.harness.lab import BoardBusyError, LabError  # noqa: E402
+from nvdla_hil.harness.labgrid_place import LabgridPlace, endpoint_url, place_from_env  # noqa: E402
+from nvdla_hil.harness.targets import TargetSpec, open_target  # noqa: E402
+from nvdla_hil.harness.targets.model import ModelTarget  # noqa: E402
+from nvdla_hil.harness.traces import run_trace  # noqa: E402
+from nvdla_hil.harness.vectors import bundled_root, find_cases, run_case  # noqa: E402
+
+BIN = Path(sys.executable).parent
+PLACE = "nvdla-emu-1"
+TRACES = ["cdp_8x8x64_lrn3_int8_5", "sdp_3x3x33_bn_int8_mem_0", "pdp_8x9x19_3x3_ave_int8_1", "dc_1x1x8_1x1x8x1_int8_0"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_port(port: int, proc: subprocess.Popen, what: str, log: Path) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"{what} did not come up: {log.read_text()[-2000:] if log.exists() else ''}")
+            time.sleep(0.1)
+
+
+class _Lab:
+    """A labgrid coordinator, a board emulator and an exporter publishing its TCP port."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.procs: list[subprocess.Popen] = []
+        cport = _free_port()
+        self.coordinator = f"127.0.0.1:{cport}"
+        self.env = {**os.environ, "LG_COORDINATOR": self.coordinator, "LG_USERNAME": "nvdla-tester", "LG_HOSTNAME": "hil-host"}
+        log = root / "coordinator.log"
+        self._start([str(BIN / "labgrid-coordinator"), "-l", self.coordinator], log)
+        _wait_port(cport, self.procs[-1], "labgrid-coordinator", log)
+        emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--tcp=0"],
+                               stdout=subprocess.PIPE, text=True, cwd=root)
+        self.procs.append(emu)
+        self.emu_url = emu.stdout.readline().strip()
+        self.emu_port = int(self.emu_url.rsplit(":", 1)[1])
+        (root / "exporter.yaml").write_text(
+            f"nvdla-board:\n  NetworkSerialPort:\n    host: 127.0.0.1\n    port: {self.emu_port}\n"
+            f"    speed: 3000000\n    protocol: raw\n")
+        self._start([str(BIN / "labgrid-exporter"), "-c", self.coordinator, "-n", "hil-exporter", "--hostname", "127.0.0.1",
+                     str(root / "exporter.yaml")], root / "exporter.log")
+        self.client("-p", PLACE, "create")
+        self.client("-p", PLACE, "add-match", "hil-exporter/nvdla-board/NetworkSerialPort")
+        deadline = time.monotonic() + 30
+        while "NetworkSerialPort" not in self.client("resources", check=False).stdout:
+            if time.monotonic() > deadline:
+                pytest.fail(f"the exporter never published its resource: {(root / 'exporter.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+
+    def _start(self, argv: list[str], log: Path) -> None:
+        self.procs.append(subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, cwd=self.root,
+                                           env=self.env))
+
+    def client(self, *args: str, user: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        env = dict(self.env, **({"LG_USERNAME": user} if user else {}))
+        r = subprocess.run([str(BIN / "labgrid-client"), "-x", self.coordinator, *args], capture_output=True, text=True,
+                           env=env, timeout=60, cwd=self.root)
+        if check and r.returncode:
+            raise AssertionError(f"labgrid-client {' '.join(args)}: {r.stdout}{r.stderr}")
+        return r
+
+    def holder(self) -> str:
+        out = self.client("-p", PLACE, "show").stdout
+        line = next((x for x in out.splitlines() if x.strip().startswith("acquired:")), "")
+        return line.split(":", 1)[1].strip()
+
+    def close(self) -> None:
+        for p in reversed(self.procs):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(10)
+
+
+@pytest.fixture(scope="module")
+def lg(tmp_path_factory):
+    lab = _Lab(tmp_path_factory.mktemp("labgrid"))
+    yield lab
+    lab.close()
+
+
+@pytest.fixture
+def as_tester(lg, monkeypatch):
+    for k in ("LG_COORDINATOR", "LG_USERNAME", "LG_HOSTNAME"):
+        monkeypatch.setenv(k, lg.env[k])
+
+
+def _lab_file(tmp_path: Path, coordinator: str) -> Path:
+    p = tmp_path / "lab.yaml"
+    p.write_text(f"lock_dir: {tmp_path}\nboards:\n  farm:\n    labgrid: {{place: {PLACE}, coordinator: '{coordinator}'}}\n"
+                 f"    baud: 3000000\n    profile: nv_small\n    reset_address: 0xf0000000\n")
+    return p
+
+
+def test_endpoint_urls():
+    assert endpoint_url("NetworkSerialPort", {"host": "lab1", "port": 4001, "protocol": "raw"}) == "socket://lab1:4001"
+    assert endpoint_url("USBSerialPort", {"host": "lab1", "port": 4002, "extra": {}}) == "rfc2217://lab1:4002"
+    assert endpoint_url("RawSerialPort", {"port": "/dev/ttyUSB1", "speed": 115200}) == "/dev/ttyUSB1"
+    with pytest.raises(LabError, match="no usable endpoint"):
+        endpoint_url("NetworkSerialPort", {"host": "lab1"})
+
+
+def test_place_from_labgrid_env(tmp_path):
+    env = tmp_path / "env.yaml"
+    env.write_text("targets:\n  main:\n    resources:\n      RemotePlace:\n        name: nvdla-arty-3\n"
+                   "options:\n  coordinator_address: 'lab:20408'\n")
+    assert place_from_env(env) == ("nvdla-arty-3", "lab:20408")
+    env.write_text("targets: {}\n")
+    with pytest.raises(LabError, match="RemotePlace"):
+        place_from_env(env)
+
+
+def test_serial_regression_through_a_labgrid_place(lg, as_tester, tmp_path, trace_root):
+    """Each open acquires the place, takes the emulator's endpoint from its NetworkSerialPort and
+    releases the place on close; while it is held a second user's acquire fails."""
+    spec = TargetSpec(kind="serial", profile="nv_small", lab=str(_lab_file(tmp_path, lg.coordinator)), board="farm")
+    for name in TRACES:
+        with open_target(spec) as t:
+            assert t.url == lg.emu_url.replace("127.0.0.1", "127.0.0.1")  # socket://127.0.0.1:PORT, from the place
+            assert lg.holder() == "hil-host/nvdla-tester"
+            other = lg.client("-p", PLACE, "acquire", user="colleague", check=False)
+            assert other.returncode != 0 and "already acquired" in (other.stdout + other.stderr), other
+            got = run_trace(trace_root / name, t, poison=True)
+        assert lg.holder() == "None"  # released on close
+        with ModelTarget("nv_small") as m:
+            want = run_trace(trace_root / name, m, poison=True)
+        assert got.status == want.status == "passed", got.summary()
+        assert [c.actual for c in got.checks] == [c.actual for c in want.checks]
+    for path in [p for p in find_cases(bundled_root()) if p.parent.name in ("cdp_lut", "sdp_bsbn")][:2]:
+        with open_target(spec) as t:
+            assert run_case(path, t).passed
+    assert lg.holder() == "None"
+
+
+def test_place_held_by_another_user_is_board_busy(lg, as_tester, tmp_path, monkeypatch):
+    lg.client("-p", PLACE, "acquire", user="colleague")
+    try:
+        spec = TargetSpec(kind="serial", profile="nv_small", lab=str(_lab_file(tmp_path, lg.coordinator)), board="farm")
+        with pytest.raises(BoardBusyError, match=r"acquired by hil-host/colleague"):
+            with open_target(spec):
+                pass
+    finally:
+        lg.client("-p", PLACE, "release", user="colleague")
+
+
+def test_place_the_user_acquired_is_used_and_kept(lg, as_tester, tmp_path):
+    lg.client("-p", PLACE, "acquire")
+    try:
+        spec = TargetSpec(kind="serial", profile="nv_small", lab=str(_lab_file(tmp_path, lg.coordinator)), board="farm")
+        with open_target(spec) as t:
+            assert t.read32(0x1000) == 0x0030_3031
+        assert lg.holder() == "hil-host/nvdla-tester"  # the user's acquisition is left alone
+    finally:
+        lg.client("-p", PLACE, "release")
+
+
+def test_place_released_after_a_crash_in_the_test(lg, as_tester, tmp_path):
+    spec = TargetSpec(kind="serial", profile="nv_small", lab=str(_lab_file(tmp_path, lg.coordinator)), board="farm")
+    with pytest.raises(ZeroDivisionError):
+        with open_target(spec) as t:
+            t.read32(0x1000)
+            1 / 0  # noqa: B018
+    assert lg.holder() == "None"
+    # and a process that dies with the place acquired through a target releases it at exit
+    code = (f"from nvdla_hil.harness.targets import TargetSpec, open_target\n"
+            f"t = open_target(TargetSpec(kind='serial', profile='nv_small', lab={spec.lab!r}, board='farm'))\n"
+            f"t.__enter__(); raise SystemExit(3)\n")
+    r = subprocess.run([sys.executable, "-c", code], env=lg.env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr
+    assert lg.holder() == "None"
+
+
+def test_missing_place_is_a_lab_error(lg, as_tester):
+    with pytest.raises(LabError, match="no-such-place"):
+        LabgridPlace("no-such-place", lg.coordinator).acquire()
+
+
+def test_lab_file_from_labgrid_options(lg, as_tester, tmp_path):
+    """What the plugin's labgrid-style options (--lg-env / LG_PLACE / LG_COORDINATOR) become: a
+    lab file whose one board is the place; opening it acquires the place."""
+    from nvdla_hil.harness.labgrid_place import labgrid_lab_file
+
+    env = tmp_path / "env.yaml"
+    env.write_text(f"targets:\n  main:\n    resources:\n      RemotePlace:\n        name: {PLACE}\n")
+    lab, board = labgrid_lab_file(tmp_path, env=env, reset_address=0xF000_0000)
+    assert board == PLACE
+    with open_target(TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board=board)) as t:
+        assert t.read32(0x1000) == 0x0030_3031 and lg.holder() == "hil-host/nvdla-tester"
+    assert lg.holder() == "None"
