@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import shlex
 import shutil
 import tempfile
 import time
@@ -822,7 +823,7 @@ def _provenance(c: Constraints, seed: int, index: int, semantics: str) -> dict[s
     if files:
         note += "".join(f" --constraints {f}" for f in files)
     if c.overrides:
-        note += "".join(f" --set {o}" for o in c.overrides)
+        note += "".join(f" --set {shlex.quote(o)}" for o in c.overrides)  # a shell-ready replay line
     return {"generator": "nvdla-hil fuzz", "suite": f"fuzz:{c.unit}", "seed": seed, "index": index,
             "model_version": model_version(), "semantics": semantics, "note": note}
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...drivers.profiles import HardwareProfile
-from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Mem, _pick_cvt, register_unit
+from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Geo, _Mem, _feature, _pick_cvt, register_unit
 from ..refmodel.base import ModelOptions
 from ..refmodel.conv.csc import feature_entries_per_slice
 from ..refmodel.ops import sx
@@ -153,17 +153,27 @@ def _feature_geo(w: int, h: int, atom: int, gaps: bool, rng: np.random.Generator
 
 def _surface(d: Draft, mem: _Mem, name: str, arr_or_shape: Any, port: str, atom: int, line: int, surf: int,
              dtype: str, *, output: bool = False) -> int:  # fmt: skip
-    params = {"atom_bytes": atom, "line_stride": line, "surface_stride": surf}
-    shape = list(arr_or_shape.shape) if isinstance(arr_or_shape, np.ndarray) else list(arr_or_shape)
-    size = packed_size("nvdla.feature", tuple(shape), np.dtype(dtype), params)
-    addr = mem.alloc(PORTS[port], size)
-    meta = {"name": name, "layout": "nvdla.feature", "params": params, "dtype": dtype, "shape": shape,
-            "address": Hex(addr), "port": PORTS[port]}
-    if output:
-        d.outputs.append({**meta, "rule": "bitexact"})
-    else:
-        d.inputs.append((meta, arr_or_shape))
-    return addr
+    """A feature surface with explicit strides: :func:`~nvdla_hil.harness.fuzz._feature`."""
+    return _feature(d, mem, name, arr_or_shape, port, atom, _Geo(0, 0, 0, line, surf), output=output, dtype=dtype)
+
+
+def _mac_acc_regs(prof: HardwareProfile, p: int, OW: int, OH: int, K: int, dst: int, oline: int, osurf: int,
+                  trunc: int) -> list[dict[str, Any]]:  # noqa: N803 - the hardware's names  # fmt: skip
+    """CMAC A/B and CACC registers of a direct convolution of precision ``p`` writing a
+    ``K x OH x OW`` result to ``dst`` (CACC's own output port, then SDP on the fly)."""
+    return [
+        _reg("CMAC_A.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CMAC_B.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CACC.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
+        _reg("CACC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
+        _reg("CACC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
+        _reg("CACC.D_DATAOUT_ADDR", DATAOUT_ADDR=_units(prof, "CACC.D_DATAOUT_ADDR", "DATAOUT_ADDR", dst)),
+        _reg("CACC.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CACC.D_LINE_STRIDE", LINE_STRIDE=oline),
+        _reg("CACC.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CACC.D_SURF_STRIDE", "SURF_STRIDE", osurf)),
+        _reg("CACC.D_DATAOUT_MAP", LINE_PACKED=int(oline == OW * prof.atom_bytes), SURF_PACKED=int(osurf == OH * oline)),
+        _reg("CACC.D_CLIP_CFG", CLIP_TRUNCATE=trunc),
+    ]
 
 
 def _weights(d: Draft, mem: _Mem, prof: HardwareProfile, w: np.ndarray, port: str) -> tuple[int, int]:
@@ -301,18 +311,8 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         _reg("CSC.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
         _reg("CSC.D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=wt_banks - 1),
         _reg("CSC.D_PRA_CFG", PRA_TRUNCATE=0),
-        _reg("CMAC_A.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CMAC_B.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CACC.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CACC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
-        _reg("CACC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
-        _reg("CACC.D_DATAOUT_ADDR", DATAOUT_ADDR=_units(prof, "CACC.D_DATAOUT_ADDR", "DATAOUT_ADDR", dst)),
-        _reg("CACC.D_BATCH_NUMBER", BATCHES=0),
-        _reg("CACC.D_LINE_STRIDE", LINE_STRIDE=oline),
-        _reg("CACC.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CACC.D_SURF_STRIDE", "SURF_STRIDE", osurf)),
-        _reg("CACC.D_DATAOUT_MAP", LINE_PACKED=int(oline == OW * atom), SURF_PACKED=int(osurf == OH * oline)),
-        _reg("CACC.D_CLIP_CFG", CLIP_TRUNCATE=trunc),
     ]
+    d.registers += _mac_acc_regs(prof, p, OW, OH, K, dst, oline, osurf, trunc)
     _sdp_flying(d, s, K, OH, OW, dst, oline, osurf, p)
     if prec != "fp16":
         d.convertors["sdp_out"] = {"offset": 0, "scale": 1, "shift": 0}

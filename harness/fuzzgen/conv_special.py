@@ -30,7 +30,7 @@ from ..layouts.nvdla import PIXEL_FORMATS, compressed_offsets
 from ..vectors import Hex, pack_surface, packed_size
 from ..vectors_gen import Draft, _reg
 from .conv import SCHEMA as CONV_SCHEMA
-from .conv import _feature_geo, _sdp_flying, _surface, _units, gen_conv
+from .conv import _feature_geo, _mac_acc_regs, _sdp_flying, _surface, _units, gen_conv
 
 __all__ = ["gen_conv_image", "gen_conv_compressed", "IMAGE_SCHEMA", "COMPRESSED_SCHEMA"]
 
@@ -306,18 +306,8 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         _reg("CSC.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
         _reg("CSC.D_BANK", DATA_BANK=g["dbanks"] - 1, WEIGHT_BANK=g["wbanks"] - 1),
         _reg("CSC.D_PRA_CFG", PRA_TRUNCATE=0),
-        _reg("CMAC_A.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CMAC_B.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CACC.D_MISC_CFG", CONV_MODE=0, PROC_PRECISION=p),
-        _reg("CACC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
-        _reg("CACC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
-        _reg("CACC.D_DATAOUT_ADDR", DATAOUT_ADDR=_units(prof, "CACC.D_DATAOUT_ADDR", "DATAOUT_ADDR", dst)),
-        _reg("CACC.D_BATCH_NUMBER", BATCHES=0),
-        _reg("CACC.D_LINE_STRIDE", LINE_STRIDE=oline),
-        _reg("CACC.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CACC.D_SURF_STRIDE", "SURF_STRIDE", osurf)),
-        _reg("CACC.D_DATAOUT_MAP", LINE_PACKED=int(oline == OW * atom), SURF_PACKED=int(osurf == OH * oline)),
-        _reg("CACC.D_CLIP_CFG", CLIP_TRUNCATE=ctrunc),
     ]
+    d.registers += _mac_acc_regs(prof, p, OW, OH, K, dst, oline, osurf, ctrunc)
     _sdp_flying(d, s, K, OH, OW, dst, oline, osurf, p)
     if s["weight_format"] == "compressed":  # image weights (pre-extension) compressed: seed 000 allows all four formats
         _compress(d, s, prof, {"base": "image", "post_extension": post})

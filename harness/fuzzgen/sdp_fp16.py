@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ...drivers.profiles import HardwareProfile
-from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Mem, _geometry, _pick_cvt, register_unit
+from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Mem, _feature, _geometry, _pick_cvt, register_unit
 from ..vectors import Hex, packed_size
 from ..vectors_gen import Draft, _bypass, _rdma_off, _reg
 
@@ -54,21 +54,6 @@ def _fp32_reg(s: Sampler) -> int:
         return int(s.rng.integers(0, 1 << 32))
     h = np.array([_fp_op(s)], dtype=np.uint16).view(np.float16)
     return int(h.astype(np.float32).view(np.uint32)[0]) if not np.isnan(h[0]) else 0x7FC00000 | int(s.rng.integers(1, 1024))
-
-
-def _feature16(d: Draft, mem: _Mem, name: str, arr: Any, port: str, atom: int, line: int, surf: int, *,
-               output: bool = False, dtype: str = "float16") -> int:  # fmt: skip
-    params = {"atom_bytes": atom, "line_stride": line, "surface_stride": surf}
-    shape = list(arr.shape) if isinstance(arr, np.ndarray) else list(arr)
-    size = packed_size("nvdla.feature", tuple(shape), np.dtype(dtype), params)
-    addr = mem.alloc(PORTS[port], size)
-    meta = {"name": name, "layout": "nvdla.feature", "params": params, "dtype": dtype, "shape": shape,
-            "address": Hex(addr), "port": PORTS[port]}
-    if output:
-        d.outputs.append({**meta, "rule": "bitexact"})
-    else:
-        d.inputs.append((meta, arr))
-    return addr
 
 
 def _operand_mem(d: Draft, s: Sampler, mem: _Mem, atom: int, geo, name: str, arr_fn) -> tuple[int, int, int, bool, int]:
@@ -184,8 +169,8 @@ def gen_sdp_fp16(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         x = data((geo.c, geo.h, geo.w)).view(np.float16)
     else:
         x = s.rng.integers(-32768, 32768, size=(geo.c, geo.h, geo.w)).astype(np.int16)
-    src = _feature16(d, mem, "src", x, s["src_port"], atom, geo.line, geo.surf, dtype=str(x.dtype))
-    dst = _feature16(d, mem, "dst", (geo.c, geo.h, geo.w), s["dst_port"], atom, geo.line, geo.surf, output=True,
+    src = _feature(d, mem, "src", x, s["src_port"], atom, geo, dtype=str(x.dtype))
+    dst = _feature(d, mem, "dst", (geo.c, geo.h, geo.w), s["dst_port"], atom, geo, output=True,
                      dtype="float16" if out_code == 2 else "int16")
     prec = 2 if in_fp else 1
     for blk in ("SDP_RDMA", "SDP"):
