@@ -19,6 +19,7 @@ Figures only: nothing here asserts a time (the machine may be shared).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,7 @@ def main() -> int:
     args = ap.parse_args()
     from distributed import LocalCluster
 
+    load0 = os.getloadavg()[0]  # the machine may be shared: the figures are read with the load
     with tempfile.TemporaryDirectory(prefix="bench_cluster_") as tmp:
         if args.target == "verilator":  # build (or check the cached build) before timing
             regress(args, Path(tmp) / "warmup", ["-k", "nothing_matches_this", "--allow-empty"])
@@ -86,7 +88,8 @@ def main() -> int:
         local, remote = junit_outcomes(local_junit), junit_outcomes(cl_junit)
         local_t, cl_t = junit_times(local_junit), junit_times(cl_junit)
     print(f"{args.target} / {args.suite}{' -k ' + args.k if args.k else ''}; cluster: LocalCluster "
-          f"{args.workers} worker processes x 1 thread (start-up {start:.2f} s, not counted)")
+          f"{args.workers} worker processes x 1 thread (start-up {start:.2f} s, not counted); "
+          f"{os.cpu_count()} cores, load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after")
     print(line("local (1 process)", local_wall, local))
     print(line(f"dask ({args.workers} workers)", cl_wall, remote))
     print(f"same tests and outcomes: {local == remote}  (speed-up {local_wall / cl_wall:.2f}x)")

@@ -28,7 +28,9 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import site
 import sys
+import sysconfig
 import threading
 import time
 import uuid
@@ -106,15 +108,19 @@ def _worker_pool():  # noqa: ANN202
 
 def _forget_test_modules(before: set[str], roots: list[str | os.PathLike[str]]) -> None:
     """Drops the modules a worker session imported from the test tree (test files, conftest, their
-    helpers: new modules under ``roots``, nvdla_hil's own excepted), as a fresh process would not
-    have them: the next session in this long-lived worker imports the files as they are now, not
-    a same-named module of an earlier run (pytest imports a module once per process)."""
+    helpers: new modules under ``roots``, nvdla_hil's own and installed packages excepted, even in
+    a virtualenv inside the tree), as a fresh process would not have them: the next session in this
+    long-lived worker imports the files as they are now, not a same-named module of an earlier run
+    (pytest imports a module once per process)."""
     dirs = [Path(r).resolve() for r in roots]
+    installed = {Path(p).resolve() for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(),
+                                             *(sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")))}
     for name in set(sys.modules) - before:
         if name == "nvdla_hil" or name.startswith("nvdla_hil."):
             continue
         file = getattr(sys.modules.get(name), "__file__", None)
-        if file and any(Path(file).resolve().is_relative_to(d) for d in dirs):
+        path = Path(file).resolve() if file else None
+        if path is not None and any(path.is_relative_to(d) for d in dirs) and not any(path.is_relative_to(i) for i in installed):
             del sys.modules[name]
 
 

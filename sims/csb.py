@@ -17,9 +17,9 @@ the driver only runs Python while an access is in flight (a few cycles per acces
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
-from cocotb.handle import SimHandleBase
+from cocotb.handle import HierarchyObject, LogicObject
 from cocotb.triggers import ReadOnly, RisingEdge
 
 __all__ = ["CsbDriver", "CsbSignals", "CsbTimeout"]
@@ -29,7 +29,7 @@ class CsbTimeout(Exception):
     """The CSB slave did not accept a request or did not respond in time."""
 
 
-def _u(sig: SimHandleBase) -> int:
+def _u(sig: LogicObject) -> int:
     v: Any = sig.value
     to_unsigned = getattr(v, "to_unsigned", None)
     return int(to_unsigned()) if to_unsigned else int(v)
@@ -37,22 +37,22 @@ def _u(sig: SimHandleBase) -> int:
 
 @dataclass
 class CsbSignals:
-    clk: SimHandleBase
-    valid: SimHandleBase
-    ready: SimHandleBase
-    addr: SimHandleBase
-    wdat: SimHandleBase
-    write: SimHandleBase
-    nposted: SimHandleBase
-    rvalid: SimHandleBase
-    rdata: SimHandleBase
-    wr_complete: SimHandleBase
+    clk: LogicObject
+    valid: LogicObject
+    ready: LogicObject
+    addr: LogicObject
+    wdat: LogicObject
+    write: LogicObject
+    nposted: LogicObject
+    rvalid: LogicObject
+    rdata: LogicObject
+    wr_complete: LogicObject
 
     @classmethod
-    def from_top(cls, dut: SimHandleBase, prefix: str = "csb_") -> CsbSignals:
+    def from_top(cls, dut: HierarchyObject, prefix: str = "csb_") -> CsbSignals:
         """The nvdla-hil wrapper's port names (``csb_valid``, ``csb_ready``, ...)."""
         g = lambda n: getattr(dut, prefix + n)
-        return cls(clk=dut.clk, valid=g("valid"), ready=g("ready"), addr=g("addr"),
+        return cls(clk=cast(LogicObject, dut.clk), valid=g("valid"), ready=g("ready"), addr=g("addr"),
                    wdat=g("wdat"), write=g("write"), nposted=g("nposted"),
                    rvalid=g("rvalid"), rdata=g("rdata"), wr_complete=g("wr_complete"))
 
@@ -92,7 +92,7 @@ class CsbDriver:
         raise CsbTimeout(f"CSB request to word {word_addr:#06x} not accepted within "
                          f"{self.timeout_cycles} cycles (csb ready stuck low)")
 
-    async def _await_pulse(self, pulse: SimHandleBase, what: str, word_addr: int) -> int:
+    async def _await_pulse(self, pulse: LogicObject, what: str, word_addr: int) -> int:
         s = self.sig
         for _ in range(self.timeout_cycles):
             await ReadOnly()

@@ -115,9 +115,14 @@ def test_board(i):
 '''
 
 
-@pytest.mark.parametrize(("limit", "ran"), [("3", 3), ("0", 6)])
-def test_stop_after_consecutive_dead_board_failures(tmp_path, limit, ran):
-    (tmp_path / "test_dead.py").write_text(DEAD_BOARD)
+# another module's BoardDeadError (say a transport's own) is matched by its class name
+DEAD_BOARD_BY_NAME = DEAD_BOARD.replace("from nvdla_hil.drivers.uartbone import BoardDeadError",
+                                        "class BoardDeadError(OSError):\n    pass")
+
+
+@pytest.mark.parametrize(("limit", "ran", "source"), [("3", 3, DEAD_BOARD), ("0", 6, DEAD_BOARD), ("3", 3, DEAD_BOARD_BY_NAME)])
+def test_stop_after_consecutive_dead_board_failures(tmp_path, limit, ran, source):
+    (tmp_path / "test_dead.py").write_text(source)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q", "test_dead.py",
                            "--nvdla-max-board-failures", limit], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert f"{ran} failed" in proc.stdout, proc.stdout[-2000:]

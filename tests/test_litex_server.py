@@ -118,6 +118,9 @@ def test_litex_own_client_shares_the_board(regfile_bench):
         try:
             assert rc.read(0x4000_5000) == 0x1234_5678  # CSB 0x5000 at the default csr_base
             rc.write(0x4000_5004, 0xCAFE)
+            # LiteX's write is posted: a read on the same connection returns after it has landed
+            # (closing at once could drop it before litex_server forwards it)
+            assert rc.read(0x4000_5004) == 0xCAFE
         finally:
             rc.close()
         assert t.read32(0x5004) == 0xCAFE
