@@ -152,7 +152,13 @@ class NvdlaDriver:
 
         Registers with side effects on write (``trigger``) and registers that cannot be
         read back are not read first: unnamed fields get their reset value. Returns the
-        value written."""
+        value written. :meth:`set_fields` takes the fields as a mapping (field names from user
+        input, which could be ``reg`` or ``verify``)."""
+        return self.set_fields(name, fields, reg, verify=verify)
+
+    def set_fields(self, name: str | tuple[str, str], fields: Mapping[str, int | str], reg: str | None = None, *,
+                   verify: bool = False) -> int:
+        """:meth:`write_fields` with the fields as a mapping."""
         r = self.register(name, reg)
         if r.trigger or not r.readable:
             base = r.reset

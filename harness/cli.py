@@ -39,8 +39,10 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..drivers.regmap import RegisterMapError
+from ..drivers.transport import Transport
 from .targets import TARGETS, TargetSpec, layer_timeout, open_target
 
 __all__ = ["main", "build_parser"]
@@ -88,6 +90,36 @@ def _add_target_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
     g.add_argument("--lab", default=os.environ.get("NVDLA_HIL_LAB"), help="lab file (serial target)")
     g.add_argument("--board", default=os.environ.get("NVDLA_HIL_BOARD"), help="board name (serial target)")
+    g.add_argument("--lg-place", default=None, metavar="NAME",
+                   help="serial target without --lab: the board is this labgrid place (or LG_PLACE)")
+    g.add_argument("--lg-env", default=None, metavar="FILE",
+                   help="serial target without --lab: the labgrid place of this labgrid environment (or LG_ENV)")
+    g.add_argument("--lg-coordinator", default=None, metavar="HOST:PORT",
+                   help="labgrid coordinator of --lg-place (or LG_COORDINATOR)")
+
+
+def _labgrid_lab(args: argparse.Namespace) -> None:
+    """``--target serial`` with a labgrid place (``--lg-place``/``--lg-env``, or LG_PLACE/LG_ENV)
+    instead of ``--lab``: a one-board lab file for the place (shared per user, see
+    :func:`~nvdla_hil.harness.labgrid_place.session_lab_file`) becomes ``--lab``/``--board``."""
+    if getattr(args, "target", None) != "serial" or getattr(args, "lab", None) or not hasattr(args, "lg_place"):
+        return
+    place = args.lg_place or os.environ.get("LG_PLACE")
+    env = args.lg_env or os.environ.get("LG_ENV")
+    if not (place or env):
+        return
+    from .lab import LabError
+    from .labgrid_place import session_lab_file
+
+    prof = args.profile.split(",")[0] if args.profile else "nv_small"
+    try:
+        path, name = session_lab_file(place, args.lg_coordinator or os.environ.get("LG_COORDINATOR"), env=env,
+                                      profile=prof)
+    except LabError as e:
+        raise _Bad(f"{'--lg-place' if place else '--lg-env'}: {e}") from None
+    if args.board and args.board != name:
+        raise _Bad(f"--board {args.board} and the labgrid place {name} name two boards: give one")
+    args.lab, args.board = str(path), name
 
 
 def _spec(args: argparse.Namespace, profile: str | None = None) -> TargetSpec:
@@ -350,11 +382,11 @@ def _cmd_regs(args: argparse.Namespace) -> int:
                 print(f"{r.full_name} = {v:#010x}  ({decoded})")
         elif args.regs_cmd == "write":
             if any("=" in a for a in args.values):
-                fields = {}
+                field_values: dict[str, int | str] = {}
                 for a in args.values:
                     k, _, v = a.partition("=")
-                    fields[k] = _parse_value(v)
-                value = drv.write_fields(args.name, **fields)
+                    field_values[k] = _parse_value(v)
+                value = drv.set_fields(args.name, field_values)
             else:
                 if len(args.values) != 1:
                     print("regs write: give one value or FIELD=VALUE pairs", file=sys.stderr)
@@ -425,7 +457,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     if args.model_bug:
         from .targets.model import ModelTarget
 
-        opened = ModelTarget(prof, semantics=args.model_semantics, bugs=args.model_bug)
+        opened: Transport = ModelTarget(prof, semantics=args.model_semantics, bugs=args.model_bug)
     else:
         opened = open_target(_spec(args, prof.name))
     actual: dict[int, object] = {}
@@ -561,7 +593,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
                 print(f"{name}: not shipped (use the .spec path as --nvdla-config)")
                 continue
             for k, v in d.items():
-                have = getattr(shipped, k) if k != "units" else list(shipped.units)
+                have: Any = getattr(shipped, k) if k != "units" else list(shipped.units)
                 if k in ("features", "throughput"):
                     have = dict(have)
                 if have != v:
@@ -719,7 +751,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .lab import BoardBusyError
 
     try:
+        _labgrid_lab(args)
         return int(args.func(args) or 0)
+    except _Bad as e:
+        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
+        return 2
     except BoardBusyError as e:
         print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
         return 2

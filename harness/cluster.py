@@ -36,8 +36,12 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from .targets.verilator import WarmSimulators
 
 try:
     from distributed import WorkerPlugin as _WorkerPlugin
@@ -82,7 +86,7 @@ class WarmPoolWorkerPlugin(_WorkerPlugin):
     name = WARM_PLUGIN_NAME
 
     def __init__(self) -> None:
-        self.pool = None
+        self.pool: WarmSimulators | None = None
 
     def setup(self, worker) -> None:  # noqa: ANN001
         from .targets.verilator import WarmSimulators

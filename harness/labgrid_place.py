@@ -41,7 +41,7 @@ from typing import TypeVar
 from .lab import BoardBusyError, LabError
 
 __all__ = ["SERIAL_RESOURCES", "LabgridPlace", "PlaceLease", "coordinator_address", "endpoint_url", "labgrid_lab_file",
-           "place_from_env"]
+           "place_from_env", "session_lab_file"]
 
 #: resource classes that carry a serial endpoint, in the order they are looked for
 SERIAL_RESOURCES = ("NetworkSerialPort", "RawSerialPort", "USBSerialPort")
@@ -227,6 +227,16 @@ class LabgridPlace:
         self.release()
 
 
+def session_lab_file(place: str | None = None, coordinator: str | None = None, *,
+                     env: str | os.PathLike[str] | None = None, profile: str = "nv_small") -> tuple[Path, str]:
+    """:func:`labgrid_lab_file` in the per-user folder ``~/.cache/nvdla-hil/labgrid`` (``XDG_CACHE_HOME``),
+    so every xdist worker and every concurrent regression on the place shares one file and one set
+    of board locks (what ``--lg-place``/``--nvdla-lg-place`` use)."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "nvdla-hil" / "labgrid"
+    folder.mkdir(parents=True, exist_ok=True)
+    return labgrid_lab_file(folder, place, coordinator, env=env, profile=profile)
+
+
 def labgrid_lab_file(folder: str | os.PathLike[str], place: str | None = None, coordinator: str | None = None, *,
                      env: str | os.PathLike[str] | None = None, profile: str = "nv_small", baud: int = 3_000_000,
                      reset_address: int | None = None) -> tuple[Path, str]:
@@ -248,6 +258,8 @@ def labgrid_lab_file(folder: str | os.PathLike[str], place: str | None = None, c
     import yaml
 
     path = Path(folder) / f"labgrid-{place}.lab.yaml"
-    path.write_text(yaml.safe_dump({"lock_dir": str(Path(folder)), "boards": {place: fields}}, sort_keys=False))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")  # atomic: concurrent sessions write the same file
+    tmp.write_text(yaml.safe_dump({"lock_dir": str(Path(folder)), "boards": {place: fields}}, sort_keys=False))
+    os.replace(tmp, path)
     load_lab(path)  # checked like any lab file (a bad place name is named here)
     return path, place

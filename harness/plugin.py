@@ -16,6 +16,9 @@ Options, all prefixed ``--nvdla-`` (each with an environment-variable fallback, 
 ``--nvdla-lab FILE``                   NVDLA_HIL_LAB (serial target)
 ``--nvdla-board NAME|pool:NAME|A,B``   NVDLA_HIL_BOARD: a board, a pool of the lab file or a list
 ``--nvdla-board-wait SECONDS``         fewer boards than workers: how long a test waits for one (300)
+``--nvdla-lg-env FILE``, ``--nvdla-lg-place NAME``, ``--nvdla-lg-coordinator HOST:PORT``
+                                       LG_ENV / LG_PLACE / LG_COORDINATOR: serial target on a labgrid
+                                       place instead of a lab file (the session probes every board first)
 ``--nvdla-model-semantics {rtl,cmod}`` the model follows the RTL (default) or NVDLA's C model
 ``--nvdla-poison``                     poison checked output regions before each trace
 ``--nvdla-waves``                      verilator: dump FST waves of every test
@@ -164,6 +167,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="run the tests on the Dask distributed cluster whose scheduler is ADDR (tcp://host:8786)")
     g.addoption("--nvdla-max-board-failures", type=int, default=3, metavar="N", dest="nvdla_max_board_failures",
                 help="stop the session after N consecutive tests failed because the board is dead (0: never; default 3)")
+    g.addoption("--nvdla-lg-env", default=None, metavar="FILE", dest="nvdla_lg_env",
+                help="serial target without a lab file: the board is the labgrid place named by this labgrid "
+                     "environment (its RemotePlace; or LG_ENV)")
+    g.addoption("--nvdla-lg-place", default=None, metavar="NAME", dest="nvdla_lg_place",
+                help="serial target without a lab file: the board is this labgrid place (or LG_PLACE)")
+    g.addoption("--nvdla-lg-coordinator", default=None, metavar="HOST:PORT", dest="nvdla_lg_coordinator",
+                help="labgrid coordinator for --nvdla-lg-place (or LG_COORDINATOR; default labgrid's)")
     g.addoption("--nvdla-allow-empty", action="store_true",
                 help="a session in which no test ran (all skipped or deselected) is not an error")
 
@@ -346,9 +356,11 @@ def pytest_configure(config: pytest.Config) -> None:
     extra: dict = {}
     if kind == "verilator" and not hw:
         raise pytest.UsageError("--nvdla-target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
-    if kind == "verilator" and not Path(hw).is_dir():
+    if kind == "verilator" and hw and not Path(hw).is_dir():
         raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --nvdla-target verilator)")
     if kind == "serial":
+        if not lab:
+            lab, board = _labgrid_lab(config, profiles[0], board)
         board, profiles, extra = _configure_boards(config, lab, board)
     bugs = config.getoption("--nvdla-model-bug")
     if bugs:
@@ -392,6 +404,47 @@ def pytest_configure(config: pytest.Config) -> None:
         logs = config.getoption("--nvdla-log")
         path = Path(logs).parent / "coverage.json" if logs else None
         config.pluginmanager.register(coverage_for_session(config, path), "nvdla-hil-coverage")
+
+
+def _labgrid_lab(config: pytest.Config, profile: str, board: str | None) -> tuple[str | None, str | None]:
+    """Serial target configured in labgrid's style (``--nvdla-lg-env``/``LG_ENV``, ``--nvdla-lg-place``/
+    ``LG_PLACE``, ``--nvdla-lg-coordinator``/``LG_COORDINATOR``) instead of a lab file: a one-board lab
+    file for the place (:func:`~nvdla_hil.harness.labgrid_place.labgrid_lab_file`) in a per-user folder,
+    so every worker and every concurrent regression uses the same file and the same board locks.
+    Without any of them: ``(None, board)`` (the lab-file error follows)."""
+    env = _opt(config, "--nvdla-lg-env", "LG_ENV")
+    place = _opt(config, "--nvdla-lg-place", "LG_PLACE")
+    coordinator = _opt(config, "--nvdla-lg-coordinator", "LG_COORDINATOR")
+    if not (env or place):
+        return None, board
+    from .lab import LabError
+    from .labgrid_place import session_lab_file
+
+    try:
+        path, name = session_lab_file(place, coordinator, env=env, profile=profile)
+    except LabError as e:
+        raise pytest.UsageError(f"--nvdla-lg-{'env' if env and not place else 'place'}: {e}") from None
+    if board and board != name:
+        raise pytest.UsageError(f"--nvdla-board {board} and the labgrid place {name} name two boards: give one")
+    return str(path), name
+
+
+def _probe_boards(lab: str, taken: list) -> None:  # list[SessionBoardLock]
+    """Prove each held board's DRAM window before any test runs
+    (:func:`~nvdla_hil.harness.targets.serial.probe_board`): a window the board does not map, or a
+    board that does not answer, ends the session at once with a configuration error naming the
+    board (exit 2), instead of every test failing one by one."""
+    from ..drivers.transport import TransportError
+    from .lab import LabError
+    from .targets.serial import probe_board
+
+    for lk in taken:
+        try:
+            probe_board(lab, lk.cfg.name)
+        except LabError as e:
+            raise pytest.UsageError(f"--nvdla-lab {lab}: {e}") from None
+        except (TransportError, OSError) as e:
+            raise pytest.UsageError(f"board {lk.cfg.name!r} ({lk.cfg.url}) does not answer: {e}") from None
 
 
 def _configure_boards(config: pytest.Config, lab: str | None, board: str | None) -> tuple[str, list[str], dict]:
@@ -451,6 +504,14 @@ def _configure_boards(config: pytest.Config, lab: str | None, board: str | None)
     if not taken:
         raise pytest.UsageError(f"every board of {what} is busy: " + "; ".join(busy))
     config.stash[LOCK_KEY] = taken
+    if not config.getoption("collectonly"):
+        try:
+            _probe_boards(lab, taken)
+        except BaseException:
+            for lk in taken:
+                lk.release()
+            del config.stash[LOCK_KEY]
+            raise
     info = {
         "pid": os.getpid(),
         "path": str(taken[0].path),  # the single-board form, kept for older readers
@@ -526,7 +587,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     locks = config.stash.get(LOCK_KEY, None)
     if locks is not None:
         for lock in reversed(locks if isinstance(locks, list) else [locks]):
-            lock.release()  # type: ignore[attr-defined]
+            lock.release()
         del config.stash[LOCK_KEY]
 
 
@@ -590,7 +651,8 @@ def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
     entry = item.config.stash[LOGS_KEY].pop(item.nodeid, None)
     if entry is not None:  # the re-run with waves keeps the failing run's log and writes its own beside it
         rerun = RERUN_WAVES_KEY in item.config.stash
-        write_access_log(item.config, item.nodeid, *entry, suffix=".waves-rerun" if rerun else "")
+        log, link_report = entry
+        write_access_log(item.config, item.nodeid, log, link_report, suffix=".waves-rerun" if rerun else "")
 
 
 # ---- what each test ran on: JUnit classname and <properties> ---------------------------------------------
@@ -783,7 +845,7 @@ class _WavesOnFailure:
                 if r.failed:
                     r.sections.append(("nvdla-hil waves", note))
                     if wave is not None:
-                        r.nvdla_waves = str(wave)
+                        vars(r)["nvdla_waves"] = str(wave)  # an extra report attribute (xdist carries it); read by getattr below
                 if r.when == "teardown" and wave is not None:
                     r.user_properties.append(("waves", str(wave)))
         for r in reports:
@@ -844,7 +906,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def configured_profiles(config: pytest.Config) -> list[str]:
     """The profiles this run may use, in the order given."""
-    return list(config.stash[PROFILES_KEY])
+    profiles: list[str] = config.stash[PROFILES_KEY]
+    return list(profiles)
 
 
 def _load(config: pytest.Config, name: str) -> HardwareProfile:
@@ -927,7 +990,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
             pytest.skip(f"runs only on target(s) {', '.join(m.args)}, not {spec.kind}")
     feats = _needed_features(item)
     if feats and profile_for(item.config, feats) is None:
-        profiles = ", ".join(item.config.stash[PROFILES_KEY])
+        configured: list[str] = item.config.stash[PROFILES_KEY]
+        profiles = ", ".join(configured)
         pytest.skip(f"needs {', '.join(sorted(feats))}; no configured profile ({profiles}) has them")
 
 
@@ -1016,7 +1080,8 @@ class RegressionSummary:
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
-        title = f"nvdla-hil regression on {spec.kind} ({', '.join(self.config.stash[PROFILES_KEY])})"
+        names: list[str] = self.config.stash[PROFILES_KEY]
+        title = f"nvdla-hil regression on {spec.kind} ({', '.join(names)})"
         tr.write_sep("=", title)
         lines: list[str] = [title]
         write_line = tr.write_line

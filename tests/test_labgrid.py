@@ -220,3 +220,49 @@ def test_lab_file_from_labgrid_options(lg, as_tester, tmp_path):
     with open_target(TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board=board)) as t:
         assert t.read32(0x1000) == 0x0030_3031 and lg.holder() == "hil-host/nvdla-tester"
     assert lg.holder() == "None"
+
+
+def _suite_run(argv: list[str], tmp_path: Path, env: dict[str, str]) -> tuple[subprocess.CompletedProcess, list[str]]:
+    junit = tmp_path / "junit.xml"
+    r = subprocess.run([*argv, "--junitxml", str(junit)], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                       env=env)
+    import xml.etree.ElementTree as ET
+
+    cases = [c for c in ET.parse(junit).getroot().iter("testcase")] if junit.exists() else []
+    return r, [c.get("name", "") for c in cases if not any(k.tag in ("failure", "error", "skipped") for k in c)]
+
+
+def test_plugin_and_cli_take_the_board_from_labgrid_options(lg, tmp_path):
+    """No lab file: ``--nvdla-lg-place``/``--nvdla-lg-coordinator`` (pytest) and ``--lg-env`` (the
+    CLI) name the place; the session makes a one-board lab file for it in the per-user cache,
+    acquires the place for each test and leaves it released."""
+    env = {**lg.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    env.pop("LG_COORDINATOR")  # given as an option here
+    r, passed = _suite_run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
+                            "--pyargs", "nvdla_hil.harness.suites.test_vectors", "-k", "cdp_lut",
+                            "--nvdla-target", "serial", "--nvdla-lg-place", PLACE,
+                            "--nvdla-lg-coordinator", lg.coordinator], tmp_path, env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert len(passed) >= 2
+    lab = tmp_path / "cache" / "nvdla-hil" / "labgrid" / f"labgrid-{PLACE}.lab.yaml"
+    assert PLACE in lab.read_text()
+    assert lg.holder() == "None"
+    lg_env = tmp_path / "env.yaml"
+    lg_env.write_text(f"targets:\n  main:\n    resources:\n      RemotePlace:\n        name: {PLACE}\n"
+                      f"options:\n  coordinator_address: '{lg.coordinator}'\n")
+    res = tmp_path / "results"
+    r = subprocess.run([sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())",
+                        "regress", "--target", "serial", "--lg-env", str(lg_env), "--suite", "vectors", "-k", "cdp_lut",
+                        "--results-dir", str(res)], capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    import xml.etree.ElementTree as ET
+
+    props = {(p.get("name"), p.get("value")) for p in ET.parse(res / "latest" / "junit.xml").getroot().iter("property")}
+    assert ("board", PLACE) in props and ("target", "serial") in props, sorted(props)[:20]
+    assert lg.holder() == "None"
+    # a place the coordinator does not know fails the session at once, naming it (exit 2)
+    r = subprocess.run([sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())",
+                        "regress", "--target", "serial", "--lg-place", "no-such-place", "--lg-coordinator", lg.coordinator,
+                        "--suite", "vectors", "-k", "cdp_lut", "--results-dir", str(res)],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    assert r.returncode in (1, 2) and "no-such-place" in (r.stdout + r.stderr), (r.stdout + r.stderr)[-3000:]

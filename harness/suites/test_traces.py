@@ -130,8 +130,8 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
 
         diag = diagnose_trace(trace, actual, prof, semantics=spec.semantics, budget=10.0)
         diagnosis = "\n" + diag.summary()
-        if log_dir(pytestconfig) is not None:
-            write_diagnosis(diag_path(log_dir(pytestconfig), nodeid), diag, test=nodeid, result=result,
+        if (logs := log_dir(pytestconfig)) is not None:
+            write_diagnosis(diag_path(logs, nodeid), diag, test=nodeid, result=result,
                             lut=trace_lut_info(trace, prof))
     if result.status == "skipped":
         pytest.skip(f"{SKIP_NOT_MODELLED}: {trace.name} on {prof.name}: {result.message.removeprefix('unit not modelled: ')}")

@@ -46,7 +46,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     source, root = _source(metafunc.config)
     tests = find_txns(root) if root is not None and root.is_dir() else []
     if source and not tests:
-        what = "no such folder" if not root.exists() else "no input.txn test below it"
+        what = "no such folder" if root is None or not root.exists() else "no input.txn test below it"
         raise pytest.Collector.CollectError(f"{source} {root}: {what}")
     if tests:
         metafunc.parametrize("txn_test", tests, ids=[f"nv_full/{p.name}" for p in tests])

@@ -59,7 +59,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _profile_for(config: pytest.Config, case: Case) -> tuple[HardwareProfile | None, str]:
-    names = list(config.stash[PROFILES_KEY])
+    configured: list[str] = config.stash[PROFILES_KEY]
+    names = list(configured)
     own = load_profile(case.profile or "nv_small")
     order = ([own.name] if own.name in names else []) + [n for n in names if n != own.name]
     unit = case.unit or "SDP"

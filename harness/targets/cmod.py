@@ -108,8 +108,8 @@ def _find_systemc() -> tuple[str, str, str]:
     cands: list[tuple[Path, Path]] = []
     if home:
         h = Path(home)
-        for lib in ("lib-linux64", "lib64", "lib", "lib-linux"):
-            cands.append((h / "include", h / lib))
+        for libname in ("lib-linux64", "lib64", "lib", "lib-linux"):
+            cands.append((h / "include", h / libname))
     cands += [(Path("/usr/include"), Path("/usr/lib/x86_64-linux-gnu")), (Path("/usr/include"), Path("/usr/lib64")),
               (Path("/usr/include"), Path("/usr/lib/aarch64-linux-gnu")), (Path("/usr/local/include"), Path("/usr/local/lib"))]
     for inc, lib in cands:

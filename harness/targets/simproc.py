@@ -84,6 +84,12 @@ class SimProcessTarget(Transport):
             self._own_run_dir = True
         self.log_path = self.run_dir / self.log_name
 
+    def _in_run_dir(self, name: str) -> Path:
+        """A file in the run directory (made by :meth:`_make_run_dir` when the target opens)."""
+        if self.run_dir is None:
+            raise TransportError(f"{type(self).__name__}: not started, so it has no run directory yet")
+        return self.run_dir / name
+
     def _map_memory(self) -> None:
         """Create both memory windows: sparse 4 GiB files, unlinked at once (nothing is left in
         /dev/shm even if either process is killed), kept open so that :meth:`clear_memory` can

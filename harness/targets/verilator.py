@@ -141,7 +141,7 @@ class VerilatorTarget(SimProcessTarget):
             "COCOTB_TEST_MODULES": "nvdla_hil.sims.tb_server",
             "TOPLEVEL_LANG": "verilog",
             "COCOTB_TRUST_INERTIAL_WRITES": "1",
-            "COCOTB_RESULTS_FILE": str(self.run_dir / "results.xml"),
+            "COCOTB_RESULTS_FILE": str(self._in_run_dir("results.xml")),
             "COCOTB_LOG_LEVEL": env.get("COCOTB_LOG_LEVEL", "WARNING"),
         })
         return env
@@ -174,7 +174,7 @@ class VerilatorTarget(SimProcessTarget):
             if not self.build.waves:
                 raise TransportError("waves requested but the simulator was built without --waves")
             fmt = getattr(self.build, "wave_format", "") or "fst"
-            wave = self.wave_file or (self.run_dir / f"dump.{fmt}")
+            wave = self.wave_file or self._in_run_dir(f"dump.{fmt}")
             self.wave_path = wave
             args += ["--trace", "--trace-file", str(wave)]
         self._spawn_process(args, self._sim_env())
