@@ -40,6 +40,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from . import coverage
+
 if TYPE_CHECKING:
     from .targets.verilator import WarmSimulators
 
@@ -146,7 +148,7 @@ def run_nodeid(nodeid: str, argv: list[str], cwd: str, key: str, warm: bool) -> 
 
         plugins.append(WarmPoolPlugin(pool))
     t0 = time.monotonic()
-    with _CWD_LOCK:
+    with _CWD_LOCK, coverage.collecting() as cov:  # the test's model-target layers feed cov (sent back, merged)
         old = os.getcwd()
         if Path(cwd).is_dir():
             os.chdir(cwd)
@@ -158,7 +160,7 @@ def run_nodeid(nodeid: str, argv: list[str], cwd: str, key: str, warm: bool) -> 
             os.chdir(old)
             _forget_test_modules(before, [cwd, getattr(collector.config, "rootpath", cwd)])
     return {"reports": collector.reports, "exit": int(code), "collected": collector.collected,
-            "worker": where, "seconds": time.monotonic() - t0}
+            "worker": where, "seconds": time.monotonic() - t0, "coverage": cov.to_json()}
 
 
 def _option_args(config: pytest.Config) -> list[str]:
@@ -299,6 +301,8 @@ class ClusterLoop:
             result = fut.result()
             reports = [self.config.hook.pytest_report_from_serializable(config=self.config, data=d) for d in result["reports"]]
             where = result["worker"]
+            if result.get("coverage") and (session_cov := coverage.active()) is not None:
+                session_cov.merge(result["coverage"])  # one coverage table for the run, as with xdist
         except Exception as e:  # noqa: BLE001 - a lost task (KilledWorker, ...) is a failed test, never a lost one
             self.lost.append(item.nodeid)
             reports = [pytest.TestReport(item.nodeid, item.location, {}, "failed",

@@ -58,6 +58,13 @@ def test_regress_on_cluster_matches_local(cluster, tmp_path):
     run = tmp_path / "cluster" / "latest"
     assert (run / "summary.txt").is_file() and (run / "report.html").is_file()
     assert any((run / "logs").iterdir())  # the workers wrote the per-test logs into the run directory
+    # the workers' functional coverage is merged into the run's: the same counts as the local run
+    import json
+
+    cov_local = json.loads((tmp_path / "local" / "latest" / "coverage.json").read_text())
+    cov_cluster = json.loads((run / "coverage.json").read_text())
+    assert cov_local["layers"] >= 10 and sum(cov_local["bins"].values()) > 0
+    assert cov_cluster["layers"] == cov_local["layers"] and cov_cluster["bins"] == cov_local["bins"]
 
 
 SLOW_TESTS = '''
