@@ -18,7 +18,8 @@ import pytest
 from _regview import RegView
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import DmaPorts, InvalidLayer, ModelOptions
-from nvdla_hil.harness.refmodel.bdma import BdmaCommand, gather_rows, run_bdma, run_bdma_group, scatter_rows
+from nvdla_hil.harness.refmodel.bdma import BdmaCommand, run_bdma, run_bdma_group
+from nvdla_hil.harness.refmodel.dma import gather_rows, scatter_rows
 
 RTL = ModelOptions(semantics="rtl", atom_bytes=32)
 CMOD = ModelOptions(semantics="cmod", atom_bytes=32)

@@ -80,8 +80,9 @@ import numpy as np
 
 from .base import (RAM_TYPE_PORTS, DmaPorts, InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView,
                    UnitNotModelled)
+from .dma import gather_rows, scatter_rows
 
-__all__ = ["BdmaCommand", "QUEUE_DEPTH", "gather_rows", "port_memory", "run_bdma", "run_bdma_group", "scatter_rows"]
+__all__ = ["BdmaCommand", "QUEUE_DEPTH", "port_memory", "run_bdma", "run_bdma_group"]
 
 #: command queue depth (STATUS.FREE_SLOT reset value; RTL csb.v ``20 - csb_fifo_wr_count``)
 QUEUE_DEPTH = 20
@@ -90,12 +91,7 @@ _RTL_REPEAT_LIMIT = 1 << 13
 #: the model copies at most this many bytes per command (a larger one is not modelled)
 MAX_COPY_BYTES = 1 << 30
 
-# read/write a whole span in one request when it is at most this many times the bytes needed
-_SPAN_FACTOR = 16
-_SPAN_SLACK = 4 << 20
-
-
-# ---- row DMA helpers (shared with rubik.py) ------------------------------------------------
+# ---- ports; the rows are moved by dma.gather_rows / dma.scatter_rows, as for every unit ----
 
 
 def port_memory(mem: MemoryPort | DmaPorts, ram_type: int) -> MemoryPort:
@@ -105,55 +101,6 @@ def port_memory(mem: MemoryPort | DmaPorts, ram_type: int) -> MemoryPort:
     if not isinstance(mem, DmaPorts):
         return mem
     return mem.port(RAM_TYPE_PORTS.get(int(ram_type), "sec_mem"))
-
-
-def _span(starts: np.ndarray, nbytes: int) -> tuple[bool, int, int]:
-    lo = int(starts.min())
-    hi = int(starts.max()) + nbytes
-    return hi - lo <= _SPAN_FACTOR * starts.size * nbytes + _SPAN_SLACK, lo, hi
-
-
-def gather_rows(mem: MemoryPort, starts: np.ndarray, nbytes: int) -> np.ndarray:
-    """Bytes of ``nbytes``-long rows at ``starts`` (any shape): ``uint8 starts.shape + (nbytes,)``.
-    One span read when the rows are dense enough and the memory allows it (``exact_reads``
-    memories, which record what a layer reads, get one read per row)."""
-    starts = np.asarray(starts, dtype=np.int64)
-    if starts.size == 0 or nbytes == 0:
-        return np.zeros(starts.shape + (nbytes,), dtype=np.uint8)
-    ok, lo, hi = _span(starts, nbytes)
-    if ok and not getattr(mem, "exact_reads", False):
-        blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
-        return blob[(starts - lo)[..., None] + np.arange(nbytes, dtype=np.int64)]
-    flat = starts.ravel()
-    out = np.empty((flat.size, nbytes), dtype=np.uint8)
-    for i, a in enumerate(flat.tolist()):
-        out[i] = mem.read(a, nbytes)
-    return out.reshape(starts.shape + (nbytes,))
-
-
-def scatter_rows(mem: MemoryPort, starts: np.ndarray, data: np.ndarray) -> None:
-    """Write ``data`` (``starts.shape + (nbytes,)``) row by row in C order of ``starts``; bytes
-    between rows keep their value; where rows overlap the later row wins (in-order writes)."""
-    starts = np.asarray(starts, dtype=np.int64).ravel()
-    if starts.size == 0:
-        return
-    data = np.ascontiguousarray(data, dtype=np.uint8).reshape(starts.size, -1)
-    nbytes = data.shape[1]
-    if nbytes == 0:
-        return
-    if starts.size == 1 or np.array_equal(starts, starts[0] + nbytes * np.arange(starts.size, dtype=np.int64)):
-        mem.write(int(starts[0]), data.reshape(-1))  # rows tile one block in order
-        return
-    ok, lo, hi = _span(starts, nbytes)
-    order = np.sort(starts)
-    disjoint = bool(np.all(np.diff(order) >= nbytes))
-    if ok and disjoint and not getattr(mem, "exact_reads", False):
-        blob = np.array(mem.read(lo, hi - lo), dtype=np.uint8)  # read-modify-write keeps the gaps
-        blob[(starts - lo)[:, None] + np.arange(nbytes, dtype=np.int64)] = data
-        mem.write(lo, blob)
-        return
-    for a, row in zip(starts.tolist(), data):
-        mem.write(a, row)
 
 
 def _merge(starts: np.ndarray, nbytes: int) -> tuple[np.ndarray, np.ndarray]:

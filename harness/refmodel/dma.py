@@ -25,7 +25,8 @@ import numpy as np
 
 from .base import MemoryPort
 
-__all__ = ["CubeGeometry", "read_cube", "read_surfaces", "read_vector", "surfaces", "write_cube", "write_surfaces"]
+__all__ = ["CubeGeometry", "gather_rows", "read_cube", "read_surfaces", "read_vector", "scatter_rows", "surfaces", "write_cube",
+           "write_surfaces"]
 
 # access the whole span in one request when it is at most this many times the bytes needed
 # (plus slack): far fewer MemoryPort calls for cubes with padded line/surface strides
@@ -72,20 +73,52 @@ class CubeGeometry:
         return self.base + s * self.surface_stride + h * self.line_stride
 
 
-def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
-    """Raw bytes of every line, shape (S, H, line_bytes), uint8."""
-    starts = geo.line_addresses()
-    lb = geo.line_bytes
-    ok, lo, hi = _span_ok(starts, lb)
+def gather_rows(mem: MemoryPort, starts: np.ndarray, nbytes: int) -> np.ndarray:
+    """Bytes of ``nbytes``-long rows at ``starts`` (any shape): ``uint8 starts.shape + (nbytes,)``.
+    One span read when the rows are dense enough and the memory allows it (``exact_reads``
+    memories, which record what a layer reads, get one read per row)."""
+    starts = np.asarray(starts, dtype=np.int64)
+    if starts.size == 0 or nbytes == 0:
+        return np.zeros(starts.shape + (nbytes,), dtype=np.uint8)
+    ok, lo, hi = _span_ok(starts, nbytes)
     if ok and not getattr(mem, "exact_reads", False):
         blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
-        idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
-        return blob[idx]
-    out = np.empty((geo.n_surfaces, geo.height, lb), dtype=np.uint8)
-    for s in range(geo.n_surfaces):
-        for h in range(geo.height):
-            out[s, h] = mem.read(int(starts[s, h]), lb)
-    return out
+        return blob[(starts - lo)[..., None] + np.arange(nbytes, dtype=np.int64)]
+    flat = starts.ravel()
+    out = np.empty((flat.size, nbytes), dtype=np.uint8)
+    for i, a in enumerate(flat.tolist()):
+        out[i] = mem.read(a, nbytes)
+    return out.reshape(starts.shape + (nbytes,))
+
+
+def scatter_rows(mem: MemoryPort, starts: np.ndarray, data: np.ndarray) -> None:
+    """Write ``data`` (``starts.shape + (nbytes,)``) row by row in C order of ``starts``; bytes
+    between rows keep their value; where rows overlap the later row wins (in-order writes)."""
+    starts = np.asarray(starts, dtype=np.int64).ravel()
+    if starts.size == 0:
+        return
+    data = np.ascontiguousarray(data, dtype=np.uint8).reshape(starts.size, -1)
+    nbytes = data.shape[1]
+    if nbytes == 0:
+        return
+    if starts.size == 1 or np.array_equal(starts, starts[0] + nbytes * np.arange(starts.size, dtype=np.int64)):
+        mem.write(int(starts[0]), data.reshape(-1))  # rows tile one block in order
+        return
+    ok, lo, hi = _span_ok(starts, nbytes)
+    order = np.sort(starts)
+    disjoint = bool(np.all(np.diff(order) >= nbytes))
+    if ok and disjoint and not getattr(mem, "exact_reads", False):
+        blob = np.array(mem.read(lo, hi - lo), dtype=np.uint8)  # read-modify-write keeps the gaps
+        blob[(starts - lo)[:, None] + np.arange(nbytes, dtype=np.int64)] = data
+        mem.write(lo, blob)
+        return
+    for a, row in zip(starts.tolist(), data):
+        mem.write(a, row)
+
+
+def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
+    """Raw bytes of every line, shape (S, H, line_bytes), uint8."""
+    return gather_rows(mem, geo.line_addresses(), geo.line_bytes)
 
 
 def read_surfaces(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
@@ -131,27 +164,5 @@ def write_cube(mem: MemoryPort, geo: CubeGeometry, data: np.ndarray) -> None:
 def write_surfaces(mem: MemoryPort, geo: CubeGeometry, raw: np.ndarray) -> None:
     """Store ``uint8 (S, H, W, group * bpe)`` raw bytes (the inverse of :func:`read_surfaces`);
     bytes between lines and surfaces keep their value."""
-    S, H = geo.n_surfaces, geo.height
-    lb = geo.line_bytes
-    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(S, H, lb)
-    starts = geo.line_addresses()
-    # one write when the lines tile a contiguous block exactly
-    if geo.line_stride == lb and (S == 1 or geo.surface_stride == H * lb):
-        mem.write(int(starts[0, 0]), raw.reshape(-1))
-        return
-    if geo.surface_stride == lb and H == 1:
-        mem.write(int(starts[0, 0]), raw.reshape(-1))
-        return
-    ok, lo, hi = _span_ok(starts, lb)
-    order = np.sort(starts.ravel())
-    lines_disjoint = bool(np.all(np.diff(order) >= lb))
-    if ok and lines_disjoint and not getattr(mem, "exact_reads", False):
-        # read-modify-write of the span: bytes between lines are written back unchanged
-        blob = np.array(mem.read(lo, hi - lo), dtype=np.uint8)
-        idx = (starts - lo)[:, :, None] + np.arange(lb, dtype=np.int64)[None, None, :]
-        blob[idx] = raw
-        mem.write(lo, blob)
-        return
-    for s in range(S):
-        for h in range(H):
-            mem.write(int(starts[s, h]), raw[s, h])
+    raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(geo.n_surfaces, geo.height, geo.line_bytes)
+    scatter_rows(mem, geo.line_addresses(), raw)

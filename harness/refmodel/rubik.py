@@ -65,7 +65,7 @@ import numpy as np
 
 from .base import (DmaPorts, InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled,
                    engine_memory)
-from .bdma import gather_rows, scatter_rows
+from .dma import gather_rows, scatter_rows
 
 __all__ = ["CONTRACT", "SPLIT", "MERGE", "ATOM", "run_rubik"]
 
