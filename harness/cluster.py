@@ -147,8 +147,10 @@ def run_nodeid(nodeid: str, argv: list[str], cwd: str, key: str, warm: bool) -> 
         from .warm import WarmPoolPlugin
 
         plugins.append(WarmPoolPlugin(pool))
+    cov = coverage.Coverage()  # the session's model targets feed it (sent back, merged by the controller)
+    plugins.append(coverage.CoverageSink(cov))
     t0 = time.monotonic()
-    with _CWD_LOCK, coverage.collecting() as cov:  # the test's model-target layers feed cov (sent back, merged)
+    with _CWD_LOCK:
         old = os.getcwd()
         if Path(cwd).is_dir():
             os.chdir(cwd)
@@ -301,8 +303,9 @@ class ClusterLoop:
             result = fut.result()
             reports = [self.config.hook.pytest_report_from_serializable(config=self.config, data=d) for d in result["reports"]]
             where = result["worker"]
-            if result.get("coverage") and (session_cov := coverage.active()) is not None:
-                session_cov.merge(result["coverage"])  # one coverage table for the run, as with xdist
+            session_cov = self.config.pluginmanager.get_plugin("nvdla-hil-coverage")
+            if result.get("coverage") and session_cov is not None:
+                session_cov.cov.merge(result["coverage"])  # one coverage table for the run, as with xdist
         except Exception as e:  # noqa: BLE001 - a lost task (KilledWorker, ...) is a failed test, never a lost one
             self.lost.append(item.nodeid)
             reports = [pytest.TestReport(item.nodeid, item.location, {}, "failed",

@@ -3,8 +3,9 @@ modes, cube shapes and memory ports the layers of a run really exercised.
 
 Bins and crosses are defined here, in one place (:data:`GROUPS`). A :class:`Coverage`
 collector receives the reference model's per-element events (``sdp_lut``, ``sdp_out``,
-``cdp``) and one ``layer`` event per layer from the model target
-(``ModelTarget(coverage=...)``, or the process's active collector, :func:`active`); it counts
+``cdp``) and one ``layer`` event per layer from the model target it was given
+(``ModelTarget(coverage=cov)``, or ``TargetSpec(coverage=cov)`` for targets made by
+:func:`~nvdla_hil.harness.targets.open_target`); there is no process-wide collector. It counts
 elements (or layers, for configuration bins) per bin. Collectors merge by adding counts
 (:func:`merge`), across xdist workers, fuzz workers and runs; the file format is JSON
 (:meth:`Coverage.to_json`, :func:`load`):
@@ -26,15 +27,17 @@ Session use (pytest plugin, ``nvdla-hil regress``)::
 
     config.pluginmanager.register(coverage_for_session(config, path), "nvdla-hil-coverage")
 
-installs a collector for the session (every model-target layer feeds it, on every xdist
-worker), merges the workers' counts, prints the table at the end and writes ``coverage.json``.
+makes the session's collector (the plugin puts it in the session's ``TargetSpec``, so every
+model target of the session feeds it, on every xdist worker), merges the workers' counts,
+prints the table at the end and writes ``coverage.json``. A process that runs pytest sessions
+itself (a Dask worker, :mod:`~nvdla_hil.harness.cluster`) hands the session a collector with
+``pytest.main(..., plugins=[CoverageSink(cov)])``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +45,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-__all__ = ["Bin", "Group", "GROUPS", "BINS", "FORMAT", "Coverage", "active", "collecting", "install", "uninstall",
-           "merge", "load", "reachable", "format_table", "coverage_for_session", "SessionCoverage"]
+__all__ = ["Bin", "Group", "GROUPS", "BINS", "FORMAT", "Coverage", "CoverageSink", "merge", "load", "reachable", "format_table",
+           "coverage_for_session", "session_sink", "SessionCoverage"]
 
 FORMAT = "nvdla-hil-coverage/1"
 
@@ -483,51 +486,34 @@ def format_table(cov: Coverage, profiles: Iterable[Any] | None = None, groups: I
     return "\n".join(lines)
 
 
-# ---- the process's active collector --------------------------------------------------------------
-
-_ACTIVE: list[Coverage] = []
-
-
-def active() -> Coverage | None:
-    """The collector installed for this process (model targets created with ``coverage=None``
-    feed it), or None."""
-    return _ACTIVE[-1] if _ACTIVE else None
-
-
-def install(cov: Coverage) -> Coverage:
-    _ACTIVE.append(cov)
-    return cov
-
-
-def uninstall(cov: Coverage) -> None:
-    if cov in _ACTIVE:
-        _ACTIVE.remove(cov)
-
-
-@contextlib.contextmanager
-def collecting(cov: Coverage | None = None) -> Iterator[Coverage]:
-    """``with collecting() as cov:`` every model-target layer in the block feeds ``cov``."""
-    cov = install(cov if cov is not None else Coverage())
-    try:
-        yield cov
-    finally:
-        uninstall(cov)
-
-
 # ---- pytest session (nvdla-hil regress) -------------------------------------------------------------
 
 _WORKER_KEY = "nvdla_hil_coverage"
+
+
+class CoverageSink:
+    """A pytest plugin object that only names the collector a session's model targets feed
+    (passed by a caller that runs the session in-process and wants the counts back)."""
+
+    def __init__(self, cov: Coverage) -> None:
+        self.cov = cov
+
+
+def session_sink(config: Any) -> Coverage | None:
+    """The collector a :class:`CoverageSink` handed to this session, or None."""
+    return next((p.cov for p in config.pluginmanager.get_plugins() if isinstance(p, CoverageSink)), None)
 
 
 class SessionCoverage:
     """A pytest plugin object: collects the session's coverage on every process, merges xdist
     workers' counts into the controller, prints the table and writes ``path`` at the end."""
 
-    def __init__(self, config: Any, path: str | Path | None = None, profiles: Iterable[str] | None = None) -> None:
+    def __init__(self, config: Any, path: str | Path | None = None, profiles: Iterable[str] | None = None,
+                 cov: Coverage | None = None) -> None:
         self.config = config
         self.path = Path(path) if path is not None else None
         self.profiles = list(profiles) if profiles is not None else None
-        self.cov = install(Coverage())
+        self.cov = cov if cov is not None else Coverage()
 
     @property
     def is_worker(self) -> bool:
@@ -536,7 +522,6 @@ class SessionCoverage:
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
         if self.is_worker:
             self.config.workeroutput[_WORKER_KEY] = self.cov.to_json()
-        uninstall(self.cov)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:  # xdist controller
@@ -564,7 +549,7 @@ class SessionCoverage:
 
 
 def coverage_for_session(config: Any, path: str | Path | None = None,
-                         profiles: Iterable[str] | None = None) -> SessionCoverage:
+                         profiles: Iterable[str] | None = None, cov: Coverage | None = None) -> SessionCoverage:
     """The plugin object the pytest plugin registers for a regression::
 
         config.pluginmanager.register(coverage_for_session(config, run_dir / "coverage.json"),
@@ -572,5 +557,6 @@ def coverage_for_session(config: Any, path: str | Path | None = None,
 
     Register it in ``pytest_configure`` (of the controller and of every xdist worker); without
     ``path`` the table is printed only. ``profiles``: the profiles whose reachable bins count
-    (default: the session's configured profiles)."""
-    return SessionCoverage(config, path, profiles)
+    (default: the session's configured profiles); ``cov``: the collector (default a new one;
+    model targets feed it when it is also in the session's ``TargetSpec``)."""
+    return SessionCoverage(config, path, profiles, cov)

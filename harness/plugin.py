@@ -72,6 +72,7 @@ configured profile has the features; the fixtures then open the target on a prof
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import tempfile
 from collections.abc import Iterator
@@ -84,7 +85,8 @@ from ..drivers.driver import AccessLog, NvdlaDriver
 from ..drivers.uartbone import BoardDeadError
 from ..drivers.profiles import HardwareProfile, load_profile
 from ..drivers.transport import Transport
-from .targets import TARGETS, TargetSpec, open_target, watch_opened_targets
+from .coverage import Coverage, coverage_for_session, session_sink
+from .targets import TARGETS, TargetSpec, open_target
 
 #: warm Verilator simulators (``nvdla_warm_pool`` fixture, ``--nvdla-fresh-sims``) come with this plugin
 pytest_plugins = ["nvdla_hil.harness.warm"]
@@ -96,7 +98,7 @@ LOGS_KEY = pytest.StashKey[dict]()
 COUNTS_KEY = pytest.StashKey[dict]()
 OPTS_KEY = pytest.StashKey[dict]()
 BOARD_NOTE_KEY = pytest.StashKey[str]()
-WATCH_KEY = pytest.StashKey[object]()
+CURRENT_ITEMS_KEY = pytest.StashKey[list[pytest.Item]]()  # the test running now (innermost last)
 RERUN_WAVES_KEY = pytest.StashKey[Path]()
 WAVES_SEEN_KEY = pytest.StashKey[list]()
 BOARD_DEAD_KEY = pytest.StashKey[dict]()
@@ -373,6 +375,11 @@ def pytest_configure(config: pytest.Config) -> None:
         except Exception as e:  # noqa: BLE001 - turn any profile error into a usage error
             raise pytest.UsageError(f"--nvdla-config: {e}") from None
     config.stash[PROFILES_KEY] = profiles
+    summary = bool(os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"))
+    # functional coverage (harness/coverage.py): the session's model targets feed one collector,
+    # the caller's (an in-process run, e.g. a Dask worker) or the summary's, else none
+    cov = session_sink(config) or (Coverage() if summary else None)
+    config.stash[CURRENT_ITEMS_KEY] = []
     config.stash[SPEC_KEY] = TargetSpec(
         kind=kind,
         profile=profiles[0],
@@ -382,8 +389,9 @@ def pytest_configure(config: pytest.Config) -> None:
         lab=lab,
         board=board,
         extra=extra,
+        coverage=cov,
+        observer=functools.partial(_target_opened, config),
     )
-    config.stash[WATCH_KEY] = watch_opened_targets(_target_opened)
     config.stash[BOARD_DEAD_KEY] = {"run": 0, "session": None}
     cluster = config.getoption("--nvdla-cluster", default=None)
     if cluster and _xdist_workers(config) > 1:
@@ -395,15 +403,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RunCounter(config), "nvdla-hil-run-counter")
     if kind == "verilator" and not opts["waves"] and config.getoption("--nvdla-failure-waves") == "rerun":
         config.pluginmanager.register(_WavesOnFailure(), "nvdla-hil-waves-on-failure")
-    if os.environ.get("NVDLA_HIL_SUMMARY") or config.getoption("--nvdla-summary"):
+    if summary:
         config.pluginmanager.register(RegressionSummary(config), "nvdla-hil-summary")
-        # functional coverage of the reference model's events (harness/coverage.py): the table at
-        # the end, and coverage.json beside the run directory's logs when there are logs
-        from .coverage import coverage_for_session
-
+        # the coverage table at the end, and coverage.json beside the run directory's logs
         logs = config.getoption("--nvdla-log")
         path = Path(logs).parent / "coverage.json" if logs else None
-        config.pluginmanager.register(coverage_for_session(config, path), "nvdla-hil-coverage")
+        config.pluginmanager.register(coverage_for_session(config, path, cov=cov), "nvdla-hil-coverage")
 
 
 def _labgrid_lab(config: pytest.Config, profile: str, board: str | None) -> tuple[str | None, str | None]:
@@ -580,10 +585,6 @@ class _XdistLockForwarder:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    watch = config.stash.get(WATCH_KEY, None)
-    if watch is not None:
-        watch.close()  # type: ignore[attr-defined]
-        del config.stash[WATCH_KEY]
     locks = config.stash.get(LOCK_KEY, None)
     if locks is not None:
         for lock in reversed(locks if isinstance(locks, list) else [locks]):
@@ -657,12 +658,11 @@ def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
 
 # ---- what each test ran on: JUnit classname and <properties> ---------------------------------------------
 
-_CURRENT_ITEM: list[pytest.Item] = []
-
-
-def _target_opened(target: Transport, spec: TargetSpec) -> None:
-    if _CURRENT_ITEM:
-        _CURRENT_ITEM[-1].stash.setdefault(OPENED_KEY, []).append((target, spec))
+def _target_opened(config: pytest.Config, target: Transport, spec: TargetSpec) -> None:
+    """The session spec's observer: record each target a test opens on the test."""
+    running = config.stash.get(CURRENT_ITEMS_KEY, [])
+    if running:
+        running[-1].stash.setdefault(OPENED_KEY, []).append((target, spec))
 
 
 _SUITES_DIR = Path(__file__).resolve().parent / "suites"
@@ -752,11 +752,12 @@ def _properties(item: pytest.Item) -> list[tuple[str, object]]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN201
-    _CURRENT_ITEM.append(item)
+    running = item.config.stash.setdefault(CURRENT_ITEMS_KEY, [])
+    running.append(item)
     try:
         yield
     finally:
-        _CURRENT_ITEM.remove(item)
+        running.remove(item)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -101,22 +101,23 @@ def test_layer_bins_from_model_target() -> None:
     assert sum(cov.counts[k] for k in cov.counts if k.startswith("cdp.lut.")) > 0
 
 
-def test_collecting_feeds_default_model_targets_and_results_are_identical() -> None:
-    from nvdla_hil.harness.vectors import load_case, run_case, bundled_root
+def test_spec_collector_feeds_its_model_targets_only_and_results_are_identical() -> None:
+    """A collector is given, never installed process-wide: targets made from a spec with it feed
+    it; a target made without one (in the same process, at the same time) feeds nothing."""
+    from nvdla_hil.harness.targets import TargetSpec, open_target
     from nvdla_hil.harness.targets.model import ModelTarget
+    from nvdla_hil.harness.vectors import bundled_root, load_case, run_case
 
     case = load_case(bundled_root() / "sdp_lut" / "sdp_lut-s1-003")
     with ModelTarget(case.profile) as t:  # no collector: as before
         plain = run_case(case, t)
-    with cm.collecting() as cov, ModelTarget(case.profile) as t:
+    cov = cm.Coverage()
+    with open_target(TargetSpec(kind="model", profile=case.profile, coverage=cov)) as t, ModelTarget(case.profile) as other:
         observed = run_case(case, t)
+        run_case(case, other)
     assert plain.passed and observed.passed
     assert all(np.array_equal(plain.outputs[k], observed.outputs[k]) for k in plain.outputs)
     assert cov.layers == 1 and sum(v for k, v in cov.counts.items() if k.startswith("sdp.lut.")) > 0
-    assert cm.active() is None
-    with ModelTarget(case.profile, coverage=False) as t, cm.collecting() as cov2:
-        run_case(case, t)
-    assert cov2.layers == 0
 
 
 def test_json_round_trip_and_merge(tmp_path) -> None:
@@ -158,10 +159,9 @@ def test_session_plugin_merges_workers(tmp_path) -> None:
     worker_cfg.workerinput = {}
     worker_cfg.workeroutput = {}
     w = cm.coverage_for_session(worker_cfg, profiles=["nv_small"])
-    assert cm.active() is w.cov
     w.cov.hit("cdp.window.5", 4)
     w.pytest_sessionfinish(None, 0)
-    assert cm.active() is None and worker_cfg.workeroutput["nvdla_hil_coverage"]["bins"]["cdp.window.5"] == 4
+    assert worker_cfg.workeroutput["nvdla_hil_coverage"]["bins"]["cdp.window.5"] == 4
 
     ctl = cm.coverage_for_session(_Cfg(), tmp_path / "coverage.json", profiles=["nv_small"])
 

@@ -20,12 +20,7 @@ from ...drivers.transport import Transport
 if TYPE_CHECKING:
     from .verilator import WarmSimulators
 
-__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout", "watch_opened_targets"]
-
-#: who is told of every target :func:`open_target` creates (the innermost pytest session's
-#: plugin, which records the target, profile, board or RTL build per test); a stack, since a
-#: session may run another one in-process (pytester)
-_OPEN_LISTENERS: list[Callable[[Transport, TargetSpec], None]] = []
+__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout"]
 
 TARGETS = ("model", "verilator", "serial", "cmod")
 
@@ -42,6 +37,11 @@ class TargetSpec:
     lab: str | None = None  # serial: lab file
     board: str | None = None  # serial: board name in the lab file
     extra: dict[str, Any] = field(default_factory=dict)
+    #: model: the :class:`~nvdla_hil.harness.coverage.Coverage` its layers feed (None: no coverage)
+    coverage: Any = field(default=None, compare=False, repr=False)
+    #: told of every target :func:`open_target` creates from this spec (the pytest plugin records
+    #: what each test ran on: target, profile, board or RTL build)
+    observer: Callable[[Transport, TargetSpec], None] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TARGETS:
@@ -62,8 +62,8 @@ def open_target(spec: TargetSpec, warm: WarmSimulators | None = None) -> Transpo
     resets an idle simulator to the state of a fresh start, closing it hands the simulator
     back). Every other spec, or ``warm=None``, creates a fresh target as without it."""
     target = warm.lease(spec) if warm is not None and warm.accepts(spec) else _create(spec)
-    if _OPEN_LISTENERS:
-        _OPEN_LISTENERS[-1](target, spec)
+    if spec.observer is not None:
+        spec.observer(target, spec)
     return target
 
 
@@ -71,7 +71,7 @@ def _create(spec: TargetSpec) -> Transport:
     if spec.kind == "model":
         from .model import ModelTarget
 
-        return ModelTarget(spec.profile, semantics=spec.semantics, bugs=spec.extra.get("model_bugs"))
+        return ModelTarget(spec.profile, semantics=spec.semantics, bugs=spec.extra.get("model_bugs"), coverage=spec.coverage)
     if spec.kind == "cmod":
         from .cmod import CmodTarget
 
@@ -86,25 +86,6 @@ def _create(spec: TargetSpec) -> Transport:
         raise ValueError("the serial target needs a lab file and a board name (--nvdla-lab lab.yaml --nvdla-board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     return SerialTarget(spec.lab, spec.board, **spec.extra)
-
-
-class watch_opened_targets:  # noqa: N801 - used as a context manager / registration handle
-    """Call ``listener(target, spec)`` for every target :func:`open_target` creates until
-    :meth:`close` (only the innermost watcher is called)."""
-
-    def __init__(self, listener: Callable[[Transport, TargetSpec], None]) -> None:
-        self.listener = listener
-        _OPEN_LISTENERS.append(listener)
-
-    def close(self) -> None:
-        if self.listener in _OPEN_LISTENERS:
-            _OPEN_LISTENERS.remove(self.listener)
-
-    def __enter__(self) -> watch_opened_targets:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def layer_timeout(target: Transport) -> float:

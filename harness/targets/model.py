@@ -127,9 +127,9 @@ class ModelTarget(Transport):
                  record_reads: bool = False, polls_per_event: int | None = None,
                  bugs: list[str] | None = None, coverage: object | None = None) -> None:  # fmt: skip
         super().__init__()
-        # functional coverage (harness/coverage.py): None feeds the process's active collector
-        # if one is installed, False feeds none, a collector feeds that one; never changes a result
-        self.coverage = coverage
+        # functional coverage (harness/coverage.py): the collector the layers feed (None or False:
+        # none); it never changes a result
+        self.coverage = coverage or None
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
@@ -411,13 +411,7 @@ class ModelTarget(Transport):
         self._events.extend((b, None) for b in bits[1:])
 
     def _coverage_sink(self) -> object | None:
-        if self.coverage is False:
-            return None
-        if self.coverage is not None:
-            return self.coverage
-        from ..coverage import active
-
-        return active()
+        return self.coverage
 
     def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
         """The layer finishes: statistics loaded, OP_EN cleared, consumer pointers toggled; a
