@@ -34,15 +34,15 @@ from typing import Any
 
 import numpy as np
 
-from ..harness.refmodel.lut import LE_ENTRIES, LO_ENTRIES, LutParams
-from .precision import lut_config_from_fields, lut_register_fields
+from .precision import LUT_SIZES, lut_config_from_fields, lut_register_fields
+from .precision import LutConfig as LutParams
 from .regmap import load_regmap
 
 __all__ = [
-    "TableSpec", "LutProgram", "LutError",
+    "TableSpec", "LutProgram",
     "sigmoid", "tanh", "lrn",
     "program_lut", "program_activation", "program_lrn", "program_case", "CASES",
-    "expected_error", "encode_slope",
+    "encode_slope", "eval_function",
     "lut_params_to_registers", "registers_to_lut_params", "pack_registers", "lut_write_sequence",
 ]
 
@@ -110,16 +110,6 @@ class LutProgram:
         return lut_params_to_registers(self.params, self.unit)
 
 
-@dataclass(frozen=True)
-class LutError:
-    """Error of a programmed LUT against the function, in real output units (``Y/out_scale``)."""
-
-    max_abs: float
-    mean_abs: float
-    worst_x: float
-    points: int
-
-
 # ----------------------------------------------------------------------------------------------
 # helpers
 
@@ -134,7 +124,8 @@ def _unit(unit: str) -> str:
     return u
 
 
-def _eval(fn: Fn, x: np.ndarray, what: str) -> np.ndarray:
+def eval_function(fn: Fn, x: np.ndarray, what: str) -> np.ndarray:
+    """``fn`` on ``x`` as float64; a non-finite value is a ValueError naming ``what`` and the x."""
     with np.errstate(all="ignore"):
         y = np.asarray(fn(np.asarray(x, dtype=np.float64)), dtype=np.float64)
     bad = ~np.isfinite(y)
@@ -169,7 +160,7 @@ def _slope(fn: Fn, x: float, inner: float, in_scale: float, out_scale: float) ->
     """One-sided derivative at ``x`` towards ``inner`` (the side the table covers), converted to
     integer units."""
     h = 1e-6 * max(1.0, abs(x)) * (1 if inner > x else -1)
-    y0, y1 = _eval(fn, np.array([x, x + h]), "slope")
+    y0, y1 = eval_function(fn, np.array([x, x + h]), "slope")
     return (y1 - y0) / h * out_scale / in_scale
 
 
@@ -215,7 +206,7 @@ def _build_table(fn: Fn, spec: TableSpec, n: int, name: str, *, in_scale: float,
         offset = 0
         text = f"{name} linear {n} entries, X = {x_start} + i*2^{sel}"
     elif spec.mode == "exponent":
-        if n != LE_ENTRIES:
+        if n != LUT_SIZES["LE"]:
             raise ValueError("only the LE table supports exponent mode")
         if spec.index_offset is not None:
             eo = spec.index_offset
@@ -232,7 +223,7 @@ def _build_table(fn: Fn, spec: TableSpec, n: int, name: str, *, in_scale: float,
     else:
         raise ValueError(f"{name}: mode must be 'linear' or 'exponent', not {spec.mode!r}")
     _check_range(f"{name} end", x_end, smin, smax)
-    y = _eval(fn, real(xs), name)
+    y = eval_function(fn, real(xs), name)
     entries = _entries(y, out_scale)
     uf = of = (0, 0)
     if slopes:
@@ -259,8 +250,8 @@ def program_lut(fn: Fn, le: TableSpec, lo: TableSpec, *, in_scale: float = 1.0, 
     if in_scale <= 0:
         raise ValueError("in_scale must be positive")
     kw: dict[str, Any] = dict(in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=u, slopes=slopes)
-    t_le = _build_table(fn, le, LE_ENTRIES, "LE", **kw)
-    t_lo = _build_table(fn, lo, LO_ENTRIES, "LO", **kw)
+    t_le = _build_table(fn, le, LUT_SIZES["LE"], "LE", **kw)
+    t_lo = _build_table(fn, lo, LUT_SIZES["LO"], "LO", **kw)
     params = LutParams(
         le_function="exponent" if le.mode == "exponent" else "linear",
         le_index_offset=t_le.offset if le.mode == "exponent" else 0,
@@ -349,34 +340,6 @@ def program_case(fn: Fn, case: str, x_min: float, x_max: float, *, in_scale: flo
         prio = dict(hybrid_priority=t, uflow_priority=t, oflow_priority=other)
     return program_lut(fn, TableSpec("linear", *spans["LE"]), TableSpec("linear", *spans["LO"]),
                        in_scale=in_scale, in_offset=in_offset, out_scale=out_scale, unit=unit, case=case, **prio)  # type: ignore[arg-type]  # prio: the three *_priority str keywords
-
-
-# ----------------------------------------------------------------------------------------------
-# evaluation through the bit-exact models
-
-
-def expected_error(program: LutProgram, fn: Fn, unit: str | None = None, *, points: int = 4097,
-                   x_range: tuple[float, float] | None = None, semantics: str = "rtl") -> LutError:
-    """Run a dense grid of the input range through the bit-exact LUT model of ``unit`` (SDP
-    ``sdp_lut`` / CDP ``cdp_lut``) and compare with ``fn``: worst-case and mean absolute error
-    in real output units. The grid is integer LUT inputs ``X`` (duplicates removed)."""
-    u = _unit(unit or program.unit)
-    lo_x, hi_x = x_range or program.x_range
-    xi_lo = math.ceil((lo_x - program.in_offset) * program.in_scale)
-    xi_hi = math.floor((hi_x - program.in_offset) * program.in_scale)
-    grid = np.unique(np.round(np.linspace(xi_lo, xi_hi, points)).astype(np.int64))
-    if u == "sdp":
-        from ..harness.refmodel.lut import sdp_lut
-        y = sdp_lut(grid, program.params, program.le.view(np.uint16), program.lo.view(np.uint16), semantics)[0]
-    else:
-        from ..harness.refmodel.cdp import cdp_lut
-        y = cdp_lut(grid, program.le.view(np.uint16), program.lo.view(np.uint16), program.params, semantics)[0]
-    got = np.asarray(y, dtype=np.float64) / program.out_scale
-    ref = _eval(fn, grid / program.in_scale + program.in_offset, "reference")
-    err = np.abs(got - ref)
-    i = int(np.argmax(err))
-    return LutError(max_abs=float(err[i]), mean_abs=float(err.mean()),
-                    worst_x=float(grid[i] / program.in_scale + program.in_offset), points=int(grid.size))
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...drivers.precision import LutConfig, lut_config_from_fields
+from ...drivers.precision import LUT_SIZES, LutConfig, lut_config_from_fields
 from .ops import lsat, rnd
 
 __all__ = [
@@ -22,17 +22,19 @@ __all__ = [
     "KIND_UF",
     "LE_ENTRIES",
     "LO_ENTRIES",
+    "LutError",
     "LutParams",
     "LutStats",
     "decode_sdp_lut_params",
     "lut_stats",
+    "program_error",
     "sdp_lut",
     "sdp_lut_fp",
     "sdp_lut_stats",
 ]
 
-LE_ENTRIES = 65
-LO_ENTRIES = 257
+LE_ENTRIES = LUT_SIZES["LE"]  # 65 (seed 003)
+LO_ENTRIES = LUT_SIZES["LO"]  # 257
 
 # result kind of one table lookup / of the selected table (section 5.2, 5.3)
 KIND_HIT = 0
@@ -371,3 +373,47 @@ def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
         observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,  # type: ignore[attr-defined]
                        use_lo=use_lo, kind=kind)
     return y, hit_le, hit_lo, kind.astype(np.uint8)
+
+
+# ---- how well a programmed LUT follows its function (drivers.lutgen programs it) ----------------------
+
+
+@dataclass(frozen=True)
+class LutError:
+    """Error of a programmed LUT against the function, in real output units (``Y/out_scale``)."""
+
+    max_abs: float
+    mean_abs: float
+    worst_x: float
+    points: int
+
+
+def program_error(program, fn, unit: str | None = None, *, points: int = 4097,  # noqa: ANN001
+                  x_range: tuple[float, float] | None = None, semantics: str = "rtl") -> LutError:
+    """Run a dense grid of the input range of a :class:`~nvdla_hil.drivers.lutgen.LutProgram`
+    through the bit-exact LUT model of ``unit`` (SDP :func:`sdp_lut` / CDP ``cdp_lut``) and compare
+    with ``fn``: worst-case and mean absolute error in real output units. The grid is integer
+    LUT inputs ``X`` (duplicates removed)."""
+    import math
+
+    from ...drivers.lutgen import eval_function
+
+    u = (unit or program.unit).lower()
+    if u not in ("sdp", "cdp"):
+        raise ValueError(f"unit must be 'sdp' or 'cdp', not {unit!r}")
+    lo_x, hi_x = x_range or program.x_range
+    xi_lo = math.ceil((lo_x - program.in_offset) * program.in_scale)
+    xi_hi = math.floor((hi_x - program.in_offset) * program.in_scale)
+    grid = np.unique(np.round(np.linspace(xi_lo, xi_hi, points)).astype(np.int64))
+    if u == "sdp":
+        y = sdp_lut(grid, program.params, program.le.view(np.uint16), program.lo.view(np.uint16), semantics)[0]
+    else:
+        from .cdp import cdp_lut
+
+        y = cdp_lut(grid, program.le.view(np.uint16), program.lo.view(np.uint16), program.params, semantics)[0]
+    got = np.asarray(y, dtype=np.float64) / program.out_scale
+    ref = eval_function(fn, grid / program.in_scale + program.in_offset, "reference")
+    err = np.abs(got - ref)
+    i = int(np.argmax(err))
+    return LutError(max_abs=float(err[i]), mean_abs=float(err.mean()),
+                    worst_x=float(grid[i] / program.in_scale + program.in_offset), points=int(grid.size))
