@@ -37,7 +37,7 @@ itself (a Dask worker, :mod:`~nvdla_hil.harness.cluster`) hands the session a co
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,6 +155,36 @@ GROUPS: tuple[Group, ...] = (
         Bin("cdp.mul_bypass", "multiply bypassed"))),
     Group("cdp.cube", "CDP input cube shapes (layers)", ("cdp",), _cube_bins("cdp")),
     Group("cdp.ports", "CDP memory ports (layers)", ("cdp",), _port_bins("cdp")),
+    Group("sdp.prec", "SDP precisions (layers)", (), (
+        Bin("sdp.prec.int8", "processing in INT8"), Bin("sdp.prec.int16", "processing in INT16", ("int16",)),
+        Bin("sdp.prec.fp16", "processing in FP16", ("fp16",)),
+        Bin("sdp.prec.fp16_to_int", "FP16 processing, integer output", ("fp16",)),
+        Bin("sdp.prec.nan_to_zero", "FP16 NaN inputs flushed to zero", ("fp16",)),
+        Bin("sdp.to_pdp", "output on the fly into PDP"), Bin("sdp.from_cacc", "input on the fly from the convolution"))),
+    Group("pdp.pool", "PDP pooling (layers)", ("pdp",), (
+        Bin("pdp.method.avg", "average"), Bin("pdp.method.max", "maximum"), Bin("pdp.method.min", "minimum"),
+        Bin("pdp.kernel.1x1", "kernel 1x1"), Bin("pdp.kernel.8", "kernel width or height 8 (the largest)"),
+        Bin("pdp.kernel.non_square", "kernel width != height"),
+        Bin("pdp.stride.overlap", "stride smaller than the kernel (windows overlap)"),
+        Bin("pdp.stride.gap", "stride larger than the kernel (inputs skipped)"),
+        Bin("pdp.pad.any", "padding on some side"), Bin("pdp.pad.asymmetric", "left != right or top != bottom padding"),
+        Bin("pdp.split", "split width (SPLIT_NUM > 0)"), Bin("pdp.flying", "input on the fly from SDP"),
+        Bin("pdp.prec.int8", "INT8"), Bin("pdp.prec.int16", "INT16", ("int16",)), Bin("pdp.prec.fp16", "FP16", ("fp16",)),
+        Bin("pdp.nan_to_zero", "FP16 NaN inputs flushed to zero", ("fp16",)))),
+    Group("pdp.cube", "PDP input cube shapes (layers, from memory)", ("pdp",), _cube_bins("pdp")),
+    Group("pdp.ports", "PDP memory ports (layers)", ("pdp",), _port_bins("pdp")),
+    Group("conv.mode", "Convolution pipeline modes (layers)", (), (
+        Bin("conv.direct", "direct convolution"), Bin("conv.winograd", "Winograd", ("winograd",)),
+        Bin("conv.image", "image (pixel) input"), Bin("conv.compressed", "compressed weights", ("weight_compression",)),
+        Bin("conv.prec.int8", "INT8"), Bin("conv.prec.int16", "INT16", ("int16",)), Bin("conv.prec.fp16", "FP16", ("fp16",)),
+        Bin("conv.kernel.1x1", "1x1 kernel"), Bin("conv.kernel.large", "kernel width or height >= 5"),
+        Bin("conv.stride", "stride > 1"), Bin("conv.dilation", "dilation > 1"), Bin("conv.pad", "zero padding"),
+        Bin("conv.batch", "batch > 1"), Bin("conv.mean", "image mean/offset applied"))),
+    Group("conv.pixel", "Image input pixel formats (layers)", (), (
+        Bin("conv.pixel.mono", "one channel (T_R*)"), Bin("conv.pixel.rgba8", "8-bit packed RGBA/XRGB"),
+        Bin("conv.pixel.rgba10", "10-bit packed (2-bit alpha)"), Bin("conv.pixel.rgba16", "16-bit per channel"),
+        Bin("conv.pixel.float", "FP16 pixels (*_F)"), Bin("conv.pixel.yuv", "packed YUV/AYUV"),
+        Bin("conv.pixel.semi_planar", "semi-planar Y + UV (N444)"), Bin("conv.pixel.signed", "sign override (signed pixels)"))),
 )
 
 BINS: dict[str, Bin] = {b.name: b for g in GROUPS for b in g.bins}
@@ -320,12 +350,116 @@ class Coverage:
                     self._bsbn(view, st, dma)
             if profile.has("sdp_ew") and not f("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
                 self._ew(view)
-        elif unit == "CDP":
+        if "SDP" in blocks:
+            self._sdp_prec(view, blocks)
+        if "PDP" in blocks:
+            self._pdp(view, blocks, atom)
+        if "CDMA" in blocks:
+            self._conv(view)
+        if unit == "CDP":
             w, h, c = (int(f("CDP_RDMA", f"D_DATA_CUBE_{k}", k)) + 1 for k in ("WIDTH", "HEIGHT", "CHANNEL"))
             bpe = 2 if f("CDP_RDMA", "D_DATA_FORMAT", "INPUT_DATA") == 1 else 1
             ls, ss = int(view.reg("CDP_RDMA", "D_SRC_LINE_STRIDE")), int(view.reg("CDP_RDMA", "D_SRC_SURFACE_STRIDE"))
             self._cube("cdp", w, h, c, atom // bpe, atom, ls, ss)
             self._ports("cdp", [f("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE")], [f("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")])
+
+    @staticmethod
+    def _getter(view) -> Callable[[str, str, str], int]:  # noqa: ANN001
+        """``view.field`` that reads 0 for a register or field this profile does not have."""
+        from ..drivers.regmap import RegisterMapError
+
+        def get(blk: str, reg: str, fld: str) -> int:
+            try:
+                return int(view.field(blk, reg, fld))
+            except (RegisterMapError, KeyError, LookupError):
+                return 0
+        return get
+
+    def _sdp_prec(self, view, blocks) -> None:  # noqa: ANN001
+        g = self._getter(view)
+        proc, out = g("SDP", "D_DATA_FORMAT", "PROC_PRECISION"), g("SDP", "D_DATA_FORMAT", "OUT_PRECISION")
+        self.hit(f"sdp.prec.{('int8', 'int16', 'fp16', 'fp16')[proc & 3]}")
+        if proc == 2 and out != 2:
+            self.hit("sdp.prec.fp16_to_int")
+        if proc == 2 and g("SDP", "D_FEATURE_MODE_CFG", "NAN_TO_ZERO"):
+            self.hit("sdp.prec.nan_to_zero")
+        if g("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") and "PDP" in blocks:
+            self.hit("sdp.to_pdp")
+        if g("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE"):
+            self.hit("sdp.from_cacc")
+
+    def _pdp(self, view, blocks, atom: int) -> None:  # noqa: ANN001
+        g = self._getter(view)
+        self.hit(f"pdp.method.{('avg', 'max', 'min', 'min')[g('PDP', 'D_OPERATION_MODE_CFG', 'POOLING_METHOD') & 3]}")
+        kw, kh = g("PDP", "D_POOLING_KERNEL_CFG", "KERNEL_WIDTH") + 1, g("PDP", "D_POOLING_KERNEL_CFG", "KERNEL_HEIGHT") + 1
+        sw = g("PDP", "D_POOLING_KERNEL_CFG", "KERNEL_STRIDE_WIDTH") + 1
+        sh = g("PDP", "D_POOLING_KERNEL_CFG", "KERNEL_STRIDE_HEIGHT") + 1
+        if kw == kh == 1:
+            self.hit("pdp.kernel.1x1")
+        if 8 in (kw, kh):
+            self.hit("pdp.kernel.8")
+        if kw != kh:
+            self.hit("pdp.kernel.non_square")
+        if sw < kw or sh < kh:
+            self.hit("pdp.stride.overlap")
+        if sw > kw or sh > kh:
+            self.hit("pdp.stride.gap")
+        pads = [g("PDP", "D_POOLING_PADDING_CFG", f"PAD_{s}") for s in ("LEFT", "RIGHT", "TOP", "BOTTOM")]
+        if any(pads):
+            self.hit("pdp.pad.any")
+        if pads[0] != pads[1] or pads[2] != pads[3]:
+            self.hit("pdp.pad.asymmetric")
+        if g("PDP", "D_OPERATION_MODE_CFG", "SPLIT_NUM"):
+            self.hit("pdp.split")
+        prec = g("PDP", "D_DATA_FORMAT", "INPUT_DATA") & 3
+        self.hit(f"pdp.prec.{('int8', 'int16', 'fp16', 'fp16')[prec]}")
+        flying = g("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0
+        if flying:
+            self.hit("pdp.flying")
+        elif prec == 2 and g("PDP", "D_NAN_FLUSH_TO_ZERO", "NAN_TO_ZERO"):
+            self.hit("pdp.nan_to_zero")
+        if not flying and "PDP_RDMA" in blocks:
+            w, h, c = (g("PDP_RDMA", f"D_DATA_CUBE_IN_{k}", f"CUBE_IN_{k}") + 1 for k in ("WIDTH", "HEIGHT", "CHANNEL"))
+            ls, ss = int(view.reg("PDP_RDMA", "D_SRC_LINE_STRIDE")), int(view.reg("PDP_RDMA", "D_SRC_SURFACE_STRIDE"))
+            bpe = 1 if prec == 0 else 2
+            self._cube("pdp", w, h, c, atom // bpe, atom, ls, ss)
+            self._ports("pdp", [g("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE")], [g("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE")])
+        else:
+            self._ports("pdp", [], [g("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE")])
+
+    #: pixel format (CDMA D_DATAIN_FORMAT.PIXEL_FORMAT, seed 000 ``T_*``) -> coverage family
+    _PIXEL_FAMILY = {**dict.fromkeys(range(0, 6), "mono"), **dict.fromkeys((6, 7), "rgba16"), 8: "float", 9: "yuv",
+                     10: "yuv", 11: "float", **dict.fromkeys(range(12, 20), "rgba8"), **dict.fromkeys(range(20, 24), "rgba10"),
+                     24: "yuv", 25: "yuv", 26: "yuv", 27: "yuv", **dict.fromkeys(range(28, 36), "semi_planar")}
+
+    def _conv(self, view) -> None:  # noqa: ANN001
+        g = self._getter(view)
+        winograd = g("CDMA", "D_MISC_CFG", "CONV_MODE") == 1
+        image = g("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") == 1
+        self.hit("conv.winograd" if winograd else "conv.direct")
+        if g("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT"):
+            self.hit("conv.compressed")
+        self.hit(f"conv.prec.{('int8', 'int16', 'fp16', 'fp16')[g('CDMA', 'D_MISC_CFG', 'PROC_PRECISION') & 3]}")
+        kw, kh = g("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_WIDTH_EXT") + 1, g("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT") + 1
+        if kw == kh == 1:
+            self.hit("conv.kernel.1x1")
+        if max(kw, kh) >= 5:
+            self.hit("conv.kernel.large")
+        if g("CDMA", "D_CONV_STRIDE", "CONV_X_STRIDE") or g("CDMA", "D_CONV_STRIDE", "CONV_Y_STRIDE"):
+            self.hit("conv.stride")
+        if g("CSC", "D_DILATION_EXT", "X_DILATION_EXT") or g("CSC", "D_DILATION_EXT", "Y_DILATION_EXT"):
+            self.hit("conv.dilation")
+        if any(g("CDMA", "D_ZERO_PADDING", f"PAD_{s}") for s in ("LEFT", "RIGHT", "TOP", "BOTTOM")):
+            self.hit("conv.pad")
+        if g("CDMA", "D_BATCH_NUMBER", "BATCHES"):
+            self.hit("conv.batch")
+        if image:
+            self.hit("conv.image")
+            self.hit(f"conv.pixel.{self._PIXEL_FAMILY.get(g('CDMA', 'D_DATAIN_FORMAT', 'PIXEL_FORMAT'), 'mono')}")
+            if g("CDMA", "D_DATAIN_FORMAT", "PIXEL_SIGN_OVERRIDE"):
+                self.hit("conv.pixel.signed")
+            if g("CDMA", "D_MEAN_FORMAT", "MEAN_FORMAT"):
+                self.hit("conv.mean")
 
     def _cube(self, u: str, w: int, h: int, c: int, group: int, atom: int, ls: int, ss: int) -> None:
         if w == 1 and h == 1:

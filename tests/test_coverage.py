@@ -182,3 +182,31 @@ def test_session_plugin_merges_workers(tmp_path) -> None:
     ctl.pytest_sessionfinish(None, 0)
     assert cm.load(tmp_path / "coverage.json").counts["cdp.window.5"] == 4
     assert any("window.5" in ln and "4" in ln for ln in lines)
+
+
+def _bins_of(case_dir: str) -> set[str]:
+    from nvdla_hil.harness.targets.model import ModelTarget
+    from nvdla_hil.harness.vectors import bundled_root, load_case, run_case
+
+    case = load_case(bundled_root() / case_dir)
+    cov = cm.Coverage()
+    with ModelTarget(case.profile, semantics=case.provenance.get("semantics") or "rtl", coverage=cov) as t:
+        assert run_case(case, t).passed
+    return {k for k, v in cov.counts.items() if v}
+
+
+def test_pdp_layer_bins_follow_its_registers() -> None:
+    # the case's own description: "fuzz pdp fp16 max 3x7 stride 1x4 pad l/t/r/b 2/6/2/6 (multiple), ..., split 4"
+    got = {b for b in _bins_of("pdp_fp16/fuzz-pdp-s21-00001") if b.startswith("pdp.")}
+    want = {"pdp.method.max", "pdp.prec.fp16", "pdp.kernel.non_square", "pdp.stride.overlap", "pdp.pad.any", "pdp.split"}
+    assert want <= got
+    assert not got & {"pdp.method.avg", "pdp.method.min", "pdp.kernel.1x1", "pdp.kernel.8", "pdp.stride.gap",
+                      "pdp.pad.asymmetric", "pdp.flying", "pdp.prec.int8", "pdp.prec.int16"}
+
+
+def test_conv_layer_bins_follow_its_registers() -> None:
+    # "fuzz conv-image T_A8B8G8R8 -> int8: 16x5 x_offset 7, 7 kernels 4x4 (pre-extended 16 channels), ..."
+    got = {b for b in _bins_of("conv_image/fuzz-conv-image-s1200-00001") if b.startswith("conv.")}
+    assert {"conv.direct", "conv.image", "conv.pixel.rgba8", "conv.prec.int8"} <= got
+    assert not got & {"conv.winograd", "conv.compressed", "conv.kernel.1x1", "conv.kernel.large", "conv.pixel.mono",
+                      "conv.prec.fp16", "conv.prec.int16", "conv.batch"}
