@@ -210,3 +210,22 @@ def test_conv_layer_bins_follow_its_registers() -> None:
     assert {"conv.direct", "conv.image", "conv.pixel.rgba8", "conv.prec.int8"} <= got
     assert not got & {"conv.winograd", "conv.compressed", "conv.kernel.1x1", "conv.kernel.large", "conv.pixel.mono",
                       "conv.prec.fp16", "conv.prec.int16", "conv.batch"}
+
+
+@pytest.mark.parametrize("suite,unit", [("pdp_fp16", "pdp"), ("cdp_fp16", "cdp")])
+def test_nan_inf_bins_follow_the_c_models_counters(suite: str, unit: str) -> None:
+    """The FP16 special-value bins are hit exactly for the layers whose golden statistics (NVDLA's
+    C model's NaN/INF input counters, kept with the suite) are non-zero."""
+    from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case
+
+    seen = {"nan": 0, "inf": 0}
+    for path in find_cases(bundled_root() / suite):
+        case = load_case(path)
+        if case.statistics is None:  # a layer kept without counters (split width: they are not compared)
+            continue
+        got = _bins_of(f"{suite}/{path.name}")
+        for k in ("nan", "inf"):
+            golden = int(case.statistics.get(f"{k}_input", 0))
+            assert (f"fp16.{unit}.{k}_in" in got) == (golden > 0), (path.name, k, golden)
+            seen[k] += golden > 0
+    assert seen["nan"] and seen["inf"]  # the suite has layers of both kinds

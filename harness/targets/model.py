@@ -403,7 +403,8 @@ class ModelTarget(Transport):
                              self.memories)
         self.layers_run.append((layer.done[0], group, result))
         if sink is not None:
-            sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile)  # type: ignore[attr-defined]
+            sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,  # type: ignore[attr-defined]
+                       stats=result.stats)
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
         bits = [status.field(f"{u}_DONE_STATUS{group}").mask for u in units]
