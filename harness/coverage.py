@@ -180,11 +180,13 @@ GROUPS: tuple[Group, ...] = (
         Bin("conv.kernel.1x1", "1x1 kernel"), Bin("conv.kernel.large", "kernel width or height >= 5"),
         Bin("conv.stride", "stride > 1"), Bin("conv.dilation", "dilation > 1"), Bin("conv.pad", "zero padding"),
         Bin("conv.batch", "batch > 1"), Bin("conv.mean", "image mean/offset applied"))),
-    Group("fp16.special", "FP16 NaN/INF seen by the units' counters (layers)", ("fp16",), (
-        Bin("fp16.sdp.nan_in", "SDP input NaN (SDP_RDMA D_STATUS_NAN_INPUT_NUM > 0)"),
-        Bin("fp16.sdp.inf_in", "SDP input INF"), Bin("fp16.sdp.nan_out", "SDP output NaN (D_STATUS_NAN_OUTPUT_NUM > 0)"),
-        Bin("fp16.cdp.nan_in", "CDP input NaN (D_NAN_INPUT_NUM > 0)", ("cdp",)), Bin("fp16.cdp.inf_in", "CDP input INF", ("cdp",)),
-        Bin("fp16.pdp.nan_in", "PDP input NaN (D_NAN_INPUT_NUM > 0)", ("pdp",)), Bin("fp16.pdp.inf_in", "PDP input INF", ("pdp",)))),
+    Group("sdp.fp16", "SDP FP16 NaN/INF seen by its counters (layers)", ("fp16",), (
+        Bin("sdp.fp16.nan_in", "input NaN (SDP_RDMA D_STATUS_NAN_INPUT_NUM > 0)"), Bin("sdp.fp16.inf_in", "input INF"),
+        Bin("sdp.fp16.nan_out", "output NaN (D_STATUS_NAN_OUTPUT_NUM > 0)"))),
+    Group("cdp.fp16", "CDP FP16 NaN/INF seen by its counters (layers)", ("fp16", "cdp"), (
+        Bin("cdp.fp16.nan_in", "input NaN (D_NAN_INPUT_NUM > 0)"), Bin("cdp.fp16.inf_in", "input INF"))),
+    Group("pdp.fp16", "PDP FP16 NaN/INF seen by its counters (layers, input from memory)", ("fp16", "pdp"), (
+        Bin("pdp.fp16.nan_in", "input NaN (D_NAN_INPUT_NUM > 0)"), Bin("pdp.fp16.inf_in", "input INF"))),
     Group("conv.pixel", "Image input pixel formats (layers)", (), (
         Bin("conv.pixel.mono", "one channel (T_R*)"), Bin("conv.pixel.rgba8", "8-bit packed RGBA/XRGB"),
         Bin("conv.pixel.rgba10", "10-bit packed (2-bit alpha)"), Bin("conv.pixel.rgba16", "16-bit per channel"),
@@ -333,11 +335,11 @@ class Coverage:
         self._lut("cdp.lut", le_state == hit, lo_state == hit, le_state == uf, lo_state == uf, le_state == of,
                   lo_state == of, params, i_le, i_lo)
 
-    _SPECIAL_COUNTERS = {("SDP_RDMA", "D_STATUS_NAN_INPUT_NUM"): "fp16.sdp.nan_in",
-                         ("SDP_RDMA", "D_STATUS_INF_INPUT_NUM"): "fp16.sdp.inf_in",
-                         ("SDP", "D_STATUS_NAN_OUTPUT_NUM"): "fp16.sdp.nan_out",
-                         ("CDP", "D_NAN_INPUT_NUM"): "fp16.cdp.nan_in", ("CDP", "D_INF_INPUT_NUM"): "fp16.cdp.inf_in",
-                         ("PDP", "D_NAN_INPUT_NUM"): "fp16.pdp.nan_in", ("PDP", "D_INF_INPUT_NUM"): "fp16.pdp.inf_in"}
+    _SPECIAL_COUNTERS = {("SDP_RDMA", "D_STATUS_NAN_INPUT_NUM"): "sdp.fp16.nan_in",
+                         ("SDP_RDMA", "D_STATUS_INF_INPUT_NUM"): "sdp.fp16.inf_in",
+                         ("SDP", "D_STATUS_NAN_OUTPUT_NUM"): "sdp.fp16.nan_out",
+                         ("CDP", "D_NAN_INPUT_NUM"): "cdp.fp16.nan_in", ("CDP", "D_INF_INPUT_NUM"): "cdp.fp16.inf_in",
+                         ("PDP", "D_NAN_INPUT_NUM"): "pdp.fp16.nan_in", ("PDP", "D_INF_INPUT_NUM"): "pdp.fp16.inf_in"}
 
     def _on_layer(self, *, unit, blocks, view, profile, stats=None, **_: Any) -> None:  # noqa: ANN001
         self.layers += 1

@@ -41,7 +41,8 @@ from . import coverage as covmod
 from .vectors import Hex, load_case, packed_size, run_case, execute_case, write_case
 from .vectors_gen import Draft, _bypass, _lut_tables, _manifest_layer, _rdma_off, _reg, model_version, rng_for
 
-__all__ = ["UNITS", "SCHEMAS", "ConstraintError", "Constraints", "load_constraints", "generate", "run_fuzz",
+# UNITS comes from the module's __getattr__ (PEP 562)
+__all__ = ["UNITS", "SCHEMAS", "ConstraintError", "Constraints", "load_constraints", "generate", "run_fuzz",  # noqa: F822
            "FuzzCase", "FuzzReport", "case_name"]
 
 CONSTRAINTS_DIR = Path(__file__).with_name("constraints")
@@ -126,7 +127,14 @@ UNIT_GROUPS = {
     "sdp-cvt": ("sdp.out", "sdp.cube", "sdp.ports"),
     "cdp-lrn": ("cdp.lut", "cdp.cvt", "cdp.cube", "cdp.ports"),
 }
-UNITS = tuple(SCHEMAS)  # extended by register_unit (the modules of harness/fuzzgen/)
+
+
+def __getattr__(name: str) -> Any:
+    """``UNITS``: the registered unit names, in registration order (the built-in ones, then those
+    of the modules of harness/fuzzgen/, which call :func:`register_unit` at import)."""
+    if name == "UNITS":
+        return tuple(SCHEMAS)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ---- constraints: how to draw --------------------------------------------------------------------------
@@ -303,7 +311,7 @@ def load_constraints(unit: str, *, profile: str | None = None, files: Iterable[s
                      sets: Iterable[str] = ()) -> Constraints:  # fmt: skip
     """The shipped ``constraints/<unit>.yaml``, then each file, then each ``--set``."""
     if unit not in SCHEMAS:
-        raise ConstraintError(f"unknown unit {unit!r}; units: {', '.join(UNITS)}")
+        raise ConstraintError(f"unknown unit {unit!r}; units: {', '.join(SCHEMAS)}")
     shipped = CONSTRAINTS_DIR / f"{unit}.yaml"
     c = _parse_doc(unit, _read_yaml(shipped), str(shipped), profile, None)
     for f in files:
@@ -790,14 +798,12 @@ def register_unit(name: str, *, schema: dict[str, Any], needs: tuple[str, ...], 
     the profile features it needs, the coverage groups it aims at and its generator. The
     unit's shipped constraints are ``constraints/<name>.yaml``. Units live in
     ``harness/fuzzgen/<module>.py``, each calling this at import."""
-    global UNITS
     if name in SCHEMAS:
         raise ValueError(f"fuzz unit {name!r} registered twice")
     SCHEMAS[name] = schema
     UNIT_NEEDS[name] = tuple(needs)
     UNIT_GROUPS[name] = tuple(groups)
     GENERATORS[name] = generator
-    UNITS = tuple(SCHEMAS)
 
 
 # ---- building a case ---------------------------------------------------------------------------------------

@@ -226,6 +226,6 @@ def test_nan_inf_bins_follow_the_c_models_counters(suite: str, unit: str) -> Non
         got = _bins_of(f"{suite}/{path.name}")
         for k in ("nan", "inf"):
             golden = int(case.statistics.get(f"{k}_input", 0))
-            assert (f"fp16.{unit}.{k}_in" in got) == (golden > 0), (path.name, k, golden)
+            assert (f"{unit}.fp16.{k}_in" in got) == (golden > 0), (path.name, k, golden)
             seen[k] += golden > 0
     assert seen["nan"] and seen["inf"]  # the suite has layers of both kinds

@@ -11,12 +11,17 @@ at ``special_pct`` % and NAN_TO_ZERO. Output widths follow the hardware rule
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ...drivers.profiles import HardwareProfile
-from ..fuzz import RAM_TYPE, EnumF, IntF, Sampler, _Geo, _Mem, _feature, register_unit
-from ..vectors_gen import Draft, _reg
-from .sdp_fp16 import fp16_data
+from ..fuzz import (RAM_TYPE, SCHEMAS, EnumF, IntF, Sampler, _data, _Geo, _geometry, _Mem, _feature, _pick_cvt, gen_sdp_bsbn,
+                    load_constraints, register_unit)
+from ..vectors import DEFAULT_LAUNCH
+from ..vectors_gen import Draft, _bypass, _rdma_off, _reg
+from .conv import gen_conv
+from .sdp_fp16 import fp16_data, gen_sdp_fp16
 
 _PREC = {"int8": (0, "int8", 1), "int16": (1, "int16", 2), "fp16": (2, "float16", 2)}
 _METHOD = {"average": 0, "max": 1, "min": 2}
@@ -61,13 +66,29 @@ def _used_pad(n_out: int, stride: int, k: int, n_in: int, lead: int) -> int:
     return max(0, (n_out - 1) * stride + k - n_in - lead)
 
 
-def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
-    prec = str(s["precision"])
-    fmt, dtype, bpe = _PREC[prec]
-    atom = prof.atom_bytes
-    d = Draft(unit="PDP", profile=prof.name, statistics=prec == "fp16", launch=("PDP", "PDP_RDMA"))
-    rng = s.rng
-    method = _METHOD[str(s["method"])]
+@dataclass
+class _Pool:
+    """PDP kernel, padding, split and cube geometry of one generated layer."""
+
+    kw: int
+    kh: int
+    sw: int
+    sh: int
+    pl: int
+    pr: int
+    pt: int
+    pb: int
+    w: int
+    h: int
+    ow: int
+    oh: int
+    split: tuple[int, list[int], list[int], int] | None
+
+
+def _pool_geometry(s: Sampler, prec: str, method: int, *, flying: bool = False) -> _Pool:
+    """Kernel, stride, padding and input/output widths (module docstring); ``flying`` splits only
+    kernels with no overlap (``KW == SW``): the on-flying stream is not re-sent for the overlap
+    columns a later slice re-reads (``refmodel/pdp.py`` ``_flying_parts``)."""
     kw, kh = int(s["kernel_w"]), int(s["kernel_h"])
     sw = min(int(s["stride_w"]), kw)
     sh = min(int(s["stride_h"]), kh)
@@ -78,14 +99,13 @@ def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
         # table (undefined, pdp_hls_wrapper.cpp): no vertical padding with an 8-wide kernel
         pt = pb = 0
     split = None
-    if int(s["split"]) and kw >= sw:
+    if int(s["split"]) and kw >= sw and (not flying or kw == sw):
         split = _split(s, kw, sw, pl, pr)
     if split is not None:
         w = split[0]
     else:
         w = max(int(s["width"]), kw - pl - pr, 1)
     h = max(int(s["height"]), kh - pt - pb, 1)
-    c = int(s["channels"])
     ow, oh = (w + pl + pr - kw) // sw + 1, (h + pt + pb - kh) // sh + 1
     if pt >= sh:
         # top padding of a stride or more: the RTL counts the windows starting in it from PAD_TOP
@@ -97,10 +117,96 @@ def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     used_b = _used_pad(oh, sh, kh, h, pt)
     pr = used_r if pr > used_r and pr >= sw else pr
     pb = used_b if pb > used_b and pb >= sh else pb
+    return _Pool(kw, kh, sw, sh, pl, pr, pt, pb, w, h, ow, oh, split)
+
+
+def _pool_values(s: Sampler, prec: str, g: _Pool) -> tuple[list[int], int, int]:
+    """The seven PAD_VALUE_nX fields and the two reciprocals."""
+    rng = s.rng
+    if prec == "fp16":
+        v = float(np.array([fp16_data(rng, (1,), special_pct=0, exp_lo=10, exp_hi=20)[0]], dtype=np.uint16).view(np.float16)[0])
+        pads = [_fp17(n * v) for n in range(1, 8)] if s["pad_value"] == "multiple" else \
+            [int(rng.integers(0, 1 << 19)) for _ in range(7)]
+        rw = _fp17(1.0 / g.kw) if s["recip"] == "exact" else _fp17(float(rng.uniform(-2, 2)))
+        rh = _fp17(1.0 / g.kh) if s["recip"] == "exact" else _fp17(float(rng.uniform(-2, 2)))
+    else:
+        bits = 8 * _PREC[prec][2]
+        v = int(rng.integers(-(1 << (bits - 1)), 1 << (bits - 1)))
+        pads = [int(np.clip(n * v, -(1 << 18), (1 << 18) - 1)) & 0x7FFFF for n in range(1, 8)] \
+            if s["pad_value"] == "multiple" else [int(rng.integers(0, 1 << 19)) for _ in range(7)]
+        rw = int(round(65536 / g.kw)) if s["recip"] == "exact" else int(rng.integers(0, 1 << 17))
+        rh = int(round(65536 / g.kh)) if s["recip"] == "exact" else int(rng.integers(0, 1 << 17))
+    return pads, rw, rh
+
+
+def _pool_regs(d: Draft, s: Sampler, g: _Pool, prec: str, method: int, c: int, dst: int, line_out: int, surf_out: int,
+               src: tuple[int, int, int] | None) -> int:  # fmt: skip
+    """PDP's registers (and PDP_RDMA's when ``src`` = (address, line, surface stride) is given;
+    ``None``: on-flying input from SDP). Returns the number of split slices."""
+    fmt = _PREC[prec][0]
+    pads, rw, rh = _pool_values(s, prec, g)
+    split = g.split
+    n_split = int(s["split_num"]) if split is not None else 1
+    ins, outs = (split[1], split[2]) if split is not None else ([g.w, 1, 1], [g.ow, 1, 1])
+    win = dict(PARTIAL_WIDTH_IN_FIRST=ins[0] - 1, PARTIAL_WIDTH_IN_MID=ins[1] - 1, PARTIAL_WIDTH_IN_LAST=ins[2] - 1)
+    wout = dict(PARTIAL_WIDTH_OUT_FIRST=outs[0] - 1, PARTIAL_WIDTH_OUT_MID=outs[1] - 1, PARTIAL_WIDTH_OUT_LAST=outs[2] - 1)
+    if split is None:
+        win.update(PARTIAL_WIDTH_IN_MID=0, PARTIAL_WIDTH_IN_LAST=0)
+        wout.update(PARTIAL_WIDTH_OUT_MID=0, PARTIAL_WIDTH_OUT_LAST=0)
+    for blk in ("PDP_RDMA", "PDP") if src is not None else ("PDP",):
+        d.registers += [_reg(f"{blk}.D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=g.w - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=g.h - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=c - 1),
+                        _reg(f"{blk}.D_DATA_FORMAT", INPUT_DATA=fmt)]
+        if src is not None:
+            d.registers += [_reg(f"{blk}.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src[0]),
+                            _reg(f"{blk}.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+                            _reg(f"{blk}.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=src[1]),
+                            _reg(f"{blk}.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=src[2])]
+        d.registers.append(_reg(f"{blk}.D_PARTIAL_WIDTH_IN", **win))
+    if src is not None:
+        d.registers += [
+            _reg("PDP_RDMA.D_FLYING_MODE", FLYING_MODE=1), _reg("PDP_RDMA.D_SRC_RAM_CFG", SRC_RAM_TYPE=RAM_TYPE[s["src_port"]]),
+            _reg("PDP_RDMA.D_OPERATION_MODE_CFG", SPLIT_NUM=n_split - 1),
+            _reg("PDP_RDMA.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=g.kw - 1, KERNEL_STRIDE_WIDTH=g.sw - 1),
+            _reg("PDP_RDMA.D_POOLING_PADDING_CFG", PAD_WIDTH=g.pl),
+        ]
+    d.registers += [
+        _reg("PDP.D_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=g.ow - 1), _reg("PDP.D_DATA_CUBE_OUT_HEIGHT", CUBE_OUT_HEIGHT=g.oh - 1),
+        _reg("PDP.D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=c - 1),
+        _reg("PDP.D_OPERATION_MODE_CFG", POOLING_METHOD=method, FLYING_MODE=int(src is not None), SPLIT_NUM=n_split - 1),
+        _reg("PDP.D_PARTIAL_WIDTH_OUT", **wout),
+        _reg("PDP.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=g.kw - 1, KERNEL_HEIGHT=g.kh - 1, KERNEL_STRIDE_WIDTH=g.sw - 1,
+             KERNEL_STRIDE_HEIGHT=g.sh - 1),
+        _reg("PDP.D_RECIP_KERNEL_WIDTH", RECIP_KERNEL_WIDTH=rw), _reg("PDP.D_RECIP_KERNEL_HEIGHT", RECIP_KERNEL_HEIGHT=rh),
+        _reg("PDP.D_POOLING_PADDING_CFG", PAD_LEFT=g.pl, PAD_TOP=g.pt, PAD_RIGHT=g.pr, PAD_BOTTOM=g.pb),
+        *[_reg(f"PDP.D_POOLING_PADDING_VALUE_{n}_CFG", **{f"PAD_VALUE_{n}X": pads[n - 1]}) for n in range(1, 8)],
+        _reg("PDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("PDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+        _reg("PDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line_out), _reg("PDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf_out),
+        _reg("PDP.D_DST_RAM_CFG", DST_RAM_TYPE=RAM_TYPE[s["dst_port"]]),
+    ]
+    return n_split
+
+
+def _pool_desc(s: Sampler, g: _Pool, n_split: int) -> str:
+    return (f"{s['method']} {g.kw}x{g.kh} stride {g.sw}x{g.sh} pad l/t/r/b {g.pl}/{g.pt}/{g.pr}/{g.pb} ({s['pad_value']}), "
+            f"recip {s['recip']}, split {n_split}")
+
+
+def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
+    prec = str(s["precision"])
+    _, dtype, bpe = _PREC[prec]
+    atom = prof.atom_bytes
+    d = Draft(unit="PDP", profile=prof.name, statistics=prec == "fp16", launch=("PDP", "PDP_RDMA"))
+    rng = s.rng
+    method = _METHOD[str(s["method"])]
+    g = _pool_geometry(s, prec, method)
+    w, h, ow, oh = g.w, g.h, g.ow, g.oh
+    c = int(s["channels"])
     # counters only where no input row/column lies past the last window: the cmod snapshots
     # D_NAN/INF_INPUT_NUM when the last output is written, while PDP_RDMA may still be
     # delivering (and counting) such unused trailing lines - a timing artifact of the C model
-    d.statistics = prec == "fp16" and (oh - 1) * sh - pt + kh >= h and (ow - 1) * sw - pl + kw >= w
+    d.statistics = prec == "fp16" and (oh - 1) * g.sh - g.pt + g.kh >= h and (ow - 1) * g.sw - g.pl + g.kw >= w
     gap = int(s["gaps"])
     line_in = w * atom + (atom * int(rng.integers(1, 3)) if gap else 0)
     surf_in = h * line_in + (atom * int(rng.integers(1, 3)) if gap else 0)
@@ -119,59 +225,10 @@ def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     src = _feature(d, mem, "src", x, s["src_port"], atom, _Geo(w, h, c, line_in, surf_in), dtype=dtype)
     dst = _feature(d, mem, "dst", (c, oh, ow), s["dst_port"], atom, _Geo(ow, oh, c, line_out, surf_out), output=True,
                    dtype=dtype)
-    # padding values and reciprocals
-    if prec == "fp16":
-        v = float(np.array([fp16_data(rng, (1,), special_pct=0, exp_lo=10, exp_hi=20)[0]], dtype=np.uint16).view(np.float16)[0])
-        pads = [_fp17(n * v) for n in range(1, 8)] if s["pad_value"] == "multiple" else \
-            [int(rng.integers(0, 1 << 19)) for _ in range(7)]
-        rw = _fp17(1.0 / kw) if s["recip"] == "exact" else _fp17(float(rng.uniform(-2, 2)))
-        rh = _fp17(1.0 / kh) if s["recip"] == "exact" else _fp17(float(rng.uniform(-2, 2)))
-    else:
-        bits = 8 * bpe
-        v = int(rng.integers(-(1 << (bits - 1)), 1 << (bits - 1)))
-        pads = [int(np.clip(n * v, -(1 << 18), (1 << 18) - 1)) & 0x7FFFF for n in range(1, 8)] \
-            if s["pad_value"] == "multiple" else [int(rng.integers(0, 1 << 19)) for _ in range(7)]
-        rw = int(round(65536 / kw)) if s["recip"] == "exact" else int(rng.integers(0, 1 << 17))
-        rh = int(round(65536 / kh)) if s["recip"] == "exact" else int(rng.integers(0, 1 << 17))
-    n_split = int(s["split_num"]) if split is not None else 1
-    ins, outs = (split[1], split[2]) if split is not None else ([w, 1, 1], [ow, 1, 1])
-    win = dict(PARTIAL_WIDTH_IN_FIRST=ins[0] - 1, PARTIAL_WIDTH_IN_MID=ins[1] - 1, PARTIAL_WIDTH_IN_LAST=ins[2] - 1)
-    wout = dict(PARTIAL_WIDTH_OUT_FIRST=outs[0] - 1, PARTIAL_WIDTH_OUT_MID=outs[1] - 1, PARTIAL_WIDTH_OUT_LAST=outs[2] - 1)
-    if split is None:
-        win.update(PARTIAL_WIDTH_IN_MID=0, PARTIAL_WIDTH_IN_LAST=0)
-        wout.update(PARTIAL_WIDTH_OUT_MID=0, PARTIAL_WIDTH_OUT_LAST=0)
-    for blk in ("PDP_RDMA", "PDP"):
-        d.registers += [_reg(f"{blk}.D_DATA_CUBE_IN_WIDTH", CUBE_IN_WIDTH=w - 1),
-                        _reg(f"{blk}.D_DATA_CUBE_IN_HEIGHT", CUBE_IN_HEIGHT=h - 1),
-                        _reg(f"{blk}.D_DATA_CUBE_IN_CHANNEL", CUBE_IN_CHANNEL=c - 1),
-                        _reg(f"{blk}.D_DATA_FORMAT", INPUT_DATA=fmt),
-                        _reg(f"{blk}.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src),
-                        _reg(f"{blk}.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
-                        _reg(f"{blk}.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=line_in),
-                        _reg(f"{blk}.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=surf_in),
-                        _reg(f"{blk}.D_PARTIAL_WIDTH_IN", **win)]
-    d.registers += [
-        _reg("PDP_RDMA.D_FLYING_MODE", FLYING_MODE=1), _reg("PDP_RDMA.D_SRC_RAM_CFG", SRC_RAM_TYPE=RAM_TYPE[s["src_port"]]),
-        _reg("PDP_RDMA.D_OPERATION_MODE_CFG", SPLIT_NUM=n_split - 1),
-        _reg("PDP_RDMA.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_STRIDE_WIDTH=sw - 1),
-        _reg("PDP_RDMA.D_POOLING_PADDING_CFG", PAD_WIDTH=pl),
-        _reg("PDP.D_DATA_CUBE_OUT_WIDTH", CUBE_OUT_WIDTH=ow - 1), _reg("PDP.D_DATA_CUBE_OUT_HEIGHT", CUBE_OUT_HEIGHT=oh - 1),
-        _reg("PDP.D_DATA_CUBE_OUT_CHANNEL", CUBE_OUT_CHANNEL=c - 1),
-        _reg("PDP.D_OPERATION_MODE_CFG", POOLING_METHOD=method, FLYING_MODE=1, SPLIT_NUM=n_split - 1),
-        _reg("PDP.D_PARTIAL_WIDTH_OUT", **wout),
-        _reg("PDP.D_POOLING_KERNEL_CFG", KERNEL_WIDTH=kw - 1, KERNEL_HEIGHT=kh - 1, KERNEL_STRIDE_WIDTH=sw - 1,
-             KERNEL_STRIDE_HEIGHT=sh - 1),
-        _reg("PDP.D_RECIP_KERNEL_WIDTH", RECIP_KERNEL_WIDTH=rw), _reg("PDP.D_RECIP_KERNEL_HEIGHT", RECIP_KERNEL_HEIGHT=rh),
-        _reg("PDP.D_POOLING_PADDING_CFG", PAD_LEFT=pl, PAD_TOP=pt, PAD_RIGHT=pr, PAD_BOTTOM=pb),
-        *[_reg(f"PDP.D_POOLING_PADDING_VALUE_{n}_CFG", **{f"PAD_VALUE_{n}X": pads[n - 1]}) for n in range(1, 8)],
-        _reg("PDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("PDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
-        _reg("PDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=line_out), _reg("PDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=surf_out),
-        _reg("PDP.D_DST_RAM_CFG", DST_RAM_TYPE=RAM_TYPE[s["dst_port"]]),
-    ]
+    n_split = _pool_regs(d, s, g, prec, method, c, dst, line_out, surf_out, (src, line_in, surf_in))
     if prec == "fp16":
         d.registers.append(_reg("PDP.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_to_zero"])))
-    d.description = (f"fuzz pdp {prec} {s['method']} {kw}x{kh} stride {sw}x{sh} pad l/t/r/b {pl}/{pt}/{pr}/{pb} "
-                     f"({s['pad_value']}), recip {s['recip']}, split {n_split}, cube {c}x{h}x{w} -> {ow}x{oh}, "
+    d.description = (f"fuzz pdp {prec} {_pool_desc(s, g, n_split)}, cube {c}x{h}x{w} -> {ow}x{oh}, "
                      f"ports {s['src_port']}/{s['dst_port']}")
     return d
 
@@ -179,9 +236,7 @@ def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
 _ONOFF = EnumF((0, 1), 0)
 _PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
 
-register_unit(
-    "pdp",
-    schema={
+_PDP_SCHEMA = {
         "precision": EnumF(("int8", "int16", "fp16"), "int8", needs={"int8": "int8", "int16": "int16", "fp16": "fp16"}),
         "method": EnumF(("average", "max", "min")),
         "kernel_w": IntF(1, 8, 1), "kernel_h": IntF(1, 8, 1), "stride_w": IntF(1, 16, 1), "stride_h": IntF(1, 16, 1),
@@ -191,11 +246,154 @@ register_unit(
         "width": IntF(1, 8192, 1), "height": IntF(1, 8192, 1), "channels": IntF(1, 8192, 1), "gaps": _ONOFF,
         "src_port": _PORT, "dst_port": _PORT, "data": EnumF(("uniform", "edges")),
         "special_pct": IntF(0, 100, 0), "exp_lo": IntF(0, 31, 0), "exp_hi": IntF(0, 31, 30), "nan_to_zero": _ONOFF,
-    },
+}
+register_unit(
+    "pdp",
+    schema=_PDP_SCHEMA,
     needs=("pdp",),
-    groups=(),  # coverage.py has no PDP groups yet (proposed: pdp.pool, pdp.fp16, pdp.cube, pdp.ports)
+    groups=("pdp.pool", "pdp.cube", "pdp.ports", "pdp.fp16"),
     generator=gen_pdp,
 )
+
+
+# ---- sdp-pdp: SDP on the fly into PDP ---------------------------------------------------------------------
+
+#: SDP precision path -> PDP input precision (seed 000 tables; PDP converts nothing)
+_PATHS = {"conv": "", "fp16_to_fp16": "fp16", "int16_to_fp16": "fp16", "fp16_to_int16": "int16", "int16_to_int16": "int16",
+          "int8_to_int8": "int8", "int8_to_int16": "int16"}
+
+
+def _sdp_int16(s: Sampler, prof: HardwareProfile, capture) -> Draft:
+    """An INT16 -> INT16 SDP layer to memory: BS with register operands (ALU max/min/sum with
+    shift, MUL/PReLU with shift, ReLU), BN/EW bypassed, the output convertor fitted to the data."""
+    d = Draft(unit="SDP", profile=prof.name, statistics=True)
+    mem, atom = _Mem(), prof.atom_bytes
+    geo = _geometry(s, atom)
+    x = _data(s, (geo.c, geo.h, geo.w), np.int16)
+    src = _feature(d, mem, "src", x, s["src_port"], atom, geo, dtype="int16")
+    dst = _feature(d, mem, "dst", (geo.c, geo.h, geo.w), s["dst_port"], atom, geo, output=True, dtype="int16")
+    for blk in ("SDP_RDMA", "SDP"):
+        d.registers += [_reg(f"{blk}.D_DATA_CUBE_WIDTH", WIDTH=geo.w - 1), _reg(f"{blk}.D_DATA_CUBE_HEIGHT", HEIGHT=geo.h - 1),
+                        _reg(f"{blk}.D_DATA_CUBE_CHANNEL", CHANNEL=geo.c - 1)]
+    alu, mul, relu = s.draw("alu"), s.draw("mul"), int(s.draw("relu"))
+    d.registers += [
+        _reg("SDP_RDMA.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src), _reg("SDP_RDMA.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
+        _reg("SDP_RDMA.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=geo.line),
+        _reg("SDP_RDMA.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=geo.surf),
+        _reg("SDP_RDMA.D_FEATURE_MODE_CFG", FLYING_MODE=0, WINOGRAD=0, IN_PRECISION=1, PROC_PRECISION=1,
+             OUT_PRECISION=1, BATCH_NUMBER=0),
+        _reg("SDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("SDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
+        _reg("SDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=geo.line), _reg("SDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=geo.surf),
+        _reg("SDP.D_FEATURE_MODE_CFG", FLYING_MODE=0, OUTPUT_DST=0, WINOGRAD=0, NAN_TO_ZERO=0, BATCH_NUMBER=0),
+        _reg("SDP.D_DATA_FORMAT", PROC_PRECISION=1, OUT_PRECISION=1),
+        _reg("SDP_RDMA.D_SRC_DMA_CFG", SRC_RAM_TYPE=RAM_TYPE[s["src_port"]]),
+        _reg("SDP.D_DST_DMA_CFG", DST_RAM_TYPE=RAM_TYPE[s["dst_port"]]),
+        _reg("SDP.D_PERF_ENABLE", PERF_DMA_EN=0, PERF_LUT_EN=0, PERF_SAT_EN=1, PERF_NAN_INF_COUNT_EN=0),
+        _reg("SDP.D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=int(alu == "off"), BS_ALU_ALGO={"max": 0, "min": 1, "sum": 2}.get(alu, 0),
+             BS_MUL_BYPASS=int(mul == "off"), BS_MUL_PRELU=int(mul == "prelu"), BS_RELU_BYPASS=int(not relu)),
+        _reg("SDP.D_DP_BS_ALU_CFG", BS_ALU_SRC=0, BS_ALU_SHIFT_VALUE=int(s.draw("alu_shift"))),
+        _reg("SDP.D_DP_BS_ALU_SRC_VALUE", BS_ALU_OPERAND=int(s.draw("alu_operand")) & 0xFFFF),
+        _reg("SDP.D_DP_BS_MUL_CFG", BS_MUL_SRC=0, BS_MUL_SHIFT_VALUE=int(s.draw("mul_shift"))),
+        _reg("SDP.D_DP_BS_MUL_SRC_VALUE", BS_MUL_OPERAND=int(s.draw("mul_operand")) & 0xFFFF),
+    ]
+    _bypass(d, "BN", "EW")
+    _rdma_off(d, "BRDMA", "NRDMA", "ERDMA")
+    d.convertors["sdp_out"] = {"offset": 0, "scale": 1, "shift": 0}
+    ev = capture(d)
+    d.convertors["sdp_out"] = _pick_cvt(s, ev["sdp_out"][0]["x"], mode=s["cvt"], shift=s["cvt_shift"], out_max=32767)
+    d.description = f"fuzz sdp-pdp: INT16 -> INT16, BS alu {alu} mul {mul}{' relu' if relu else ''} (reg), cube {geo.c}x{geo.h}x{geo.w}"
+    return d
+
+
+def gen_sdp_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
+    """SDP's output on the fly into PDP (``OUTPUT_DST = PDP``, PDP ``FLYING_MODE = ON_FLYING``),
+    PDP writing memory. The source: an SDP layer reading memory from the sdp-fp16 generator
+    (FP16 / INT16 -> FP16 paths: BS/BN/EW/LUT, specials, NAN_TO_ZERO), sdp-bsbn (INT8, also INT8 ->
+    INT16) or :func:`_sdp_int16`, over the cube PDP's pooling geometry needs; or (``path`` conv) a
+    direct convolution CDMA -> CACC -> SDP from the conv generator. PDP as in the pdp unit (split
+    widths only without kernel overlap). EW EQL is not drawn (SDP then sends nothing to PDP). The
+    case's done unit (whose statistics are compared) is PDP or, with ``done`` = sdp, the source's
+    (SDP's NaN/INF/saturation counters); PDP's D_NAN_FLUSH_TO_ZERO is drawn at random (no effect
+    on the fly)."""
+    path = str(s["path"])
+    method = _METHOD[str(s["method"])]
+    if path == "conv":
+        d, prec, g, c = _conv_source(s, prof, capture, method)
+    else:
+        d, prec, g, c = _sdp_source(s, prof, capture, method, path)
+    for r in d.registers:
+        if r["reg"] == "SDP.D_FEATURE_MODE_CFG":
+            r["fields"]["OUTPUT_DST"] = 1
+    d.outputs = [o for o in d.outputs if o["name"] != "dst"]
+    src_desc = d.description.split(": ", 1)[-1] if path != "conv" else d.description.removeprefix("fuzz ")
+    d.launch = ("PDP", *(d.launch or DEFAULT_LAUNCH[str(d.unit)]))
+    if s["done"] == "pdp":  # else the source's unit (SDP / CONV): SDP's counters are the ones read back
+        d.unit = "PDP"
+    d.statistics = True
+    atom, rng = prof.atom_bytes, s.rng
+    gap = int(s["gaps"])
+    line_out = g.ow * atom + (atom * int(rng.integers(1, 3)) if gap else 0)
+    surf_out = g.oh * line_out + (atom * int(rng.integers(1, 3)) if gap else 0)
+    mem = _Mem()
+    mem.next = {k: v + 0x1000000 for k, v in mem.next.items()}  # above everything the source generator placed
+    dst = _feature(d, mem, "pdp_dst", (c, g.oh, g.ow), s["dst_port"], atom, _Geo(g.ow, g.oh, c, line_out, surf_out),
+                   output=True, dtype=_PREC[prec][1])
+    n_split = _pool_regs(d, s, g, prec, method, c, dst, line_out, surf_out, None)
+    if prec == "fp16":
+        d.registers.append(_reg("PDP.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["pdp_nan_to_zero"])))
+    d.description = (f"fuzz sdp-pdp {path}: {'' if path == 'conv' else 'SDP '}{src_desc}; PDP {prec} "
+                     f"{_pool_desc(s, g, n_split)} -> {g.ow}x{g.oh}, dst {s['dst_port']}")
+    return d
+
+
+def _conv_source(s: Sampler, prof: HardwareProfile, capture, method: int) -> tuple[Draft, str, _Pool, int]:
+    """A direct convolution layer from the conv unit's generator (its own constraints, this
+    case's random stream), SDP flying; PDP's pooling fitted to its output cube (no split)."""
+    cs = Sampler(load_constraints("conv", profile=prof.name), s.rng)
+    cs.v["mode"] = "direct"
+    d = gen_conv(cs, prof, capture)
+    f = {r["reg"]: r["fields"] for r in d.registers}
+    ow, oh = int(f["SDP.D_DATA_CUBE_WIDTH"]["WIDTH"]) + 1, int(f["SDP.D_DATA_CUBE_HEIGHT"]["HEIGHT"]) + 1
+    c = int(f["SDP.D_DATA_CUBE_CHANNEL"]["CHANNEL"]) + 1
+    prec = {0: "int8", 1: "int16", 2: "fp16"}[int(f["SDP.D_DATA_FORMAT"]["OUT_PRECISION"])]
+    s.v.update(width=ow, height=oh, split=0)
+    g = _pool_geometry(s, prec, method, flying=True)
+    for fix in (dict(kernel_w=min(int(s["kernel_w"]), ow), kernel_h=min(int(s["kernel_h"]), oh)), dict(pad_top=0)):
+        if (g.w, g.h) == (ow, oh):
+            break
+        s.v.update(fix)
+        g = _pool_geometry(s, prec, method, flying=True)
+    if (g.w, g.h) != (ow, oh):
+        raise AssertionError(f"sdp-pdp conv: pooling geometry {g} does not fit the {ow}x{oh} convolution output")
+    return d, prec, g, c
+
+
+def _sdp_source(s: Sampler, prof: HardwareProfile, capture, method: int, path: str) -> tuple[Draft, str, _Pool, int]:
+    """An SDP layer reading memory over the cube PDP's pooling geometry needs (docstring above)."""
+    prec = _PATHS[path]
+    g = _pool_geometry(s, prec, method, flying=True)
+    c = int(s["channels"])
+    if path == "int8_to_int16":
+        # SDP streams every 32-channel INT8 atom as two 16-lane payloads; an INT16 PDP cube of the
+        # same C reads them all only when ceil(C/16) is even (refmodel/pdp.py _flying_parts)
+        c = -(-c // 32) * 32 - int(s.rng.integers(0, 16))
+    s.v.update(shape="cube", width=g.w, height=g.h, channels=c)
+    if g.w == 1 and g.h == 1:
+        s.v["gaps"] = 0  # 1x1xC: packed (the cmod asserts SURFACE_STRIDE == atom)
+    if path in ("fp16_to_fp16", "int16_to_fp16", "fp16_to_int16"):
+        s.v["mode"] = path
+        if s.v.get("ew_alu") == "eql":
+            s.v["ew_alu"] = "sum"
+        d = gen_sdp_fp16(s, prof, capture)
+    elif path == "int16_to_int16":
+        d = _sdp_int16(s, prof, capture)
+    else:
+        d = gen_sdp_bsbn(s, prof, capture)
+        if path == "int8_to_int16":
+            for r in d.registers:
+                if r["reg"] in ("SDP.D_DATA_FORMAT", "SDP_RDMA.D_FEATURE_MODE_CFG"):
+                    r["fields"]["OUT_PRECISION"] = 1
+    return d, prec, g, c
 
 
 # ---- cdp-fp16 ----------------------------------------------------------------------------------------------
@@ -312,6 +510,19 @@ register_unit(
         "uflow_priority": EnumF(("LE", "LO")), "oflow_priority": EnumF(("LE", "LO")), "hybrid_priority": EnumF(("LE", "LO")),
     },
     needs=("cdp", "fp16"),
-    groups=("cdp.cube", "cdp.ports"),  # the INT-only cdp.lut/cdp.cvt handlers do not read the FP16 event
+    groups=("cdp.cube", "cdp.ports", "cdp.fp16"),  # the INT-only cdp.lut/cdp.cvt handlers do not read the FP16 event
     generator=gen_cdp_fp16,
+)
+
+
+_POOL_FIELDS = ("method", "kernel_w", "kernel_h", "stride_w", "stride_h", "pad_left", "pad_right", "pad_top", "pad_bottom",
+                "pad_value", "recip", "split", "split_num")
+register_unit(
+    "sdp-pdp",
+    schema={**SCHEMAS["sdp-bsbn"], **SCHEMAS["sdp-fp16"], **{k: _PDP_SCHEMA[k] for k in _POOL_FIELDS},
+            "path": EnumF(tuple(_PATHS), "int8_to_int8", needs={p: _PATHS[p] for p in _PATHS if _PATHS[p]}), "pdp_nan_to_zero": _ONOFF,
+            "done": EnumF(("pdp", "sdp"))},
+    needs=("pdp",),
+    groups=("sdp.prec", "sdp.fp16", "pdp.pool", "pdp.ports"),
+    generator=gen_sdp_pdp,
 )

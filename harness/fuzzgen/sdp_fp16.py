@@ -297,6 +297,6 @@ register_unit(
         "lut": _ONOFF, "le_function": EnumF(("exponent", "linear")), "lut_table": EnumF(("smooth", "random", "special")),
     },
     needs=(),
-    groups=("sdp.bs", "sdp.bn", "sdp.ew", "sdp.lut", "sdp.out", "sdp.cube", "sdp.ports"),
+    groups=("sdp.bs", "sdp.bn", "sdp.ew", "sdp.lut", "sdp.out", "sdp.cube", "sdp.ports", "sdp.prec", "sdp.fp16"),
     generator=gen_sdp_fp16,
 )

@@ -9,7 +9,7 @@ statistics the hardware would load into that group's status/perf registers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -83,6 +83,12 @@ def engine_memory(mem: MemoryPort | DmaPorts, view: RegisterView, block: str, re
     return mem.port(RAM_TYPE_PORTS.get(int(view.field(block, register, field)), "sec_mem"))
 
 
+class EventSink(Protocol):
+    """What the layer models report functional-coverage events to (``harness.coverage.Coverage``)."""
+
+    def event(self, name: str, **data: Any) -> None: ...
+
+
 @dataclass(frozen=True)
 class ModelOptions:
     """Knobs of the reference model.
@@ -107,7 +113,7 @@ class ModelOptions:
     #: functional-coverage observer (``harness.coverage.Coverage`` or anything with
     #: ``event(name, **data)``): layer models report per-element events to it. ``None`` (the
     #: default): no events, no cost; it never changes a result and takes no part in equality.
-    coverage: object | None = field(default=None, compare=False, repr=False)
+    coverage: EventSink | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:

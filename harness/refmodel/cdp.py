@@ -75,7 +75,7 @@ import numpy as np
 from ...drivers.precision import lut_config_from_fields
 from .dma import CubeGeometry, read_surfaces, write_surfaces
 from . import fp16 as F
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .base import EventSink, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .fp16_extra import fp17_to_fp16_bits
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
 from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
@@ -340,7 +340,7 @@ def cdp_lrn(
     lo: np.ndarray,
     lut: LutParams,
     semantics: str = "rtl",
-    observer: object | None = None,
+    observer: EventSink | None = None,
 ) -> tuple[np.ndarray, LutStats, int]:
     """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``; int16
     values when ``cfg.bits`` is 16).
@@ -374,7 +374,7 @@ def cdp_lrn(
     out = rsat(t, cfg.datout_shifter, 8, in_bits=42 if rtl else None)
     nsat = 0 if rtl else int(rsat_flag(t, cfg.datout_shifter, 8, semantics="cmod").sum())
     if observer is not None:
-        observer.event("cdp", b=b, x=x9, s=s, le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,  # type: ignore[attr-defined]
+        observer.event("cdp", b=b, x=x9, s=s, le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,
                        t=t, out=out, channels=channels, semantics=semantics)
     return out.astype(np.int8), stats, nsat
 
@@ -463,7 +463,7 @@ def _fp16_table(s: np.ndarray, t: np.ndarray, *, upper: int, exp_mode: bool, sta
 
 def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, lo: np.ndarray, lut: LutParams, *,
                  le_select: int, lo_select: int, nan_to_zero: bool = False,
-                 observer: object | None = None) -> tuple[np.ndarray, LutStats, np.ndarray]:  # fmt: skip
+                 observer: EventSink | None = None) -> tuple[np.ndarray, LutStats, np.ndarray]:  # fmt: skip
     """FP16 LRN over the last axis of ``x`` (FP16 patterns ``[..., Cp]``), as the nv_full cmod
     (``HLS_CDP_lookup_fp16``): NaN -> +0 with NAN_TO_ZERO; lanes ``>= channels`` and channels
     outside the cube are +0; ``x17 = Fp16ToFp17(b)`` (the input offset/scale/shifter are
@@ -512,7 +512,7 @@ def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, l
     stats = LutStats(le_hit=int(le_only.sum()), lo_hit=int(lo_only.sum()), uflow=int(both_uf.sum()),
                      oflow=int(both_of.sum()), hybrid=int(hybrid.sum()))
     if observer is not None:
-        observer.event("cdp_fp16", b=b, s=_f32(s), le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,  # type: ignore[attr-defined]
+        observer.event("cdp_fp16", b=b, s=_f32(s), le_state=le_s, lo_state=lo_s, params=lut, cfg=cfg,
                        out=out, channels=channels)
     return out, stats, r
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...drivers.precision import LUT_SIZES, LutConfig, lut_config_from_fields
+from .base import EventSink
 from .ops import lsat, rnd
 
 __all__ = [
@@ -131,7 +132,7 @@ def sdp_lut(
     le: np.ndarray,
     lo: np.ndarray,
     semantics: str = "rtl",
-    observer: object | None = None,
+    observer: EventSink | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """SDP LUT (section 5) on 32-bit signed inputs.
 
@@ -183,7 +184,7 @@ def _sdp_lut_gather(x, p, le, lo, semantics):
 
 
 def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str,
-                    observer: object | None = None):
+                    observer: EventSink | None = None):
     x = x.astype(I64, copy=False)
     # per-table lookups (5.2)
     if p.le_function == "exponent":
@@ -242,7 +243,7 @@ def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
             prod = (x[m] - I64(anchor)) * I64(scale)  # 34-bit x 16-bit, exact
             y[m] = np.clip(int(y0) + _sshift32(prod, shift), -(1 << 31), (1 << 31) - 1)
     if observer is not None:
-        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,  # type: ignore[attr-defined]
+        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,
                        use_lo=use_lo, kind=kind)
     return y, hit_le, hit_lo, kind.astype(np.uint8)
 
@@ -303,7 +304,7 @@ def _fp_index_linear(d: np.ndarray, s_sel: int, n: int):
 
 
 def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
-               observer: object | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+               observer: EventSink | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     """SDP LUT on fp32 patterns (int64) with FP16 tables, as NVDLA's C model computes it.
 
     Index: ``d = FpSub(x, START)`` (START/END registers read as fp32 patterns); LE exponent:
@@ -370,7 +371,7 @@ def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
             o = F.fp17_add_bits(F.fp16_to_fp17_bits(np.uint16(int(t_edge))), b)
             y[mm] = F.fp17_to_fp32_bits(o)
     if observer is not None:
-        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,  # type: ignore[attr-defined]
+        observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,
                        use_lo=use_lo, kind=kind)
     return y, hit_le, hit_lo, kind.astype(np.uint8)
 

@@ -63,6 +63,9 @@ every step is reproduced (:func:`pool2d_fp16`):
   counters saw them; ``D_NAN_INPUT_NUM``/``D_INF_INPUT_NUM`` count every element of every atom
   PDP_RDMA reads (padding lanes and the re-read split overlap included,
   ``ExtractDmaPayload``), ``D_NAN_OUTPUT_NUM`` every NaN element of every output atom.
+* On the fly (``FLYING_MODE = ON_FLYING``, SDP's ``OUTPUT_DST = PDP``): the input is SDP's
+  16-bit output stream consumed in PDP's loop order (:func:`_flying_parts`); no NaN flush and
+  no input counters (both belong to the off-flying PDP_RDMA path), ``D_NAN_OUTPUT_NUM`` as above.
 * Kernel width 8 with top/bottom padding reads ``kernel_width_map[8]``, past the end of the
   cmod's table (undefined); the model uses 8.0 there.
 """
@@ -268,6 +271,8 @@ def _fold_axis(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad: i
             pr = np.where(at_last, pads[:, 1], 0).reshape(shape)
             o = fp17_add_bits(fp17_add_bits(o, pl), pr)
         acc = o if acc is None else np.where(valid[:, t].reshape(shape), o, acc)
+    if acc is None:  # a kernel of 0 taps: the register fields encode size - 1, so k >= 1
+        raise ValueError("PDP: pooling kernel with no taps")
     return acc
 
 
@@ -360,8 +365,10 @@ def _check_trailing_pad(view: RegisterView, cfg: PdpConfig, w: int, h: int, out_
 def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, source: np.ndarray | None = None) -> LayerResult:
     """Execute one PDP layer (INT8, INT16 or FP16) from the executing register group.
 
-    Input from memory (PDP_RDMA, ``FLYING_MODE = OFF_FLYING``) or, on-flying, ``source``:
-    SDP's int8/int16 output as a (Cpad, H, W) integer array (``sdp.run_sdp`` with OUTPUT_DST = PDP)."""
+    Input from memory (PDP_RDMA, ``FLYING_MODE = OFF_FLYING``) or, on-flying, ``source``: SDP's
+    output as a (Cpad, H, W) integer array in SDP's processing lanes (``sdp.run_sdp`` /
+    ``sdp_fp.fp_finish`` with OUTPUT_DST = PDP: int8/int16 values or FP16 patterns), consumed
+    as the cmod's SDP -> PDP stream (:func:`_flying_parts`)."""
     fmt = view.field("PDP", "D_DATA_FORMAT", "INPUT_DATA")
     if fmt not in _BITS:
         raise UnitNotModelled(f"PDP: input data type {fmt} not defined; INT8/INT16/FP16 only")
@@ -386,16 +393,53 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
     bpe = cfg.bits // 8
     lanes = options.atom_bytes // bpe  # channels per memory atom (dma.py: group = atom // bpe)
     groups = -(-c // lanes)
-    dt = np.int8 if bpe == 1 else (np.uint16 if cfg.fp16 else np.int16)
-
+    splits = _splits(view, w, out_w, cfg)
     if on_flying:
-        x = np.asarray(source)
-        if x.shape != (groups * lanes, h, w):
-            raise ValueError(f"PDP: on-flying input shape {x.shape} != {(groups * lanes, h, w)} (PDP D_DATA_CUBE_IN_*)")
-        src = x.astype(dt).reshape(groups, lanes, h, w).transpose(0, 2, 3, 1)  # [g, h, w, lane]
+        parts = _flying_parts(view, np.asarray(source), splits, groups, h, lanes, bpe, cfg.fp16, options.atom_bytes)
     else:
         src = _read_src(view, mem, w, h, groups, lanes, bpe)
-    return _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe, counted=not on_flying)
+        parts = [src[:, :, a : a + n, :] for a, n, *_ in splits]
+    return _pool_and_write(view, mem, parts, splits, cfg, out_w, out_h, groups, lanes, bpe, counted=not on_flying)
+
+
+def _flying_parts(view: RegisterView, source: np.ndarray, splits, groups: int, h: int, lanes: int, bpe: int,
+                  fp16: bool, atom: int) -> list[np.ndarray]:  # fmt: skip
+    """The on-flying input of every split slice, ``[groups, h, in_width, lanes]``, as the cmod
+    streams it. SDP (``cmod/sdp/NV_NVDLA_sdp.cpp`` ``SdpDataOperationDC``) sends 16-element
+    payloads of 16-bit containers (``sdp2pdp``), looping surface (32 channels for INT8
+    processing, else 16), line, column, then the 16-lane halves of an INT8 atom; PDP
+    (``cmod/pdp/NV_NVDLA_pdp.cpp`` ``FetchInputData``) takes one payload per INT16/FP16 atom, or
+    the low bytes of two per INT8 atom, in its own loop: split slice, surface, line, slice
+    column (``PoolingStage0SequenceThread`` / ``PoolingStage0SequenceCommon``). So the stream
+    is consumed in order, whatever the two engines' cube registers say: a slice of a split layer
+    takes the next ``surfaces * H * slice_width`` atoms (a re-read overlap is not re-sent). PDP
+    needing more atoms than SDP sends waits forever in the cmod (refused); fewer leaves SDP
+    blocked on its 16-entry FIFO (not modelled)."""
+    sdp_group = atom if view.field("SDP", "D_DATA_FORMAT", "PROC_PRECISION") == 0 else atom // 2
+    sw_ = int(view.field("SDP", "D_DATA_CUBE_WIDTH", "WIDTH")) + 1
+    sh_ = int(view.field("SDP", "D_DATA_CUBE_HEIGHT", "HEIGHT")) + 1
+    sc_ = int(view.field("SDP", "D_DATA_CUBE_CHANNEL", "CHANNEL")) + 1
+    surf = -(-sc_ // sdp_group)
+    if source.ndim != 3 or source.shape[1:] != (sh_, sw_) or source.shape[0] < surf * sdp_group:
+        raise UnitNotModelled(f"PDP: on-flying source {source.shape} does not hold SDP's {surf * sdp_group} streamed lanes "
+                              f"of {sw_}x{sh_} (SDP INT8 processing with 16-bit output to PDP is not modelled)")
+    x = np.asarray(source[: surf * sdp_group], dtype=I64).reshape(surf, sdp_group, sh_, sw_)
+    stream = x.transpose(0, 2, 3, 1).reshape(-1) & ((1 << (8 * bpe)) - 1)  # the containers' low 8 / 16 bits
+    dt = np.int8 if bpe == 1 else (np.uint16 if fp16 else np.int16)
+    stream = sx(stream, 8 * bpe).astype(dt) if not fp16 else stream.astype(dt)
+    need = sum(groups * h * n * lanes for _, n, *_ in splits)
+    if need > stream.size:
+        raise InvalidLayer(f"PDP on-flying: PDP reads {need // lanes} atoms (D_DATA_CUBE_IN_*, split widths and their "
+                           f"overlap) but SDP sends {stream.size // lanes}; the C model waits forever")
+    if need < stream.size:
+        raise UnitNotModelled(f"PDP on-flying: PDP reads {need // lanes} atoms but SDP sends {stream.size // lanes} "
+                              "(SDP blocks on the sdp2pdp FIFO) - not modelled")
+    parts, off = [], 0
+    for _, n, *_ in splits:
+        k = groups * h * n * lanes
+        parts.append(stream[off : off + k].reshape(groups, h, n, lanes))
+        off += k
+    return parts
 
 
 def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, lanes: int,
@@ -411,12 +455,11 @@ def _read_src(view: RegisterView, mem: MemoryPort, w: int, h: int, groups: int, 
     return raw.view(np.int8 if bpe == 1 else "<i2")  # [g, h, w, lane]
 
 
-def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe=1, counted=True) -> LayerResult:
+def _pool_and_write(view, mem, parts, splits, cfg, out_w, out_h, groups, lanes, bpe=1, counted=True) -> LayerResult:
     atom = lanes
     out = np.zeros((groups, out_h, out_w, atom), dtype=np.int8 if bpe == 1 else "<i2")
     nan_in = inf_in = 0
-    for in_start, in_w, o_start, o_w, pl, pr in _splits(view, w, out_w, cfg):
-        part = src[:, :, in_start : in_start + in_w, :]
+    for part, (_, _, o_start, o_w, pl, pr) in zip(parts, splits):
         if cfg.fp16:
             bits = np.asarray(part).view(np.uint16) if part.dtype.itemsize == 2 else part.astype(np.uint16)
             special = (bits & 0x7C00) == 0x7C00
@@ -424,7 +467,7 @@ def _pool_and_write(view, mem, src, cfg, w, out_w, out_h, groups, lanes, bpe=1, 
             if counted:  # PDP_RDMA's ExtractDmaPayload counts what it reads; on-flying input is not counted
                 nan_in += int(nan.sum())
                 inf_in += int((special & ~nan).sum())
-                if cfg.nan_to_zero:
+                if cfg.nan_to_zero:  # D_NAN_FLUSH_TO_ZERO applies to OFF_FLYING input only (cmod PoolingStage0SequenceCommon)
                     bits = np.where(nan, np.uint16(0), bits)
             res = pool2d_fp16(bits, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
             out[:, :, o_start : o_start + o_w, :] = res.view(np.int16)

@@ -27,6 +27,11 @@ Per element, on fp32 bit patterns (int64 arrays):
   input atoms read (``SDP_RDMA.PERF_NAN_INF_COUNT_EN``); padding lanes of the last surface are
   processed and counted like the others.
 
+Output on the fly to PDP (``D_FEATURE_MODE_CFG.OUTPUT_DST = PDP``; cmod ``SdpDataOperationDC``
+copies ``sdp_data_out`` - the same 16-bit FP16 / int16 results WDMA would write - into the
+``sdp2pdp`` payload): :func:`.pdp.run_pdp` consumes them (PDP's NaN flush and input counters
+do not apply on the fly); the PDP statistics join SDP's. EW EQL sends nothing (refused).
+
 The LUT on FP16 data: :func:`.lut.sdp_lut_fp` (tables hold FP16, interpolation in fp17).
 """
 
@@ -35,7 +40,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import fp16 as F
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut_fp
 from .ops import sx
 
@@ -184,7 +189,10 @@ def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.
     atom = options.atom_bytes
     group = atom // 2
     stats: dict[tuple[str, str], int] = {}
+    pdp_res: LayerResult | None = None
     if eql:
+        if to_pdp:  # cmod SdpDataOperationDC: the EQL branch sends nothing to PDP, which then waits forever
+            raise InvalidLayer("SDP: EW ALU EQL with OUTPUT_DST = PDP: SDP sends no data to PDP (C model hangs)")
         y = sx(x, 16)
         sat_count, nan_out = 0, 0
         stats[("SDP", "D_STATUS")] = int(np.any(y != 0))
@@ -199,13 +207,19 @@ def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.
             sat_count = F.count_saturated_outputs(h)
         ocube = _Cube(cube.width, cube.height, cube.channels, group)
         y = y[: ocube.cpad]
-        if to_pdp:
-            raise UnitNotModelled("SDP: FP16 output on the fly to PDP not modelled")
-        _write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
+        if to_pdp:  # the 16-bit results (FP16 patterns / int16) go to PDP as they would to WDMA
+            from .pdp import run_pdp
+
+            pdp_res = run_pdp(view, mem, options, source=y)
+        else:
+            _write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
     stats.update(_statistics(view, options.semantics, sat_count, lut[0], lut[1], lut[2], notes, live))
     if out_prec == PREC_FP16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = nan_out
     if view.field("SDP_RDMA", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP_RDMA", "D_STATUS_NAN_INPUT_NUM")] = counts.nan
         stats[("SDP_RDMA", "D_STATUS_INF_INPUT_NUM")] = counts.inf
+    if pdp_res is not None:
+        stats.update(pdp_res.stats)
+        notes.extend(pdp_res.notes)
     return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)

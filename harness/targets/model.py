@@ -40,7 +40,7 @@ from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from ..memory import RecordingMemory, SparseMemory
-from ..refmodel.base import DmaPorts, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
+from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -125,11 +125,11 @@ class ModelTarget(Transport):
 
     def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
                  record_reads: bool = False, polls_per_event: int | None = None,
-                 bugs: list[str] | None = None, coverage: object | None = None) -> None:  # fmt: skip
+                 bugs: list[str] | None = None, coverage: EventSink | bool | None = None) -> None:  # fmt: skip
         super().__init__()
         # functional coverage (harness/coverage.py): the collector the layers feed (None or False:
         # none); it never changes a result
-        self.coverage = coverage or None
+        self.coverage: EventSink | None = None if isinstance(coverage, bool) else coverage
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
         self.regmap: RegisterMap = self.profile.regmap
@@ -403,7 +403,7 @@ class ModelTarget(Transport):
                              self.memories)
         self.layers_run.append((layer.done[0], group, result))
         if sink is not None:
-            sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,  # type: ignore[attr-defined]
+            sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,
                        stats=result.stats)
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
@@ -411,7 +411,7 @@ class ModelTarget(Transport):
         self._events.append((bits[0], lambda: self._complete(layer, group, result)))
         self._events.extend((b, None) for b in bits[1:])
 
-    def _coverage_sink(self) -> object | None:
+    def _coverage_sink(self) -> EventSink | None:
         return self.coverage
 
     def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
