@@ -132,13 +132,15 @@ def test_layer_completion_updates_pointer_opens_and_interrupt(trace_root):
 
 
 def test_unmodelled_unit_is_reported_by_name():
-    with _target("nv_full") as t:  # nv_full has Winograd convolution; the model does not yet
+    with _target("nv_full") as t:  # batched Winograd: nv_full has it, the model does not
         drv = NvdlaDriver(t)
         for b in ("CDMA", "CSC", "CMAC_A", "CMAC_B", "CACC"):
             drv.write_fields(f"{b}.D_MISC_CFG", CONV_MODE="WINOGRAD", PROC_PRECISION="INT8")
+        for b in ("CDMA", "CSC", "CACC"):
+            drv.write_fields(f"{b}.D_BATCH_NUMBER", BATCHES=1)
         drv.write_fields("CDMA.D_MISC_CFG", IN_PRECISION="INT8")
         drv.write_fields("CSC.D_MISC_CFG", IN_PRECISION="INT8")
-        drv.write_fields("SDP.D_FEATURE_MODE_CFG", FLYING_MODE="ON")
+        drv.write_fields("SDP.D_FEATURE_MODE_CFG", FLYING_MODE="ON", BATCH_NUMBER=1)
         drv.write_fields("SDP.D_DATA_FORMAT", PROC_PRECISION="INT8", OUT_PRECISION="INT8")
         with pytest.raises(UnitNotModelled, match="Winograd"):
             drv.launch("SDP", "CACC", "CMAC_A", "CMAC_B", "CSC", "CDMA")

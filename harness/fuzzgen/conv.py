@@ -4,7 +4,10 @@ Direct convolution at INT8 (every profile), INT16 and FP16 (nv_full), Winograd (
 Random input cube, kernel size, stride, dilation, zero padding (and its value), channel and
 kernel counts within the CBUF of the profile (banks and entries per slice as
 :func:`nvdla_hil.harness.refmodel.conv.csc.check_cbuf` checks them), the CDMA input
-convertor, the CACC truncation and the SDP output convertor. Register programming follows the
+convertor, the CACC truncation and the SDP output convertor. ``batch`` (default 1; e.g.
+``--set batch=4``) runs the layer on several cubes (CDMA/CSC/CACC ``D_BATCH_NUMBER``,
+``D_BATCH_STRIDE``, SDP ``BATCH_NUMBER``/``D_DST_BATCH_STRIDE``, one input and output surface per
+batch), for even output widths only (see :func:`_batches`). Register programming follows the
 ``dc_*`` traces of nvdla/hw (``CSC.D_ATOMICS`` = output W*H - 1, ``D_ENTRY_PER_SLICE`` from
 :func:`~nvdla_hil.harness.refmodel.conv.csc.feature_entries_per_slice`, weight bytes
 128-byte aligned). The golden is the reference model's; the DUT runs the same case.
@@ -49,6 +52,7 @@ SCHEMA: dict[str, Any] = {
     "truncate": EnumF(("fit", "random")),
     "clip_truncate": IntF(0, 31, 0),
     "cvt": EnumF(("fit", "saturate", "random")), "cvt_shift": IntF(0, 63, 0),
+    "batch": IntF(1, 32, 1, doc="direct convolution of feature data: D_BATCH_NUMBER + 1 cubes (reduced until CBUF holds them)"),
 }
 
 
@@ -217,11 +221,24 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     x = _values(s, (C, H, W), prec, weight=False)
     wt = _values(s, (K, C, KH, KW), prec, weight=True)
     line, surf = _feature_geo(W, H, atom, bool(s["gaps"]), rng)
-    src = _surface(d, mem, "src", x, s["src_port"], atom, line, surf, dtn)
+    opts = ModelOptions.for_profile(prof)
+    per_bank = prof.cbuf_bank_bytes // max(opts.cbuf_entry_bytes, opts.mac_atomic_c * bpe)
+    nb = _batches(s, prof, H, entries, per_bank, wt_banks, OW * OH, OW)
+    if nb > 1:
+        data_banks = -(-entries * H * nb // per_bank)
+        xs = [x] + [_values(s, (C, H, W), prec, weight=False) for _ in range(nb - 1)]
+        src, bstride = _batch_surfaces(d, mem, "src", xs, s["src_port"], atom, line, surf, dtn)
+    else:
+        src = _surface(d, mem, "src", x, s["src_port"], atom, line, surf, dtn)
     waddr, wbytes = _weights(d, mem, prof, wt, s["wt_port"])
     # a 1x1 output cube is packed: the C model asserts SDP's SURFACE_STRIDE == atom (cmod/sdp/NV_NVDLA_sdp.cpp:1489)
     oline, osurf = _feature_geo(OW, OH, atom, bool(s["gaps"]) and OW * OH > 1, rng)
-    dst = _surface(d, mem, "dst", (K, OH, OW), s["dst_port"], atom, oline, osurf, dtn, output=True)
+    if nb > 1:  # 64-byte aligned lines and surfaces (the CACC pairs atoms from 64-byte aligned addresses)
+        oline = -(-oline // 64) * 64
+        osurf = -(-max(osurf, OH * oline) // 64) * 64
+        dst, obstride = _batch_surfaces(d, mem, "dst", [(K, OH, OW)] * nb, s["dst_port"], atom, oline, osurf, dtn, output=True)
+    else:
+        dst = _surface(d, mem, "dst", (K, OH, OW), s["dst_port"], atom, oline, osurf, dtn, output=True)
 
     # CDMA input convertor (integer precisions) and the padding value
     cvt_en = int(s["cdma_cvt"]) if prec != "fp16" else 0
@@ -314,6 +331,21 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     ]
     d.registers += _mac_acc_regs(prof, p, OW, OH, K, dst, oline, osurf, trunc)
     _sdp_flying(d, s, K, OH, OW, dst, oline, osurf, p)
+    if nb > 1:  # cmod: CDMA/CSC/CACC D_BATCH_NUMBER, SDP BATCH_NUMBER, batch strides (64-byte aligned bases)
+        for r in d.registers:
+            f = r["fields"]
+            if r["reg"] in ("CDMA.D_BATCH_NUMBER", "CSC.D_BATCH_NUMBER", "CACC.D_BATCH_NUMBER"):
+                f["BATCHES"] = nb - 1
+            elif r["reg"] == "SDP.D_FEATURE_MODE_CFG":
+                f["BATCH_NUMBER"] = nb - 1
+            elif r["reg"] == "CSC.D_RELEASE":
+                f["RLS_SLICES"] = nb * H - 1
+            elif r["reg"] in ("CDMA.D_BANK", "CSC.D_BANK"):
+                f["DATA_BANK"] = data_banks - 1
+        d.registers += [
+            _reg("CDMA.D_BATCH_STRIDE", BATCH_STRIDE=_units(prof, "CDMA.D_BATCH_STRIDE", "BATCH_STRIDE", bstride)),
+            _reg("SDP.D_DST_BATCH_STRIDE", DST_BATCH_STRIDE=_units(prof, "SDP.D_DST_BATCH_STRIDE", "DST_BATCH_STRIDE", obstride)),
+        ]
     if prec != "fp16":
         d.convertors["sdp_out"] = {"offset": 0, "scale": 1, "shift": 0}
         ev = capture(d)
@@ -322,8 +354,43 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
                                             out_max=127 if bpe == 1 else 32767)
     d.description = (f"fuzz conv {prec} direct: in {C}x{H}x{W}, {K} kernels {KH}x{KW}, stride {g['stride_x']}x{g['stride_y']}, "
                      f"dilation {g['dilation_x']}x{g['dilation_y']}, pad l{g['pad_left']} r{g['pad_right']} t{g['pad_top']} "
-                     f"b{g['pad_bottom']} value {pad}, out {K}x{OH}x{OW}, CDMA cvt {'on' if cvt_en else 'off'}, truncate {trunc}")
+                     f"b{g['pad_bottom']} value {pad}, out {K}x{OH}x{OW}, CDMA cvt {'on' if cvt_en else 'off'}, truncate {trunc}"
+                     f"{f', {nb} batches' if nb > 1 else ''}")
     return d
+
+
+def _batches(s: Sampler, prof: HardwareProfile, h: int, entries: int, per_bank: int, wt_banks: int, out_atoms: int,
+             out_w: int) -> int:  # fmt: skip
+    """Batch count: ``s["batch"]`` reduced until the CBUF holds ``batch * H`` input slices (cmod CSC
+    ``required_slice_num = cube_in_height * batch_num``); 1 for a 1x1 output (SDP packs it) and for an
+    odd output width: the cmod CACC hands SDP 2 atoms per batch from 64-byte aligned bases
+    (``NV_NVDLA_cacc.cpp`` ``atom_num_batch_2sdp = 2*batch_num``) across line ends while its SDP
+    (``SdpDataOperationBatch``) pairs atoms within a line only: the two disagree on odd widths."""
+    nb = int(s.v.get("batch", 1))
+    if out_atoms <= 1 or out_w % 2:
+        return 1
+    while nb > 1 and -(-entries * h * nb // per_bank) + wt_banks > prof.cbuf_banks:
+        nb -= 1
+    return nb
+
+
+def _batch_surfaces(d: Draft, mem: _Mem, name: str, cubes: list[Any], port: str, atom: int, line: int, surf: int,
+                    dtype: str, *, output: bool = False) -> tuple[int, int]:  # fmt: skip
+    """One feature cube per batch, ``stride`` bytes apart (64-byte aligned, >= the cube); returns (base, stride)."""
+    params = {"atom_bytes": atom, "line_stride": line, "surface_stride": surf}
+    shape = tuple(cubes[0].shape) if isinstance(cubes[0], np.ndarray) else tuple(cubes[0])
+    size = packed_size("nvdla.feature", shape, np.dtype(dtype), params)
+    stride = max(-(-size // 64) * 64 + 64, -(-(shape[0] * np.dtype(dtype).itemsize) // atom) * surf)
+    stride = -(-stride // 64) * 64
+    base = mem.alloc(PORTS[port], stride * len(cubes))
+    for b, cube in enumerate(cubes):
+        meta = {"name": f"{name}{b}" if b else name, "layout": "nvdla.feature", "params": params, "dtype": dtype,
+                "shape": list(shape), "address": Hex(base + b * stride), "port": PORTS[port]}
+        if output:
+            d.outputs.append({**meta, "rule": "bitexact"})
+        else:
+            d.inputs.append((meta, cube))
+    return base, stride
 
 
 def _sdp_flying(d: Draft, s: Sampler, K: int, OH: int, OW: int, dst: int, oline: int, osurf: int, p: int, *,
@@ -345,4 +412,4 @@ def gen_winograd(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     raise NotImplementedError("conv: Winograd generation")
 
 
-register_unit("conv", schema=SCHEMA, needs=(), groups=(), generator=gen_conv)
+register_unit("conv", schema=SCHEMA, needs=(), groups=("conv.mode", "sdp.prec"), generator=gen_conv)

@@ -1,4 +1,4 @@
-"""Fuzz units ``conv-image`` and ``conv-compressed`` (nv_full): special convolution inputs.
+"""Fuzz units ``conv-image``, ``conv-compressed`` and ``conv-winograd`` (nv_full): special convolutions.
 
 ``conv-image``: a flying convolution whose input is an image in any pixel format of seed 000
 (``nvdla.pixel.T_*``, pitch linear, 1 or 2 planes), with a random X offset and line strides,
@@ -13,6 +13,12 @@ post-extends 2 or 4 lines (``post_extension``; the C model's consistent case: 64
 ``conv-compressed``: the direct convolution of the ``conv`` unit with its weights made sparse
 (random density, whole zero kernel groups) and stored in ``nvdla.weight.compressed`` (WGS | WMB |
 data), ``D_WEIGHT_FORMAT`` = COMPRESSED.
+
+``conv-winograd``: a flying Winograd F(2x2, 3x3) convolution (``refmodel/conv/winograd.py``) at
+INT8/INT16/FP16: CDMA padding on all sides (total a multiple of 4*stride) with zero or random pad
+values, stride 2 channel extension, PRA truncation, weights ``G g G^T`` of random 3x3 (3s x 3s)
+kernels (``nvdla.weight.winograd`` phase 1) or raw 4x4 values, optionally sparse-compressed; the
+output 2..6 pixels inside the extended input, width and height multiples of 4 (SDP WINOGRAD).
 
 Goldens come from the DUT (``--keep``), never from the model alone.
 """
@@ -30,9 +36,9 @@ from ..layouts.nvdla import PIXEL_FORMATS, compressed_offsets
 from ..vectors import Hex, pack_surface, packed_size
 from ..vectors_gen import Draft, _reg
 from .conv import SCHEMA as CONV_SCHEMA
-from .conv import _feature_geo, _mac_acc_regs, _sdp_flying, _surface, _units, gen_conv
+from .conv import _feature_geo, _mac_acc_regs, _sdp_flying, _surface, _units, _values, gen_conv
 
-__all__ = ["gen_conv_image", "gen_conv_compressed", "IMAGE_SCHEMA", "COMPRESSED_SCHEMA"]
+__all__ = ["gen_conv_image", "gen_conv_compressed", "gen_conv_winograd", "IMAGE_SCHEMA", "COMPRESSED_SCHEMA", "WINOGRAD_SCHEMA"]
 
 _PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
 _PREC = {"int8": 0, "int16": 1, "fp16": 2}
@@ -404,5 +410,212 @@ def _above(d: Draft) -> int:
     return (top + 0xFFF) // 0x1000 * 0x1000 + 0x1000
 
 
-register_unit("conv-image", schema=IMAGE_SCHEMA, needs=(), groups=(), generator=gen_conv_image)
-register_unit("conv-compressed", schema=COMPRESSED_SCHEMA, needs=(), groups=(), generator=gen_conv_compressed)
+# ---- conv-winograd ------------------------------------------------------------------------------
+
+WINOGRAD_SCHEMA: dict[str, Any] = {
+    "precision": EnumF(("int8", "int16", "fp16"), "int8", needs={"int16": "int16", "fp16": "fp16"}),
+    "fp_specials": EnumF((0, 1), 0, doc="FP16: put NaN/INF/denormal/-0 values into data and weights"),
+    "nan_to_zero": EnumF((0, 1), 0, doc="FP16: CDMA.D_NAN_FLUSH_TO_ZERO"),
+    "width": IntF(1, 512, 8), "height": IntF(1, 512, 8), "channels": IntF(1, 1024, 8), "kernels": IntF(1, 1024, 8),
+    "stride": EnumF((1, 2), 1, doc="conv stride (x = y): the CDMA channel-extends the input, weights are extended 3x3"),
+    "pad_left": IntF(0, 7, 1), "pad_top": IntF(0, 7, 1), "extra_right": IntF(0, 7, 0), "extra_bottom": IntF(0, 7, 0),
+    "out_shrink": IntF(0, 2, 0, doc="output tiles dropped (x4 pixels) from the largest output"),
+    "pad_value": EnumF(("zero", "random")),
+    "weights": EnumF(("transformed", "random"), "transformed",
+                     doc="transformed: G g G^T of random 3x3 (3s x 3s) kernels (seed 000 phase 1); random: raw 4x4 values"),
+    "pra_truncate": IntF(0, 3, 0), "gaps": EnumF((0, 1), 0),
+    "src_port": _PORT, "wt_port": _PORT, "dst_port": _PORT,
+    "data": EnumF(("uniform", "edges", "small")),
+    "truncate": EnumF(("fit", "random")), "clip_truncate": IntF(0, 31, 0),
+    "cvt": EnumF(("fit", "saturate", "random")), "cvt_shift": IntF(0, 63, 0),
+    "weight_format": EnumF(("uncompressed", "compressed"), "uncompressed"),
+    "density": EnumF(("sparse", "half", "dense", "empty"), "half"),
+    "zero_groups": EnumF((0, 1), 0, doc="make whole kernel groups all-zero"),
+}
+
+
+def _wino_values(s: Sampler, shape: tuple[int, ...], bits: int) -> np.ndarray:
+    rng = s.rng
+    lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    if s["data"] == "edges":
+        v = rng.choice(np.array([lo, lo + 1, -1, 0, 1, hi - 1, hi], dtype=np.int64), size=shape)
+    elif s["data"] == "small":
+        v = rng.integers(-8, 9, size=shape)
+    else:
+        v = rng.integers(lo, hi + 1, size=shape, dtype=np.int64)
+    return v.astype(np.int8 if bits == 8 else np.int16)
+
+
+def _wino_geometry(s: Sampler, prof: HardwareProfile, bpe: int) -> dict[str, int]:
+    """Padded sizes multiples of 4*stride, output 2 pixels inside the extended input, W/H multiples of 4,
+    CBUF within the banks (data ``He*(entries)`` entries, weights ``K*Ce*16*bpe`` bytes)."""
+    st = int(s["stride"])
+    g = {k: int(s[k]) for k in ("width", "height", "channels", "kernels", "pad_left", "pad_top", "extra_right",
+                                "extra_bottom", "out_shrink")}
+    lanes = prof.atom_bytes // bpe
+    for _ in range(64):
+        tw = -(-max(g["pad_left"] + g["width"] + g["extra_right"], 8 * st) // (4 * st)) * 4 * st
+        th = -(-max(g["pad_top"] + g["height"] + g["extra_bottom"], 8 * st) // (4 * st)) * 4 * st
+        we, he = tw // st, th // st
+        surf = -(-g["channels"] // lanes)
+        ce = st * st * surf * lanes
+        entries = (tw // (4 * st)) * surf * st * st
+        data_banks = -(-he * entries // _ENTRIES_PER_BANK)
+        wt_banks = -(-(-(-g["kernels"] * ce * 16 * bpe // 128) * 128) // prof.cbuf_bank_bytes)
+        if data_banks + wt_banks <= prof.cbuf_banks and entries <= 0x3FFF:
+            break
+        big = max(("height", "channels", "kernels", "width"), key=lambda n: g[n])
+        g[big] = max(1, g[big] // 2)
+    g["pad_left"] = min(g["pad_left"], tw - 1)
+    g["width"] = min(g["width"], tw - g["pad_left"])
+    g["pad_right"] = tw - g["pad_left"] - g["width"]
+    g["pad_top"] = min(g["pad_top"], th - 1)
+    g["height"] = min(g["height"], th - g["pad_top"])
+    g["pad_bottom"] = th - g["pad_top"] - g["height"]
+    ow = max(4, we - 4 - 4 * min(g["out_shrink"], (we - 8) // 4))
+    oh = max(4, he - 4 - 4 * min(g["out_shrink"], (he - 8) // 4))
+    g.update(stride=st, tw=tw, th=th, we=we, he=he, ce=ce, surf=surf, entries=entries, data_banks=data_banks,
+             wt_banks=wt_banks, ow=ow, oh=oh)
+    return g
+
+
+def gen_conv_winograd(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
+    """One flying Winograd convolution (``CONV_MODE`` WINOGRAD in CDMA/CSC/CMAC/CACC, SDP WINOGRAD)."""
+    from ..layouts.nvdla import winograd_phase1
+    from ..refmodel.conv.winograd import pra, winograd_output
+
+    prec = s["precision"]
+    d = Draft(unit="CONV", profile=prof.name, statistics=True)
+    rng = s.rng
+    mem = _Mem()
+    atom = prof.atom_bytes
+    bpe = 1 if prec == "int8" else 2
+    p = _PREC[prec]
+    g = _wino_geometry(s, prof, bpe)
+    W, H, C, K, st = g["width"], g["height"], g["channels"], g["kernels"], g["stride"]
+    We, He, Ce, OW, OH = g["we"], g["he"], g["ce"], g["ow"], g["oh"]
+    dtn = {"int8": "int8", "int16": "int16", "fp16": "float16"}[prec]
+    vals = (lambda shape, weight: _values(s, shape, "fp16", weight=weight)) if prec == "fp16" else \
+        (lambda shape, weight: _wino_values(s, shape, 8 * bpe))  # noqa: E731
+    x = vals((C, H, W), False)
+    if s["weights"] == "transformed":
+        wt = winograd_phase1(vals((K, C, 3 * st, 3 * st), True), stride=st, atom_bytes=atom)
+    else:
+        wt = vals((K, Ce, 4, 4), True)
+    line, surf = _feature_geo(W, H, atom, bool(s["gaps"]), rng)
+    src = _surface(d, mem, "src", x, s["src_port"], atom, line, surf, dtn)
+    params = {"profile": prof.name}
+    wsize = packed_size("nvdla.weight.winograd", wt.shape, wt.dtype, params)
+    waddr = mem.alloc(PORTS[s["wt_port"]], wsize)
+    d.inputs.append(({"name": "weight", "layout": "nvdla.weight.winograd", "params": params, "dtype": wt.dtype.name,
+                      "shape": list(wt.shape), "address": Hex(waddr), "port": PORTS[s["wt_port"]]}, wt))
+    wbytes = -(-wt.size * wt.itemsize // 128) * 128
+    oline, osurf = _feature_geo(OW, OH, atom, bool(s["gaps"]), rng)
+    dst = _surface(d, mem, "dst", (K, OH, OW), s["dst_port"], atom, oline, osurf, dtn, output=True)
+    if s["pad_value"] == "zero":
+        pad = 0
+    elif prec == "fp16":
+        pad = int(np.float16(rng.standard_normal()).view(np.uint16))
+    else:
+        pad = int(rng.integers(-(1 << (8 * bpe - 1)), 1 << (8 * bpe - 1)))
+    pra_t = int(s["pra_truncate"]) if prec != "fp16" else 0
+    # CACC truncation placed from the exact accumulator range (zero padding lanes as packed)
+    trunc = int(s["clip_truncate"]) if s["truncate"] == "random" else 0
+    if s["truncate"] != "random" and prec != "fp16":
+        lanes = atom // bpe
+        pc = np.full((g["surf"] * lanes, g["th"], g["tw"]), pad, dtype=np.int64)
+        pc[:, g["pad_top"] : g["pad_top"] + H, g["pad_left"] : g["pad_left"] + W] = 0
+        pc[:C, g["pad_top"] : g["pad_top"] + H, g["pad_left"] : g["pad_left"] + W] = x
+        e = pc.reshape(g["surf"] * lanes, He, st, We, st).transpose(2, 4, 0, 1, 3).reshape(Ce, He, We)
+        yy = 2 * np.arange(OH // 2)[:, None, None, None] + np.arange(4)[None, None, :, None]
+        xx = 2 * np.arange(OW // 2)[None, :, None, None] + np.arange(4)[None, None, None, :]
+        v = pra(e[:, yy, xx], pra_t, 8 * bpe).reshape(Ce, -1, 16).astype(np.float64)
+        m = np.einsum("kcp,cnp->knp", wt.astype(np.float64).reshape(K, Ce, 16), v)
+        acc = winograd_output(np.rint(m).astype(np.int64).reshape(K, -1, 4, 4))
+        span = max(int(np.abs(acc).max(initial=1)), 1)
+        trunc = max(0, math.ceil(math.log2(span)) - int(rng.integers(8, 24)))
+    if prec != "int8":
+        trunc = min(trunc, 16) if prec == "int16" else 0  # cmod: cacc_clip_truncate_ + 32 <= 48
+    misc = dict(CONV_MODE=1, IN_PRECISION=p, PROC_PRECISION=p, DATA_REUSE=0, WEIGHT_REUSE=0, SKIP_DATA_RLS=0,
+                SKIP_WEIGHT_RLS=0)
+    packed = int(line == W * atom), int(surf == H * line)
+    banks = dict(DATA_BANK=g["data_banks"] - 1, WEIGHT_BANK=g["wt_banks"] - 1)
+    wb = _units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)
+    d.registers += [
+        _reg("CDMA.D_MISC_CFG", **misc),
+        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=0, PIXEL_FORMAT=0, PIXEL_MAPPING=0, PIXEL_SIGN_OVERRIDE=0),
+        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
+        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1),
+        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=We - 1, DATAIN_HEIGHT_EXT=He - 1),
+        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=0, PIXEL_Y_OFFSET=0),
+        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
+        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
+        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
+        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=line),
+        _reg("CDMA.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CDMA.D_SURF_STRIDE", "SURF_STRIDE", surf)),
+        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=packed[0], SURF_PACKED=packed[1]),
+        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
+        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
+        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
+        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * Ce * bpe - 1),
+        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1),
+        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
+        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
+        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
+        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=wb),
+        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=0),
+        _reg("CDMA.D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0),
+        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=0),
+        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=1),
+        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=st - 1, CONV_Y_STRIDE=st - 1),
+        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_RIGHT=g["pad_right"], PAD_TOP=g["pad_top"],
+             PAD_BOTTOM=g["pad_bottom"]),
+        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad & 0xFFFF),
+        _reg("CDMA.D_BANK", **banks),
+        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_to_zero"]) if prec == "fp16" else 0),
+        _reg("CSC.D_MISC_CFG", **misc),
+        _reg("CSC.D_DATAIN_FORMAT", DATAIN_FORMAT=0),
+        _reg("CSC.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=We - 1, DATAIN_HEIGHT_EXT=He - 1),
+        _reg("CSC.D_DATAIN_SIZE_EXT_1", DATAIN_CHANNEL_EXT=Ce - 1),
+        _reg("CSC.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CSC.D_POST_Y_EXTENSION", Y_EXTENSION=0),
+        _reg("CSC.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
+        _reg("CSC.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
+        _reg("CSC.D_WEIGHT_SIZE_EXT_0", WEIGHT_WIDTH_EXT=3, WEIGHT_HEIGHT_EXT=3),
+        _reg("CSC.D_WEIGHT_SIZE_EXT_1", WEIGHT_CHANNEL_EXT=Ce - 1, WEIGHT_KERNEL=K - 1),
+        _reg("CSC.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CSC.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
+        _reg("CSC.D_WMB_BYTES", WMB_BYTES=0),
+        _reg("CSC.D_DATAOUT_SIZE_0", DATAOUT_WIDTH=OW - 1, DATAOUT_HEIGHT=OH - 1),
+        _reg("CSC.D_DATAOUT_SIZE_1", DATAOUT_CHANNEL=K - 1),
+        _reg("CSC.D_ATOMICS", ATOMICS=OW * OH // 4 - 1),
+        _reg("CSC.D_RELEASE", RLS_SLICES=He // 4 - 1),
+        _reg("CSC.D_CONV_STRIDE_EXT", CONV_X_STRIDE_EXT=0, CONV_Y_STRIDE_EXT=0),
+        _reg("CSC.D_DILATION_EXT", X_DILATION_EXT=0, Y_DILATION_EXT=0),
+        _reg("CSC.D_ZERO_PADDING", PAD_LEFT=0, PAD_TOP=0),
+        _reg("CSC.D_ZERO_PADDING_VALUE", PAD_VALUE=pad & 0xFFFF),
+        _reg("CSC.D_BANK", **banks),
+        _reg("CSC.D_PRA_CFG", PRA_TRUNCATE=pra_t),
+    ]
+    regs = _mac_acc_regs(prof, p, OW, OH, K, dst, oline, osurf, trunc)
+    for r in regs:
+        if "CONV_MODE" in r["fields"]:
+            r["fields"]["CONV_MODE"] = 1
+    d.registers += regs
+    _sdp_flying(d, s, K, OH, OW, dst, oline, osurf, p, winograd=True)
+    if s["weight_format"] == "compressed":
+        _compress(d, s, prof, {"base": "winograd"})
+    if prec != "fp16":
+        d.convertors["sdp_out"] = {"offset": 0, "scale": 1, "shift": 0}
+        ev = capture(d)
+        xs = ev.get("sdp_out", [{}])[0].get("x", np.zeros(1))
+        d.convertors["sdp_out"] = _pick_cvt(s, xs, mode=s["cvt"], shift=s["cvt_shift"], out_max=127 if bpe == 1 else 32767)
+    d.description = (f"fuzz conv {prec} winograd: in {C}x{H}x{W}, stride {st}, pad l{g['pad_left']} r{g['pad_right']} "
+                     f"t{g['pad_top']} b{g['pad_bottom']} value {pad}, extended {Ce}x{He}x{We}, {K} kernels "
+                     f"({s['weights']}), PRA truncate {pra_t}, out {K}x{OH}x{OW}, CACC truncate {trunc}") + d.description
+    return d
+
+
+register_unit("conv-winograd", schema=WINOGRAD_SCHEMA, needs=("winograd",), groups=("conv.mode",), generator=gen_conv_winograd)
+register_unit("conv-image", schema=IMAGE_SCHEMA, needs=(), groups=("conv.mode", "conv.pixel"), generator=gen_conv_image)
+register_unit("conv-compressed", schema=COMPRESSED_SCHEMA, needs=(), groups=("conv.mode",), generator=gen_conv_compressed)

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
+from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
 from .fp16 import FP16_MAX_BITS, int_to_fp16
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
@@ -350,17 +350,38 @@ def _ew_operand(view, kind: str, fetched) -> np.ndarray | int:
 # the layer
 
 
+def _check_winograd(view: RegisterView) -> None:
+    """SDP in Winograd mode (flying, from a Winograd CACC). The cmod (``sdp/NV_NVDLA_sdp.cpp``
+    ``SdpDataOperationWG`` / ``WdmaSequenceWG``, ~l.1195 and ~l.1560) only walks the cube in blocks
+    of 2 atoms x 4 lines (``WINOGRAD_HORI/VERT_ATOM_NUM``) and writes every atom to its ordinary
+    feature-format address, per-element operands read in the same order (l.478): the values are
+    those of the direct path. It asserts OUTPUT_DST = MEM, no EW ALU EQL, no INT8 -> INT16/FP16
+    output, width % 4 == 0 and height % 4 == 0 (RDMA l.480); those are refused here."""
+    f = lambda r, n: int(view.field("SDP", r, n))  # noqa: E731
+    if f("D_FEATURE_MODE_CFG", "OUTPUT_DST") != 0:
+        raise InvalidLayer("SDP Winograd mode writes memory only (cmod asserts OUTPUT_DST = MEM)")
+    if f("D_DATA_FORMAT", "PROC_PRECISION") == 0 and f("D_DATA_FORMAT", "OUT_PRECISION") != 0:
+        raise InvalidLayer("SDP Winograd mode: INT8 -> INT16/FP16 output is not allowed (cmod asserts)")
+    if not f("D_DP_EW_CFG", "EW_BYPASS") and not f("D_DP_EW_CFG", "EW_ALU_BYPASS") and f("D_DP_EW_CFG", "EW_ALU_ALGO") == 3:
+        raise InvalidLayer("SDP Winograd mode: EW ALU EQL is not supported (cmod 'EQL mode is not supported in winograd')")
+    w, h = f("D_DATA_CUBE_WIDTH", "WIDTH") + 1, f("D_DATA_CUBE_HEIGHT", "HEIGHT") + 1
+    if w % 4 or h % 4:
+        raise InvalidLayer(f"SDP Winograd mode: cube {w}x{h} must be a multiple of 4 in width and height (cmod asserts)")
+
+
 def _check_modelled(view: RegisterView, flying: bool) -> tuple[int, int, int]:
     """Refuse modes the model does not cover; returns (in, proc, out) precision codes.
     In flying mode the SDP_RDMA feature registers are not used (input from CACC)."""
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD") or (
-        not flying and view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "WINOGRAD")
-    ):
-        raise UnitNotModelled("SDP: Winograd output mode not modelled")
-    if view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") or (
-        not flying and view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "BATCH_NUMBER")
-    ):
-        raise UnitNotModelled("SDP: batch > 1 not modelled")
+    if not flying and (view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD")
+                       or view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "WINOGRAD")):
+        raise UnitNotModelled("SDP: Winograd mode from memory (flying off) not modelled")
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "WINOGRAD"):
+        _check_winograd(view)
+    if not flying and (view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER")
+                       or view.field("SDP_RDMA", "D_FEATURE_MODE_CFG", "BATCH_NUMBER")):
+        raise UnitNotModelled("SDP: batch > 1 from memory (flying off) not modelled")
+    if view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER") and view.field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST"):
+        raise InvalidLayer("SDP: batch > 1 writes memory only (cmod/sdp/NV_NVDLA_sdp.cpp asserts OUTPUT_DST = MEM)")
     proc = int(view.field("SDP", "D_DATA_FORMAT", "PROC_PRECISION"))
     out = int(view.field("SDP", "D_DATA_FORMAT", "OUT_PRECISION"))
     if flying:
@@ -419,6 +440,8 @@ def run_sdp(
     """
     options = options if options is not None else ModelOptions()
     flying = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE"))
+    if flying and source is not None and np.ndim(source) == 4:
+        return _run_batches(view, mem, options, live, np.asarray(source))
     if flying and source is None:
         raise UnitNotModelled("SDP: flying mode (input from CACC) needs the convolution pipeline (conv.run_conv)")
     if not flying and source is not None:
@@ -455,6 +478,49 @@ def run_sdp(
     notes.extend(notes_extra)
     return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
                    proc=proc)  # fmt: skip
+
+
+class _BatchView:
+    """The SDP registers of batch ``b``: destination base + ``b * D_DST_BATCH_STRIDE``, one batch."""
+
+    def __init__(self, view: RegisterView, b: int) -> None:
+        self._v = view
+        base = _addr(view, "SDP", "D_DST_BASE_ADDR") + b * int(view.reg("SDP", "D_DST_BATCH_STRIDE"))
+        self._regs = {("SDP", "D_DST_BASE_ADDR_LOW"): base & 0xFFFFFFFF, ("SDP", "D_DST_BASE_ADDR_HIGH"): base >> 32}
+
+    def reg(self, block: str, register: str) -> int:
+        return self._regs.get((block, register), self._v.reg(block, register))
+
+    def field(self, block: str, register: str, field: str) -> int:
+        if (block, register, field) == ("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER"):
+            return 0
+        if (block, register) in self._regs:
+            raise NotImplementedError(f"{block}.{register}: read it with reg()")
+        return self._v.field(block, register, field)
+
+    def __getattr__(self, name: str):  # noqa: ANN204 - lut/has/... of the wrapped view
+        return getattr(self._v, name)
+
+
+def _run_batches(view: RegisterView, mem: MemoryPort, options: ModelOptions, live: SdpLiveCounters | None,
+                 source: np.ndarray) -> LayerResult:  # fmt: skip
+    """Flying SDP over ``B = BATCH_NUMBER + 1`` cubes from CACC (``source`` (B, Cpad, H, W)): each
+    batch as one cube written at ``D_DST_BASE_ADDR + b * D_DST_BATCH_STRIDE`` (cmod
+    ``sdp/NV_NVDLA_sdp.cpp`` ``WdmaSequenceBatch``; ``SdpDataOperationBatch`` runs the same
+    datapath per element); the statistics of the layer are the sums over the batches."""
+    nb = int(view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER")) + 1
+    if source.shape[0] != nb:
+        raise ValueError(f"SDP: {source.shape[0]} batches from CACC but BATCH_NUMBER + 1 = {nb}")
+    stats: dict[tuple[str, str], int] = {}
+    notes: list[str] = []
+    elements = 0
+    for b in range(nb):
+        res = run_sdp(_BatchView(view, b), mem, options, live=live, source=source[b])
+        for k, v in res.stats.items():
+            stats[k] = min(stats.get(k, 0) + int(v), 0xFFFFFFFF)
+        notes.extend(n for n in res.notes if n not in notes)
+        elements += res.elements
+    return LayerResult(stats=stats, elements=elements, notes=notes)
 
 
 def _packed_1x1(w: int, h: int, group: int, bpe: int, surface_stride: int) -> int:
@@ -551,6 +617,8 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
     out_group = atom // out_bpe
     stats: dict[tuple[str, str], int] = {}
     if eql:
+        if to_pdp:  # cmod SdpDataOperationDC: the EQL branch sends nothing to PDP, which then waits forever
+            raise InvalidLayer("SDP: EW ALU EQL with OUTPUT_DST = PDP: SDP sends no data to PDP (the C model hangs)")
         # EQL: C passes the low 16 bits with no saturation flag; nothing is written (3.3)
         y = sx(x, 16)
         sat_count = 0
@@ -581,13 +649,13 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
             ocube = _Cube(w, h, surfaces(c, atom) * atom, out_group)
         if ocube.cpad > y.shape[0]:
             raise UnitNotModelled("SDP: output padding lanes beyond the input's not modelled")
-        y = y[: ocube.cpad]
+        streamed, y = y, y[: ocube.cpad]
         flag = flag[: ocube.cpad]
         sat_count = int(np.count_nonzero(flag))
         if to_pdp:
             from .pdp import run_pdp
 
-            pdp_res = run_pdp(view, mem, options, source=y)
+            pdp_res = run_pdp(view, mem, options, source=streamed)  # every lane SDP streams (pdp._flying_parts)
         else:
             _write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
 

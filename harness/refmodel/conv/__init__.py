@@ -175,16 +175,17 @@ def _read_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, cf
 def _check_modelled(view: RegisterView) -> int:
     """Refuse what the model does not cover; returns the precision code (INT8 0 / INT16 1 / FP16 2)."""
     prec = int(view.field("CDMA", "D_MISC_CFG", "PROC_PRECISION"))
+    wino = int(view.field("CDMA", "D_MISC_CFG", "CONV_MODE")) == 1  # winograd.py checks the other blocks agree
+    image = is_image_input(view)
     for b in ("CDMA", "CSC", "CACC"):
-        if view.field(b, "D_MISC_CFG", "CONV_MODE"):
-            raise UnitNotModelled(f"{b}: Winograd convolution not modelled")
+        if view.field(b, "D_MISC_CFG", "CONV_MODE") and not wino:
+            raise UnitNotModelled(f"{b}: CONV_MODE WINOGRAD while CDMA's is DIRECT: mixed modes not modelled")
         p = int(view.field(b, "D_MISC_CFG", "PROC_PRECISION"))
         if p not in (PREC_INT8, PREC_INT16, PREC_FP16):
             raise InvalidLayer(f"{b}.D_MISC_CFG.PROC_PRECISION = {p}: not a precision (INT8 0, INT16 1, FP16 2)")
         if p != prec:
             raise UnitNotModelled(f"{b}.D_MISC_CFG.PROC_PRECISION = {PREC_NAMES.get(p, p)} differs from CDMA's "
                                   f"{PREC_NAMES.get(prec, prec)}: mixed-precision convolution not modelled")  # fmt: skip
-    image = is_image_input(view)
     for b in ("CDMA", "CSC"):
         i = int(view.field(b, "D_MISC_CFG", "IN_PRECISION"))
         if i != prec and not image:  # the pixel path converts (image.fetch_image checks it)
@@ -194,9 +195,18 @@ def _check_modelled(view: RegisterView) -> int:
         raise UnitNotModelled("CDMA and CSC D_DATAIN_FORMAT.DATAIN_FORMAT differ (feature vs pixel): not modelled")
     if int(view.field("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")) != int(view.field("CSC", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")):
         raise UnitNotModelled("CDMA and CSC D_WEIGHT_FORMAT.WEIGHT_FORMAT differ (uncompressed vs compressed): not modelled")
-    for b in ("CDMA", "CSC", "CACC"):
-        if view.field(b, "D_BATCH_NUMBER", "BATCHES"):
-            raise UnitNotModelled(f"{b}: batch > 1 not modelled")
+    nb = {b: int(view.field(b, "D_BATCH_NUMBER", "BATCHES")) for b in ("CDMA", "CSC", "CACC")}
+    nb["SDP"] = int(view.field("SDP", "D_FEATURE_MODE_CFG", "BATCH_NUMBER"))
+    if len(set(nb.values())) > 1:
+        raise UnitNotModelled(f"batch counts differ between CDMA/CSC/CACC/SDP ({nb}): mixed batch programming not modelled")
+    if nb["CDMA"] and (image or wino):
+        raise UnitNotModelled("batch > 1 with image input or Winograd not modelled (direct convolution of feature data only)")
+    if nb["CDMA"]:
+        cs = int(view.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")) + 1
+        need = int(view.reg("CDMA", "D_SURF_STRIDE")) * -(-cs * (1 if prec == PREC_INT8 else 2) // 32)
+        if int(view.reg("CDMA", "D_BATCH_STRIDE")) < need:
+            raise InvalidLayer(f"CDMA.D_BATCH_STRIDE {int(view.reg('CDMA', 'D_BATCH_STRIDE'))} < surface stride x surfaces "
+                               f"{need} (cmod NV_NVDLA_cdma.cpp 'invalid configuration batch_stride')")
     if view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION") and not is_image_input(view):
         raise UnitNotModelled("CSC: channel post-extension not modelled")
     if prec == PREC_FP16 and not image and view.field("CDMA", "D_CVT_CFG", "CVT_EN"):
@@ -209,20 +219,40 @@ def run_conv(
     view: RegisterView, mem: MemoryPort, options: ModelOptions | None = None, live=None
 ) -> LayerResult:
     """One flying direct-convolution layer: CDMA/CSC/CMAC/CACC, then SDP (flying input) to
-    memory, or on to PDP when ``SDP.D_FEATURE_MODE_CFG.OUTPUT_DST`` = PDP."""
-    from ..sdp import run_sdp
-
+    memory, or on to PDP when ``SDP.D_FEATURE_MODE_CFG.OUTPUT_DST`` = PDP. Winograd
+    (``CONV_MODE`` 1) goes through :func:`winograd.winograd_conv` instead of CDMA..CACC."""
     options = options if options is not None else ModelOptions()
-    sem = options.semantics
     atom = options.atom_bytes
-    atomic_c, atomic_k = options.mac_atomic_c, options.mac_atomic_k
+    atomic_k = options.mac_atomic_k
     prec = _check_modelled(view)
     bpe = 1 if prec == PREC_INT8 else 2
     if bpe == 2:
         atomic_k = max(atomic_k // 2, 1)  # one int16 kernel per MAC cell where int8 has two
     check_cbuf(view, options)
+    if int(view.field("CDMA", "D_MISC_CFG", "CONV_MODE")) == 1:  # Winograd (winograd.py, imported only here)
+        try:
+            from .winograd import winograd_conv
+        except ImportError:
+            raise UnitNotModelled("Winograd convolution not modelled") from None
+        y, sat, (out_k, out_h, out_w) = winograd_conv(view, mem, options)
+        return _to_sdp(view, mem, options, live, y, sat, out_k, out_h, out_w, atom // bpe)
+    nb = int(view.field("CDMA", "D_BATCH_NUMBER", "BATCHES")) + 1
+    if nb > 1:  # batches: the same layer on B cubes, weights shared (CSC interleaves them per stripe)
+        ys = [_conv_one(view, mem, options, prec, bpe, atomic_k, b) for b in range(nb)]
+        y = np.stack([t[0] for t in ys])
+        cfg = ys[0][2]
+        return _to_sdp(view, mem, options, live, y, sum(t[1] for t in ys), cfg.out_k, cfg.out_h, cfg.out_w, atom // bpe)
+    y, sat, cfg = _conv_one(view, mem, options, prec, bpe, atomic_k, 0)
+    return _to_sdp(view, mem, options, live, y, sat, cfg.out_k, cfg.out_h, cfg.out_w, atom // bpe)
+
+
+def _conv_one(view: RegisterView, mem: MemoryPort, options: ModelOptions, prec: int, bpe: int, atomic_k: int,
+              batch: int) -> tuple[np.ndarray, int, ConvConfig]:  # fmt: skip
+    """CDMA..CACC of one (batch) cube: ((K, OH, OW) values, CACC saturation count, geometry)."""
+    sem = options.semantics
+    atomic_c = options.mac_atomic_c
     cfg = decode_conv_config(view)
-    d = _fetch_input(view, mem, options, bpe)
+    d = _fetch_input(view, mem, options, bpe) if batch == 0 else _fetch_feature(view, mem, options.atom_bytes, bpe, batch)
     if is_image_input(view):  # the pre-extended cube is an ordinary 1-wide convolution (image.image_conv_config)
         from .image import image_conv_config
 
@@ -247,10 +277,17 @@ def run_conv(
     else:
         y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")),
                              atomic_c=atomic_c, semantics=sem, precision=prec)  # fmt: skip
-    lanes = atom // bpe  # output channels per memory atom
-    kpad = -(-cfg.out_k // lanes) * lanes
-    x = np.zeros((kpad, cfg.out_h, cfg.out_w), dtype=I64)
-    x[: cfg.out_k] = y
+    return y, sat, cfg
+
+
+def _to_sdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, live, y: np.ndarray, sat: int, out_k: int,  # noqa: ANN001
+            out_h: int, out_w: int, lanes: int) -> LayerResult:  # fmt: skip
+    """CACC -> SDP on the fly: output lanes ``K .. lanes*ceil(K/lanes)-1`` carry 0; the SDP writes memory or PDP."""
+    from ..sdp import run_sdp
+
+    kpad = -(-out_k // lanes) * lanes
+    x = np.zeros((*y.shape[:-3], kpad, out_h, out_w), dtype=I64)  # (B, Kpad, H, W) with batches
+    x[..., :out_k, :, :] = y
     notes: list[str] = []
     stats: dict[tuple[str, str], int] = {("CACC", "D_OUT_SATURATION"): min(sat, 0xFFFFFFFF)}
     sdp_res = run_sdp(view, mem, options, live=live, source=x)

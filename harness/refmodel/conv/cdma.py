@@ -53,13 +53,15 @@ def read_dc_weights(
 
 
 
-def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1) -> np.ndarray:
-    """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only); ``bpe`` 2 = INT16."""
+def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1, batch: int = 0) -> np.ndarray:
+    """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only); ``bpe`` 2 = INT16. Batch
+    ``batch`` starts ``batch * D_BATCH_STRIDE`` bytes after ``D_DAIN_ADDR`` (cmod
+    ``NV_NVDLA_cdma.cpp`` ``DirectConvDataRequestSequencerCommon``: ``base_addr + batch_iter * batch_stride``)."""
     w = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH")) + 1
     h = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT")) + 1
     c = int(view.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")) + 1
     geo = CubeGeometry(
-        base=_addr(view, "CDMA", "D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0"),
+        base=_addr(view, "CDMA", "D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0") + batch * int(view.reg("CDMA", "D_BATCH_STRIDE")),
         line_stride=int(view.reg("CDMA", "D_LINE_STRIDE")),
         surface_stride=int(view.reg("CDMA", "D_SURF_STRIDE")),
         width=w,

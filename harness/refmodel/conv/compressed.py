@@ -26,7 +26,7 @@ from ..base import InvalidLayer, MemoryPort, ModelOptions, RegisterView, UnitNot
 from ._common import I64, PREC_INT8, PREC_NAMES, reg_addr
 from .cdma import read_dc_weights
 
-__all__ = ["decompress_stream", "read_compressed_weights"]
+__all__ = ["decompress_stream", "decompressed_weight_bytes", "read_compressed_weights"]
 
 _MAX_WEIGHTS = 1 << 24  # elements (16 Mi): every register-derived size is checked against this before reading
 
@@ -57,17 +57,29 @@ def decompress_stream(wmb: np.ndarray, data: np.ndarray, n: int, bpe: int) -> np
 def read_compressed_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, k: int, c: int, kh: int,
                             kw: int) -> np.ndarray:  # fmt: skip
     """Weights (K, C, KH, KW) of a compressed layer (module doc), int64 like :func:`read_dc_weights`."""
+    if int(view.field("CDMA", "D_MISC_CFG", "CONV_MODE")):
+        raise UnitNotModelled("compressed Winograd weights: winograd.py reads them (decompressed_weight_bytes)")
+    raw, bpe, atomic_k = decompressed_weight_bytes(view, mem, options, k, c * kh * kw)
+    return read_dc_weights(_Bytes(raw), 0, k, c, kh, kw, atomic_k, options.mac_atomic_c, bpe)
+
+
+def decompressed_weight_bytes(view: RegisterView, mem: MemoryPort, options: ModelOptions, k: int,
+                              per_kernel: int) -> tuple[np.ndarray, int, int]:  # fmt: skip
+    """The uncompressed weight surface (bytes, in the mapping order of the layer's format: direct
+    or Winograd) of ``k`` kernels of ``per_kernel`` elements, with the element size and the kernel
+    group size. The C model expands the streams the same way in both modes (``csc/NV_NVDLA_csc.cpp``
+    ``get_decompressed_weight``, called by ``SendWeightToMacSequencerWinoConvCommon`` too; CDMA
+    fetches Winograd weights with ``DirectConvWeightResponseSequencerCommon``)."""
     f = lambda b, r, n: int(view.field(b, r, n))  # noqa: E731
     prec = f("CDMA", "D_MISC_CFG", "PROC_PRECISION")
     if prec not in PREC_NAMES:
         raise InvalidLayer(f"CDMA.D_MISC_CFG.PROC_PRECISION = {prec}: not INT8/INT16/FP16")
-    if f("CDMA", "D_MISC_CFG", "CONV_MODE"):
-        raise UnitNotModelled("compressed Winograd weights not modelled")
     bpe = 1 if prec == PREC_INT8 else 2
     atomic_k = options.mac_atomic_k if bpe == 1 else max(options.mac_atomic_k // 2, 1)
-    n = k * c * kh * kw
+    c = per_kernel
+    n = k * per_kernel
     if n <= 0 or n > _MAX_WEIGHTS:
-        raise InvalidLayer(f"CSC weight size {k}x{c}x{kh}x{kw} outside 1..{_MAX_WEIGHTS} elements")
+        raise InvalidLayer(f"CSC weight size {k} kernels x {per_kernel} outside 1..{_MAX_WEIGHTS} elements")
     wmb_bytes = int(view.reg("CDMA", "D_WMB_BYTES"))
     if f("CSC", "D_WMB_BYTES", "WMB_BYTES") != f("CDMA", "D_WMB_BYTES", "WMB_BYTES"):
         raise InvalidLayer("CDMA.D_WMB_BYTES and CSC.D_WMB_BYTES differ")
@@ -85,7 +97,6 @@ def read_compressed_weights(view: RegisterView, mem: MemoryPort, options: ModelO
     groups = -(-k // atomic_k)
     wgs = np.asarray(port.read(reg_addr(view, "CDMA", "D_WGS_ADDR_HIGH", "D_WGS_ADDR_LOW"), 4 * groups), dtype=np.uint8)
     wgs = np.ascontiguousarray(wgs).view("<u4").astype(I64)
-    per_kernel = c * kh * kw
     starts = np.arange(groups, dtype=I64) * atomic_k * per_kernel
     counts = np.add.reduceat(mask, starts) * bpe if n else np.zeros(0, dtype=I64)
     if not np.array_equal(wgs, counts):
@@ -93,5 +104,5 @@ def read_compressed_weights(view: RegisterView, mem: MemoryPort, options: ModelO
         raise InvalidLayer(f"WGS at CDMA.D_WGS_ADDR: group {bad} holds {int(wgs[bad])} bytes but its WMB bits mark "
                            f"{int(counts[bad])} (seed 000: WGS = remaining bytes of each kernel group)")
     data = np.asarray(port.read(reg_addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"), nnz * bpe), dtype=np.uint8)
-    raw = decompress_stream(wmb, data, n, bpe)
-    return read_dc_weights(_Bytes(raw), 0, k, c, kh, kw, atomic_k, options.mac_atomic_c, bpe)
+    del c
+    return decompress_stream(wmb, data, n, bpe), bpe, atomic_k

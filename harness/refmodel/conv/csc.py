@@ -111,6 +111,8 @@ def check_cbuf(view: RegisterView, options: ModelOptions) -> None:
                            f"{options.cbuf_banks} CBUF banks")  # fmt: skip
     if f("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT") == 1:
         return  # pixel input: image.fetch_image owns the pixel-line entry rule
+    if f("CDMA", "D_MISC_CFG", "CONV_MODE") == 1:
+        return  # Winograd: winograd.check_winograd_cbuf owns the 4x4-block entry rule
     w = f("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH") + 1
     c = f("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL") + 1
     bpe = 1 if f("CDMA", "D_MISC_CFG", "PROC_PRECISION") == PREC_INT8 else 2
