@@ -62,7 +62,8 @@ def test_bundled_suites_are_present_and_load():
     assert counts["sdp_lut"] >= 16 and counts["cdp_lut"] >= 16
     assert {"sdp_cvt", "sdp_bsbn", "layout_nvdla", "layout_dmp", "layout_sophgo"} <= set(counts)
     size = sum(f.stat().st_size for f in ROOT.rglob("*") if f.is_file())
-    assert size < 2 << 20
+    # a budget for the wheel: nv_full convolution cases carry 10-130 KB of weights and images each
+    assert size < 3 << 20
 
 
 def test_lut_suites_cover_every_priority_combination_and_both_le_functions():
