@@ -27,7 +27,6 @@ from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.traces import _footprint, find_traces, parse_trace, run_trace, trace_features
-from nvdla_hil.harness.vectors import bundled_root, case_features, find_cases, load_case, run_case
 
 LAB = """\
 lock_dir: {lock}
@@ -50,43 +49,19 @@ def _minimum(trace) -> int:  # noqa: ANN001
     return reads + sum(c.args[3] for c in trace.of_kind("check_crc"))
 
 
-def _case_minimum(case) -> int:  # noqa: ANN001
-    """A vector's inputs are the exact surfaces the layer reads; its outputs are compared whole."""
-    return sum(s.nbytes for s in case.inputs) + sum(s.nbytes for s in case.outputs)
-
-
-def _add(row: list[int], tx: int, rx: int, minimum: int) -> None:
-    row[0] += tx
-    row[1] += rx
-    row[2] += minimum
-    row[3] += 1
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--traces", required=True)
     ap.add_argument("--limit", type=int, default=0)
     ap.add_argument("--full", action="store_true", help="also measure the full set-up")
-    ap.add_argument("--vectors", nargs="?", const=str(bundled_root()), default=None, metavar="DIR",
-                    help="also run every nv_small layer vector under DIR (default: the bundled vectors)")
     args = ap.parse_args()
     paths = find_traces(args.traces)
     if args.limit:
         paths = paths[: args.limit]
-    prof = load_profile("nv_small")
-    cases = []
-    for c in find_cases(args.vectors) if args.vectors else ():
-        case = load_case(c)
-        if case.kind != "layer":
-            continue
-        lacks = sorted(f for f in case_features(case) if not prof.has(f))
-        if lacks:
-            print(f"skipped vector {case.name}: needs {', '.join(lacks)}, which nv_small lacks")
-            continue
-        cases.append(case)
     modes = ["lean"] + (["full"] if args.full else [])
     rows: dict[tuple[str, str, str], list[int]] = collections.defaultdict(lambda: [0, 0, 0, 0])  # class, integrity, mode
     failed = []
+    prof = load_profile("nv_small")
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         with serve_in_thread(ModelTarget("nv_small"), BoardMap(dram_size=0x4000_0000), mode="tcp") as emu:
@@ -109,24 +84,17 @@ def main() -> int:
                         if r.status != "passed":
                             failed.append(f"{p.name} {integrity} {mode}: {r.status} {r.message}")
                         cls = p.name.split("_")[0]
-                        for key in ((cls, integrity, mode), ("traces", integrity, mode), ("ALL", integrity, mode)):
-                            _add(rows[key], tx, rx, minimum)
-                for case in cases:  # a vector's set-up is already minimal: its inputs, its outputs poisoned
-                    with open_target(spec) as t:
-                        r = run_case(case, t, target_kind="serial")
-                        tx, rx = t.stats.tx_bytes, t.stats.rx_bytes
-                    if r.status != "passed":
-                        failed.append(f"vector {case.name} {integrity}: {r.status} {r.message}")
-                    cls = "v:" + case.folder.parent.name
-                    for key in ((cls, integrity, "lean"), ("vectors", integrity, "lean"), ("ALL", integrity, "lean")):
-                        _add(rows[key], tx, rx, _case_minimum(case))
-    ran = rows[("traces", "plain", "lean")][3]
-    nv = rows[("vectors", "plain", "lean")][3]
-    print(f"{ran} traces from {args.traces}, {nv} vectors from {args.vectors}, board emulator (nv_small) over TCP, wall {time.monotonic() - t0:.0f} s")
+                        for key in ((cls, integrity, mode), ("ALL", integrity, mode)):
+                            row = rows[key]
+                            row[0] += tx
+                            row[1] += rx
+                            row[2] += minimum
+                            row[3] += 1
+    ran = rows[("ALL", "plain", "lean")][3]
+    print(f"{ran} traces from {args.traces}, board emulator (nv_small) over TCP, wall {time.monotonic() - t0:.0f} s")
     print(f"{'class':8} {'integrity':9} {'set-up':6} {'tests':>5} {'to board':>12} {'from board':>12} {'minimum':>12} "
           f"{'ratio':>6} {'wire @3Mbaud':>12}")
-    order = {"traces": 1, "vectors": 2, "ALL": 3}
-    for (cls, integrity, mode), (tx, rx, mn, n) in sorted(rows.items(), key=lambda kv: (order.get(kv[0][0], 0), kv[0])):
+    for (cls, integrity, mode), (tx, rx, mn, n) in sorted(rows.items(), key=lambda kv: (kv[0][0] == "ALL", kv[0])):
         print(f"{cls:8} {integrity:9} {mode:6} {n:5d} {tx:12,d} {rx:12,d} {mn:12,d} {(tx + rx) / max(mn, 1):6.2f} "
               f"{(tx + rx) * 10 / BAUD:11.1f}s")
     for f in failed:

@@ -521,9 +521,7 @@ register_unit(
     "sdp-pdp",
     schema={**SCHEMAS["sdp-bsbn"], **SCHEMAS["sdp-fp16"], **{k: _PDP_SCHEMA[k] for k in _POOL_FIELDS},
             "path": EnumF(tuple(_PATHS), "int8_to_int8", needs={p: _PATHS[p] for p in _PATHS if _PATHS[p]}), "pdp_nan_to_zero": _ONOFF,
-            "done": EnumF(("pdp", "sdp")),
-            # sdp-fp16's ports have no profile needs; the secondary port only where the profile has it (nv_small not)
-            "src_port": _PORT, "dst_port": _PORT, "op_port": _PORT},
+            "done": EnumF(("pdp", "sdp"))},
     needs=("pdp",),
     groups=("sdp.prec", "sdp.fp16", "pdp.pool", "pdp.ports"),
     generator=gen_sdp_pdp,
