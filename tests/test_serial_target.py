@@ -150,6 +150,10 @@ def test_trace_lut_payload_is_proven_over_the_link(tmp_path, trace_root):
         lab.write_text(LAB.format(lock=tmp_path, url=emu.url, profile="nv_small", dram=DRAM, integrity="verify"))
         with open_target(TargetSpec(kind="serial", profile="nv_small", lab=str(lab), board="emu")) as t:
             res = run_trace(trace_root / "cdp_8x8x64_lrn3_int8_5", t)
-            assert len(hits) == 1 and t.stats.verify_mismatches == 1 and t.stats.retries == 1
-            assert "1 read mismatches" in t.link_report()
+            # the corrupted LUT write is caught and redone; a status register that changes between its
+            # two agreeing reads while the layer computes (load-dependent) may add mismatches, never
+            # a fault of another kind (a timeout or a short reply)
+            assert len(hits) == 1 and t.stats.verify_mismatches >= 1 and t.stats.retries >= 1
+            assert t.stats.link_faults == t.stats.verify_mismatches
+            assert f"{t.stats.verify_mismatches} read mismatches" in t.link_report()
     assert res.status == "passed", res.summary()
