@@ -5,33 +5,23 @@ the cmod's FP16 LRN (hls_wrapper/cdp_hls_wrapper.cpp)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _suites import assert_cmod_provenance, assert_passes_on_model, bundled_cases
 
 from nvdla_hil.harness.refmodel.cdp import CdpConfig, cdp_lrn_fp16
 from nvdla_hil.harness.refmodel.lut import LutParams
-from nvdla_hil.harness.targets.model import ModelTarget
-from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
 
-SUITE = Path(bundled_root()) / "cdp_fp16"
-CASES = sorted(find_cases(SUITE))
+CASES = bundled_cases("cdp_fp16")
 
 
 def test_suite_is_bundled_with_cmod_goldens():
-    assert len(CASES) >= 12
-    for p in CASES:
-        prov = load_case(p).provenance
-        assert "NVDLA C model" in prov["note"], p
+    assert_cmod_provenance(CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_bundled_case_passes_on_model(case):
-    c = load_case(case)
-    with ModelTarget(c.profile, semantics="cmod") as t:
-        res = run_case(c, t)
-    assert res.passed, res.summary()
+    assert_passes_on_model(case)
 
 
 def _f32(v: float) -> int:

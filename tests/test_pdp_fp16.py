@@ -5,32 +5,22 @@ FP16 rules (nvdla_float.h ``FpExpoWidthDec<6,5,10>``, ``FpCmp<5,10>``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from _suites import assert_cmod_provenance, assert_passes_on_model, bundled_cases
 
 from nvdla_hil.harness.refmodel.fp16_extra import fp16_cmp_bits, fp17_to_fp16_bits
-from nvdla_hil.harness.targets.model import ModelTarget
-from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
 
-SUITE = Path(bundled_root()) / "pdp_fp16"
-CASES = sorted(find_cases(SUITE))
+CASES = bundled_cases("pdp_fp16")
 
 
 def test_suite_is_bundled_with_cmod_goldens():
-    assert len(CASES) >= 12
-    for p in CASES:
-        prov = load_case(p).provenance
-        assert "NVDLA C model" in prov["note"], p
+    assert_cmod_provenance(CASES)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_bundled_case_passes_on_model(case):
-    c = load_case(case)
-    with ModelTarget(c.profile, semantics="cmod") as t:
-        res = run_case(c, t)
-    assert res.passed, res.summary()
+    assert_passes_on_model(case)
 
 
 def test_fp17_to_fp16_rebias_denormal_rounding_and_saturation():

@@ -16,6 +16,7 @@ batch), for even output widths only (see :func:`_batches`). Register programming
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -180,6 +181,87 @@ def _mac_acc_regs(prof: HardwareProfile, p: int, OW: int, OH: int, K: int, dst: 
     ]
 
 
+@dataclass(frozen=True)
+class PixelInput:
+    """The image-only CDMA fields (``DATAIN_FORMAT`` = PIXEL): pixel format index, sign override, ROI X
+    offset, second-plane base and line stride, mean format and the four global means."""
+
+    pixel_format: int
+    sign_override: int
+    x_offset: int
+    uv_base: int
+    uv_line_stride: int
+    mean_format: int
+    means: tuple[int, ...]
+
+
+def _cdma_regs(prof: HardwareProfile, s: Sampler, *, misc: dict[str, int], src: int, size: tuple[int, int, int],
+               line: int, surf: int, entries: int, weight: tuple[int, int, int, int], stride: tuple[int, int],
+               pads: dict[str, int], pad_value: int, banks: tuple[int, int], nan_to_zero: int,
+               ext: tuple[int, int] | None = None, cvt: tuple[int, int, int, int] = (0, 0, 1, 0),
+               pixel: PixelInput | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """CDMA registers of one convolution layer (``D_MISC_CFG`` to ``D_NAN_FLUSH_TO_ZERO``, in one fixed
+    write order), shared by the direct, Winograd and image generators.
+
+    ``size`` is the input cube (W, H, C) at ``src``; ``ext`` its extended (W, H) (Winograd; default
+    ``size``); ``weight`` is (bytes per kernel, kernels, address, bytes); ``cvt`` (enable, offset,
+    scale, truncate) of the input convertor; ``pads`` holds ``pad_left/right/top/bottom``; ``banks``
+    (data, weight) counts. Feature input (``pixel`` None) reads ``D_SURF_STRIDE`` and packs lines and
+    surfaces when the strides are dense (cmod ``DirectConvDataRequestSequencerCommon``,
+    ``NV_NVDLA_cdma.cpp:1014``); image input reads the second plane's ``D_DAIN_ADDR_*_1`` and
+    ``D_LINE_UV_STRIDE`` instead (``ImageConvDataRequestSequencerCommon``, ``NV_NVDLA_cdma.cpp:2142-2147``)
+    and the global means (``surf`` is then unused, both DAIN_MAP flags 0)."""
+    W, H, C = size
+    We, He = ext or (W, H)
+    kernel_bytes, kernels, waddr, wbytes = weight
+    cvt_en, cvt_offset, cvt_scale, cvt_shift = cvt
+    px = pixel or PixelInput(0, 0, 0, 0, 0, 0, (0, 0, 0, 0))
+    packed = (0, 0) if pixel else (int(line == W * prof.atom_bytes), int(surf == H * line))
+    plane1 = [_reg("CDMA.D_DAIN_ADDR_HIGH_1", DATAIN_ADDR_HIGH_1=0),
+              _reg("CDMA.D_DAIN_ADDR_LOW_1", DATAIN_ADDR_LOW_1=px.uv_base)] if pixel else []
+    surf_reg = _reg("CDMA.D_LINE_UV_STRIDE", UV_LINE_STRIDE=px.uv_line_stride) if pixel else \
+        _reg("CDMA.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CDMA.D_SURF_STRIDE", "SURF_STRIDE", surf))
+    means = [_reg("CDMA.D_MEAN_GLOBAL_0", MEAN_RY=px.means[0] & 0xFFFF, MEAN_GU=px.means[1] & 0xFFFF),
+             _reg("CDMA.D_MEAN_GLOBAL_1", MEAN_BV=px.means[2] & 0xFFFF, MEAN_AX=px.means[3] & 0xFFFF)] if pixel else []
+    return [
+        _reg("CDMA.D_MISC_CFG", **misc),
+        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=int(pixel is not None), PIXEL_FORMAT=px.pixel_format, PIXEL_MAPPING=0,
+             PIXEL_SIGN_OVERRIDE=px.sign_override),
+        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
+        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1),
+        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=We - 1, DATAIN_HEIGHT_EXT=He - 1),
+        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=px.x_offset, PIXEL_Y_OFFSET=0),
+        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
+        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
+        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
+        *plane1,
+        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=line),
+        surf_reg,
+        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=packed[0], SURF_PACKED=packed[1]),
+        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
+        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=entries - 1),
+        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
+        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
+        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=kernel_bytes - 1),
+        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=kernels - 1),
+        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
+        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
+        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
+        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
+        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=px.mean_format),
+        *means,
+        _reg("CDMA.D_CVT_CFG", CVT_EN=cvt_en, CVT_TRUNCATE=cvt_shift),
+        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=cvt_offset & 0xFFFF),
+        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=cvt_scale & 0xFFFF),
+        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=stride[0] - 1, CONV_Y_STRIDE=stride[1] - 1),
+        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=pads["pad_left"], PAD_RIGHT=pads["pad_right"], PAD_TOP=pads["pad_top"],
+             PAD_BOTTOM=pads["pad_bottom"]),
+        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_value),
+        _reg("CDMA.D_BANK", DATA_BANK=banks[0] - 1, WEIGHT_BANK=banks[1] - 1),
+        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=nan_to_zero),
+    ]
+
+
 def _weights(d: Draft, mem: _Mem, prof: HardwareProfile, w: np.ndarray, port: str) -> tuple[int, int]:
     """Direct-convolution weights (nvdla.weight.dc); returns (address, bytes as programmed)."""
     params = {"profile": prof.name}
@@ -272,40 +354,12 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
             trunc = min(trunc, 16)  # cmod: cacc_clip_truncate_ + 32 <= 48
     misc = dict(CONV_MODE=0, IN_PRECISION=p, PROC_PRECISION=p, DATA_REUSE=0, WEIGHT_REUSE=0, SKIP_DATA_RLS=0,
                 SKIP_WEIGHT_RLS=0)
-    packed = int(line == W * atom), int(surf == H * line)
+    d.registers += _cdma_regs(
+        prof, s, misc=misc, src=src, size=(W, H, C), line=line, surf=surf, entries=entries,
+        weight=(KW * KH * C * bpe, K, waddr, wbytes), cvt=(cvt_en, cvt["offset"], cvt["scale"], cvt["shift"]),
+        stride=(g["stride_x"], g["stride_y"]), pads=g, pad_value=pad_field, banks=(data_banks, wt_banks),
+        nan_to_zero=int(s["nan_to_zero"]) if prec == "fp16" else 0)
     d.registers += [
-        _reg("CDMA.D_MISC_CFG", **misc),
-        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=0, PIXEL_FORMAT=0, PIXEL_MAPPING=0, PIXEL_SIGN_OVERRIDE=0),
-        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
-        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1),
-        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),
-        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=0, PIXEL_Y_OFFSET=0),
-        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
-        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
-        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
-        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=line),
-        _reg("CDMA.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CDMA.D_SURF_STRIDE", "SURF_STRIDE", surf)),
-        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=packed[0], SURF_PACKED=packed[1]),
-        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
-        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=entries - 1),
-        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
-        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
-        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=KW * KH * C * bpe - 1),
-        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1),
-        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
-        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
-        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
-        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
-        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=0),
-        _reg("CDMA.D_CVT_CFG", CVT_EN=cvt_en, CVT_TRUNCATE=cvt["shift"]),
-        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=cvt["offset"] & 0xFFFF),
-        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=cvt["scale"] & 0xFFFF),
-        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=g["stride_x"] - 1, CONV_Y_STRIDE=g["stride_y"] - 1),
-        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_RIGHT=g["pad_right"], PAD_TOP=g["pad_top"],
-             PAD_BOTTOM=g["pad_bottom"]),
-        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
-        _reg("CDMA.D_BANK", DATA_BANK=data_banks - 1, WEIGHT_BANK=wt_banks - 1),
-        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_to_zero"]) if prec == "fp16" else 0),
         _reg("CSC.D_MISC_CFG", **misc),
         _reg("CSC.D_DATAIN_FORMAT", DATAIN_FORMAT=0),
         _reg("CSC.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),

@@ -31,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from ...drivers.profiles import HardwareProfile
-from ..fuzz import PORTS, RAM_TYPE, EnumF, IntF, Sampler, _Mem, _pick_cvt, register_unit
+from ..fuzz import PORTS, EnumF, IntF, Sampler, _Mem, _pick_cvt, register_unit
 from ..layouts.nvdla import PIXEL_FORMATS, compressed_offsets
 from ..vectors import Hex, pack_surface, packed_size
 from ..vectors_gen import Draft, _reg
 from .conv import SCHEMA as CONV_SCHEMA
-from .conv import _feature_geo, _mac_acc_regs, _sdp_flying, _surface, _units, _values, gen_conv
+from .conv import PixelInput, _cdma_regs, _feature_geo, _mac_acc_regs, _sdp_flying, _surface, _units, _values, gen_conv
 
 __all__ = ["gen_conv_image", "gen_conv_compressed", "gen_conv_winograd", "IMAGE_SCHEMA", "COMPRESSED_SCHEMA", "WINOGRAD_SCHEMA"]
 
@@ -252,44 +252,13 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     misc = dict(CONV_MODE=0, IN_PRECISION=_PREC[in_prec], PROC_PRECISION=p, DATA_REUSE=0, WEIGHT_REUSE=0,
                 SKIP_DATA_RLS=0, SKIP_WEIGHT_RLS=0)
     wbytes = g["wbytes"]
+    pixel = PixelInput(pixel_format=_FORMATS.index(name), sign_override=sign, x_offset=xo, uv_base=base1,
+                       uv_line_stride=params.get("uv_line_stride", 0), mean_format=mean, means=tuple(means))
+    d.registers += _cdma_regs(
+        prof, s, misc=misc, src=src, size=(W, H, E), line=params["line_stride"], surf=0, entries=g["entries"],
+        weight=(R * Ce * esize, K, waddr, wbytes), cvt=(cvt_en, off, scale, trunc_c), stride=(g["stride_x"], g["stride_y"]),
+        pads=g, pad_value=pad_field, banks=(g["dbanks"], g["wbanks"]), nan_to_zero=int(s["nan_flush"]), pixel=pixel)
     d.registers += [
-        _reg("CDMA.D_MISC_CFG", **misc),
-        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=1, PIXEL_FORMAT=_FORMATS.index(name), PIXEL_MAPPING=0,
-             PIXEL_SIGN_OVERRIDE=sign),
-        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
-        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=E - 1),
-        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),
-        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=xo, PIXEL_Y_OFFSET=0),
-        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
-        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
-        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
-        _reg("CDMA.D_DAIN_ADDR_HIGH_1", DATAIN_ADDR_HIGH_1=0),
-        _reg("CDMA.D_DAIN_ADDR_LOW_1", DATAIN_ADDR_LOW_1=base1),
-        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=params["line_stride"]),
-        _reg("CDMA.D_LINE_UV_STRIDE", UV_LINE_STRIDE=params.get("uv_line_stride", 0)),
-        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=0, SURF_PACKED=0),
-        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
-        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
-        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
-        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
-        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=R * Ce * esize - 1),
-        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1),
-        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
-        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
-        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
-        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=_units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)),
-        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=mean),
-        _reg("CDMA.D_MEAN_GLOBAL_0", MEAN_RY=means[0] & 0xFFFF, MEAN_GU=means[1] & 0xFFFF),
-        _reg("CDMA.D_MEAN_GLOBAL_1", MEAN_BV=means[2] & 0xFFFF, MEAN_AX=means[3] & 0xFFFF),
-        _reg("CDMA.D_CVT_CFG", CVT_EN=cvt_en, CVT_TRUNCATE=trunc_c),
-        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=off & 0xFFFF),
-        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=scale & 0xFFFF),
-        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=g["stride_x"] - 1, CONV_Y_STRIDE=g["stride_y"] - 1),
-        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_RIGHT=g["pad_right"], PAD_TOP=g["pad_top"],
-             PAD_BOTTOM=g["pad_bottom"]),
-        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad_field),
-        _reg("CDMA.D_BANK", DATA_BANK=g["dbanks"] - 1, WEIGHT_BANK=g["wbanks"] - 1),
-        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_flush"])),
         _reg("CSC.D_MISC_CFG", **misc),
         _reg("CSC.D_DATAIN_FORMAT", DATAIN_FORMAT=1),
         _reg("CSC.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=W - 1, DATAIN_HEIGHT_EXT=H - 1),
@@ -538,42 +507,12 @@ def gen_conv_winograd(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         trunc = min(trunc, 16) if prec == "int16" else 0  # cmod: cacc_clip_truncate_ + 32 <= 48
     misc = dict(CONV_MODE=1, IN_PRECISION=p, PROC_PRECISION=p, DATA_REUSE=0, WEIGHT_REUSE=0, SKIP_DATA_RLS=0,
                 SKIP_WEIGHT_RLS=0)
-    packed = int(line == W * atom), int(surf == H * line)
     banks = dict(DATA_BANK=g["data_banks"] - 1, WEIGHT_BANK=g["wt_banks"] - 1)
-    wb = _units(prof, "CDMA.D_WEIGHT_BYTES", "WEIGHT_BYTES", wbytes)
+    d.registers += _cdma_regs(
+        prof, s, misc=misc, src=src, size=(W, H, C), ext=(We, He), line=line, surf=surf, entries=g["entries"],
+        weight=(16 * Ce * bpe, K, waddr, wbytes), stride=(st, st), pads=g, pad_value=pad & 0xFFFF,
+        banks=(g["data_banks"], g["wt_banks"]), nan_to_zero=int(s["nan_to_zero"]) if prec == "fp16" else 0)
     d.registers += [
-        _reg("CDMA.D_MISC_CFG", **misc),
-        _reg("CDMA.D_DATAIN_FORMAT", DATAIN_FORMAT=0, PIXEL_FORMAT=0, PIXEL_MAPPING=0, PIXEL_SIGN_OVERRIDE=0),
-        _reg("CDMA.D_DATAIN_SIZE_0", DATAIN_WIDTH=W - 1, DATAIN_HEIGHT=H - 1),
-        _reg("CDMA.D_DATAIN_SIZE_1", DATAIN_CHANNEL=C - 1),
-        _reg("CDMA.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=We - 1, DATAIN_HEIGHT_EXT=He - 1),
-        _reg("CDMA.D_PIXEL_OFFSET", PIXEL_X_OFFSET=0, PIXEL_Y_OFFSET=0),
-        _reg("CDMA.D_DAIN_RAM_TYPE", DATAIN_RAM_TYPE=RAM_TYPE[s["src_port"]]),
-        _reg("CDMA.D_DAIN_ADDR_HIGH_0", DATAIN_ADDR_HIGH_0=0),
-        _reg("CDMA.D_DAIN_ADDR_LOW_0", DATAIN_ADDR_LOW_0=src),
-        _reg("CDMA.D_LINE_STRIDE", LINE_STRIDE=line),
-        _reg("CDMA.D_SURF_STRIDE", SURF_STRIDE=_units(prof, "CDMA.D_SURF_STRIDE", "SURF_STRIDE", surf)),
-        _reg("CDMA.D_DAIN_MAP", LINE_PACKED=packed[0], SURF_PACKED=packed[1]),
-        _reg("CDMA.D_BATCH_NUMBER", BATCHES=0),
-        _reg("CDMA.D_ENTRY_PER_SLICE", ENTRIES=g["entries"] - 1),
-        _reg("CDMA.D_FETCH_GRAIN", GRAINS=0),
-        _reg("CDMA.D_WEIGHT_FORMAT", WEIGHT_FORMAT=0),
-        _reg("CDMA.D_WEIGHT_SIZE_0", BYTE_PER_KERNEL=16 * Ce * bpe - 1),
-        _reg("CDMA.D_WEIGHT_SIZE_1", WEIGHT_KERNEL=K - 1),
-        _reg("CDMA.D_WEIGHT_RAM_TYPE", WEIGHT_RAM_TYPE=RAM_TYPE[s["wt_port"]]),
-        _reg("CDMA.D_WEIGHT_ADDR_HIGH", WEIGHT_ADDR_HIGH=0),
-        _reg("CDMA.D_WEIGHT_ADDR_LOW", WEIGHT_ADDR_LOW=waddr),
-        _reg("CDMA.D_WEIGHT_BYTES", WEIGHT_BYTES=wb),
-        _reg("CDMA.D_MEAN_FORMAT", MEAN_FORMAT=0),
-        _reg("CDMA.D_CVT_CFG", CVT_EN=0, CVT_TRUNCATE=0),
-        _reg("CDMA.D_CVT_OFFSET", CVT_OFFSET=0),
-        _reg("CDMA.D_CVT_SCALE", CVT_SCALE=1),
-        _reg("CDMA.D_CONV_STRIDE", CONV_X_STRIDE=st - 1, CONV_Y_STRIDE=st - 1),
-        _reg("CDMA.D_ZERO_PADDING", PAD_LEFT=g["pad_left"], PAD_RIGHT=g["pad_right"], PAD_TOP=g["pad_top"],
-             PAD_BOTTOM=g["pad_bottom"]),
-        _reg("CDMA.D_ZERO_PADDING_VALUE", PAD_VALUE=pad & 0xFFFF),
-        _reg("CDMA.D_BANK", **banks),
-        _reg("CDMA.D_NAN_FLUSH_TO_ZERO", NAN_TO_ZERO=int(s["nan_to_zero"]) if prec == "fp16" else 0),
         _reg("CSC.D_MISC_CFG", **misc),
         _reg("CSC.D_DATAIN_FORMAT", DATAIN_FORMAT=0),
         _reg("CSC.D_DATAIN_SIZE_EXT_0", DATAIN_WIDTH_EXT=We - 1, DATAIN_HEIGHT_EXT=He - 1),
