@@ -311,7 +311,9 @@ def gen_sdp_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     (FP16 / INT16 -> FP16 paths: BS/BN/EW/LUT, specials, NAN_TO_ZERO), sdp-bsbn (INT8, also INT8 ->
     INT16) or :func:`_sdp_int16`, over the cube PDP's pooling geometry needs; or (``path`` conv) a
     direct convolution CDMA -> CACC -> SDP from the conv generator. PDP as in the pdp unit (split
-    widths only without kernel overlap). EW EQL is not drawn (SDP then sends nothing to PDP). The
+    widths only without kernel overlap, and only where the constraints draw ``split``: the shipped
+    sdp-pdp.yaml does not, as the model refuses split on the fly under rtl semantics,
+    ``refmodel/pdp.py`` ``_check_flying_split``). EW EQL is not drawn (SDP then sends nothing to PDP). The
     case's done unit (whose statistics are compared) is PDP or, with ``done`` = sdp, the source's
     (SDP's NaN/INF/saturation counters); PDP's D_NAN_FLUSH_TO_ZERO is drawn at random (no effect
     on the fly)."""
@@ -521,7 +523,9 @@ register_unit(
     "sdp-pdp",
     schema={**SCHEMAS["sdp-bsbn"], **SCHEMAS["sdp-fp16"], **{k: _PDP_SCHEMA[k] for k in _POOL_FIELDS},
             "path": EnumF(tuple(_PATHS), "int8_to_int8", needs={p: _PATHS[p] for p in _PATHS if _PATHS[p]}), "pdp_nan_to_zero": _ONOFF,
-            "done": EnumF(("pdp", "sdp"))},
+            "done": EnumF(("pdp", "sdp")),
+            # sdp-fp16's ports have no profile needs; the secondary port only where the profile has it (nv_small not)
+            "src_port": _PORT, "dst_port": _PORT, "op_port": _PORT},
     needs=("pdp",),
     groups=("sdp.prec", "sdp.fp16", "pdp.pool", "pdp.ports"),
     generator=gen_sdp_pdp,

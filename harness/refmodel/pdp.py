@@ -16,7 +16,8 @@ Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp
   ``PAD_VALUE[10:0]``, ``(PAD_VALUE * KW)[13:0]`` for padded rows, an 11-bit intermediate and a
   positive result that wraps at 7 bits before rounding (:func:`_rtl_round`).
 * RTL semantics refuse (``InvalidLayer``) an unused PAD_RIGHT / PAD_BOTTOM of a stride or more
-  (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs).
+  (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs), and split width on the
+  fly (:func:`_check_flying_split`; the RTL never advances its split counter on SDP's stream).
 * Split-width mode processes the input in column slices (first / mid / last partial widths,
   each slice but the first re-reading ``KW - SW`` overlap columns); padding is only applied
   on the outer edges (left of the first slice, right of the last).
@@ -64,7 +65,8 @@ every step is reproduced (:func:`pool2d_fp16`):
   PDP_RDMA reads (padding lanes and the re-read split overlap included,
   ``ExtractDmaPayload``), ``D_NAN_OUTPUT_NUM`` every NaN element of every output atom.
 * On the fly (``FLYING_MODE = ON_FLYING``, SDP's ``OUTPUT_DST = PDP``): the input is SDP's
-  16-bit output stream consumed in PDP's loop order (:func:`_flying_parts`); no NaN flush and
+  16-bit output stream consumed in PDP's loop order (:func:`_flying_parts`; split width on the
+  fly with ``--model-semantics cmod`` only, :func:`_check_flying_split`); no NaN flush and
   no input counters (both belong to the off-flying PDP_RDMA path), ``D_NAN_OUTPUT_NUM`` as above.
 * Kernel width 8 with top/bottom padding reads ``kernel_width_map[8]``, past the end of the
   cmod's table (undefined); the model uses 8.0 there.
@@ -362,6 +364,25 @@ def _check_trailing_pad(view: RegisterView, cfg: PdpConfig, w: int, h: int, out_
                            f"padding row(s); an unused bottom pad must be below the stride ({cfg.stride_h}) on the RTL")
 
 
+def _check_flying_split(view: RegisterView) -> None:
+    """RTL rule: no split width on the fly (``SPLIT_NUM > 0`` with ``FLYING_MODE = ON_FLYING``).
+    On the fly, PDP's pre-processor (nv_small ``NV_NVDLA_PDP_CORE_preproc.v``) counts SDP's stream
+    over the whole cube (``line_end`` at ``D_DATA_CUBE_IN_WIDTH``) and raises ``split_end`` only
+    with ``surf_end`` of the last surface, i.e. once, at the end of the cube (it is ``cube_end``);
+    ``NV_NVDLA_PDP_CORE_cal1d.v`` advances ``splitw_cnt`` only on that bit (``splitw_end_sync``),
+    so it stays on the first slice: the first / mid / last partial widths are never switched and
+    the output matches the C model's first slice only (fuzz sdp-pdp on the nv_small Verilator RTL,
+    seed 3, 40 layers: of 13 split layers the 6 with kernels wider than 1 differ, 2 of them never
+    raising PDP's done, the 7 of kernel width 1 agree; without split, seed 2, 100 of 100 agree;
+    ``tests/test_pdp_flying_rtl.py``). The C model consumes the stream slice by slice
+    (:func:`_flying_parts`, ``--model-semantics cmod``). Refused."""
+    n = view.field("PDP", "D_OPERATION_MODE_CFG", "SPLIT_NUM")
+    if n:
+        raise InvalidLayer(f"PDP.D_OPERATION_MODE_CFG.SPLIT_NUM = {n} with FLYING_MODE = ON_FLYING: the RTL raises "
+                           "split_end only at the end of the cube on the fly (PDP_CORE_preproc), so cal1d never leaves "
+                           "the first split slice; split width on the fly is modelled with the C model's semantics only")
+
+
 def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, source: np.ndarray | None = None) -> LayerResult:
     """Execute one PDP layer (INT8, INT16 or FP16) from the executing register group.
 
@@ -387,6 +408,8 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
         if not cfg.fp16:
             cfg = replace(cfg, acc_bits=2 * cfg.bits)
     else:
+        if on_flying:
+            _check_flying_split(view)
         _check_trailing_pad(view, cfg, w, h, out_w, out_h)
         if cfg.bits == 8:
             cfg = replace(cfg, rtl_int8=True)
