@@ -222,10 +222,23 @@ class Transport(ABC):
         buf = np.frombuffer(bytes(data), dtype=np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).ravel()
         self._mem_write(address, buf, port)
 
-    def mem_read(self, address: int, size: int, *, port: str = "pri_mem") -> np.ndarray:
-        """Read ``size`` bytes of external memory as a ``uint8`` array (never-written bytes read 0)."""
+    def mem_read(self, address: int, size: int, *, port: str = "pri_mem", expect: np.ndarray | None = None) -> np.ndarray:
+        """Read ``size`` bytes of external memory as a ``uint8`` array (never-written bytes read 0).
+
+        ``expect``: the bytes the caller expects there (a check's golden). The result is always
+        what the memory holds; a target that double-checks its reads over an unreliable link may
+        trust a read that equals ``expect`` at once (``_mem_read_expecting``)."""
         if not self._is_open:
             raise NotOpenError()
+        if expect is not None:
+            exp = np.ascontiguousarray(expect, dtype=np.uint8).ravel()
+            if exp.size != size:
+                raise ValueError(f"expect has {exp.size} bytes for a read of {size}")
+            return self._mem_read_expecting(address, size, port, exp)
+        return self._mem_read(address, size, port)
+
+    def _mem_read_expecting(self, address: int, size: int, port: str, expect: np.ndarray) -> np.ndarray:
+        """Default: an ordinary read (the expected bytes change nothing)."""
         return self._mem_read(address, size, port)
 
     @abstractmethod

@@ -59,7 +59,15 @@ Integrity (the link has no checksum; see ``docs`` in :class:`IntegrityPolicy`):
   (four times when the result is uniform, see ``SerialTransport._uniform``);
   every write to a register that reads back (``readback_ok``) is read back and compared,
   and rewritten on mismatch (a uniform read-back, e.g. a written 0, is confirmed the same
-  way); memory writes are read back. Writes to registers that do not read back (triggers,
+  way). Memory writes are read back, and a memory read whose caller knows what it should
+  hold (``mem_read(expect=...)``: a check's golden) is done once when it matches
+  (``SerialTransport._read_proven``): a result equal to the expected one is not what link
+  noise makes, unless a misaddressed burst lands on an identical copy, which is plausible
+  only for a uniform burst; such a burst is read again one word longer, over a distinctive
+  neighbour word, else by the ``uniform_reads`` rule (the trace player plants distinctive
+  probe words in the never-written gaps of checked regions so that this is rare, see
+  ``read_probe_spacing``). A read that does not match is read again until two reads agree
+  (four when uniform), so it returns what the board holds. Writes to registers that do not read back (triggers,
   LUT data port, W1C) are non-idempotent: each is followed by a read of the sync register
   that proves the framing survived; if it did not, LinkIntegrityError. Reads of a data
   port that pops (``read_pops``, fixed bursts) are done once and never repeated.
@@ -268,11 +276,15 @@ class IntegrityPolicy:
     """``mode``: ``plain`` or ``verify`` (module docstring); ``retries`` per operation;
     ``uniform_reads``: in verify mode, how many reads must agree on a result that a
     corrupted request address would plausibly also produce (a uniform window, a register
-    reading 0 or all ones); any other result needs two."""
+    reading 0 or all ones); any other result needs two. ``dead_after``: resynchronisations
+    in a row that get no answer at all (each after the bridge's FSM timer has surely reset
+    it) before the board is declared dead (:class:`BoardDeadError`); a link that loses
+    bytes often (a fault campaign) needs more than the default."""
 
     mode: str = "verify"
     retries: int = 3
     uniform_reads: int = 4
+    dead_after: int = 2
 
     def __post_init__(self) -> None:
         if self.mode not in ("plain", "verify"):
@@ -281,6 +293,8 @@ class IntegrityPolicy:
             raise ValueError(f"integrity retries {self.retries} must be >= 0")
         if self.uniform_reads < 2:
             raise ValueError(f"integrity uniform_reads {self.uniform_reads} must be >= 2")
+        if self.dead_after < 1:
+            raise ValueError(f"integrity dead_after {self.dead_after} must be >= 1")
 
     @property
     def verify(self) -> bool:
@@ -333,6 +347,13 @@ def _all_readback(address: int) -> bool:
 
 
 # ---- transport ------------------------------------------------------------------------------------
+def _fill_like(word: np.uint32) -> bool:
+    """A lone word that a fill could have left anywhere: its four bytes equal (0, all ones,
+    0xA5A5A5A5); another single word is as distinctive as a burst."""
+    w = int(word)
+    return w == (w & 0xFF) * 0x01010101
+
+
 class SerialTransport(Transport):
     """NVDLA access over LiteX UARTBone on any pyserial URL.
 
@@ -616,7 +637,7 @@ class SerialTransport(Transport):
                 last_err = e
                 self.stats.link_faults += 1
                 silent += 1
-                if silent >= 2:
+                if silent >= self.policy.dead_after:
                     raise self._declare_dead(f"no answer to {silent} sync reads of CSB {self.sync_address:#x} "
                                              f"({e})") from None
             except _LinkFault as e:
@@ -703,6 +724,61 @@ class SerialTransport(Transport):
         if not self.policy.verify:
             return self._read_words_once(word, count, incr)
         return self._read_agreed(word, count, incr, 2, uniform)
+
+    def _read_proven(self, word: int, want: np.ndarray, mask: np.ndarray | None = None, *,
+                     settle: bool = False) -> tuple[np.ndarray, bool]:
+        """Verify policy for a read whose result the caller expects (``want``, compared on the
+        bits of ``mask``): a write's read-back, a check's golden. Returns the words and whether
+        every burst equalled ``want``.
+
+        One read, in bursts one word short of the longest. A burst equal to what was expected
+        is not what link noise makes, unless a misaddressed request lands on an identical copy:
+        likely only for a uniform burst (zeros, a fill). So each uniform burst is read once
+        more, extended over a distinctive neighbour word (not 0 or all ones, from a
+        non-uniform burst): the pair proves the address at the cost of one word, not
+        ``uniform_reads - 1`` whole reads; a uniform burst with no such neighbour takes the
+        ``uniform_reads`` rule (callers plant distinctive words where they can,
+        :attr:`read_probe_spacing`). A burst that differs from ``want`` is, with
+        ``settle``, read again by the plain verify rule (the first read counts: two agreeing
+        reads, ``uniform_reads`` when uniform), else returned as read (a write's read-back:
+        the caller rewrites). A proof read that disagrees is a link fault (the caller retries)."""
+        count = int(want.size)
+        care = np.full(count, 0xFFFFFFFF, dtype=np.uint32) if mask is None else mask
+        step = max(1, self.max_read_burst - 1)
+        out = np.empty(count, dtype=np.uint32)
+        bursts = [(d, min(step, count - d)) for d in range(0, count, step)]
+        for d, n in bursts:
+            out[d : d + n] = self._read_words_once(word + d, n, True)
+        same = (out & care) == (want & care)
+        ok = [bool(same[d : d + n].all()) for d, n in bursts]
+        flat = [_fill_like(out[d]) if n == 1 else bool((out[d : d + n] == out[d]).all()) for d, n in bursts]
+
+        def distinctive(j: int, u: int) -> bool:
+            v = int(out[j])
+            b = j // step
+            return v != u and v not in (0, 0xFFFFFFFF) and ok[b] and not flat[b]
+
+        def again(lo: int, hi: int, times: int) -> None:
+            for _ in range(times):
+                if not np.array_equal(self._read_words_once(word + lo, hi - lo, True), out[lo:hi]):
+                    self.stats.verify_mismatches += 1
+                    raise _LinkFault(f"read of word {word + lo:#x}+{hi - lo} differs between reads")
+
+        for b, (d, n) in enumerate(bursts):
+            if not ok[b]:
+                if settle:  # the board holds something else: the plain verify rule
+                    again(d, d + n, (self.policy.uniform_reads if flat[b] else 2) - 1)
+                continue
+            if not flat[b]:
+                continue
+            u = int(out[d])
+            if d + n < count and distinctive(d + n, u):
+                again(d, d + n + 1, 1)
+            elif d > 0 and distinctive(d - 1, u):
+                again(d - 1, d + n, 1)
+            else:  # no neighbour: the uniform rule (a fault campaign found two agreeing reads too few)
+                again(d, d + n, self.policy.uniform_reads - 1)
+        return out, all(ok)
 
     def _read_back(self, word: int, count: int) -> np.ndarray:
         """Read back words just written (verify mode): one read proves a distinctive value;
@@ -947,8 +1023,7 @@ class SerialTransport(Transport):
             def put(off: int = off, chunk: np.ndarray = chunk) -> None:
                 self._queue_write(first + off, chunk, True)
                 if self.policy.verify:
-                    got = self._read_back(first + off, chunk.size)
-                    if not np.array_equal(got, chunk):
+                    if not self._read_proven(first + off, chunk)[1]:
                         self.stats.verify_mismatches += 1
                         raise _LinkFault(f"memory read-back mismatch near {address + 4 * off:#x}")
 
@@ -966,6 +1041,34 @@ class SerialTransport(Transport):
         )
         raw = np.frombuffer(words.astype("<u4").tobytes(), dtype=np.uint8)
         return raw[base - start : base - start + size].copy()
+
+    @property
+    def read_probe_spacing(self) -> int:
+        """Under verify: a memory read that matches its expectation is proven in one read when
+        every burst holds a distinctive word, so a caller that can plant such words (probes) in
+        bytes nothing else touches should plant one every this many bytes; 0 under plain."""
+        return 4 * max(1, self.max_read_burst - 1) if self.policy.verify else 0
+
+    def _mem_read_expecting(self, address: int, size: int, port: str, expect: np.ndarray) -> np.ndarray:
+        """Verify policy: bursts that equal ``expect`` are proven by :meth:`_read_proven` (one
+        read, plus one word per uniform burst); bursts that differ are read again until two (or
+        ``uniform_reads``) agree, so what comes back is what the board holds."""
+        if not self.policy.verify or size <= 0:
+            return self._mem_read(address, size, port)
+        base = self._mem_base(address, size, port)
+        self._fence()
+        start, end = base & ~3, (base + size + 3) & ~3
+        lo = base - start
+        nwords = (end - start) >> 2
+        raw_want = np.zeros(end - start, dtype=np.uint8)
+        raw_want[lo : lo + size] = expect
+        raw_care = np.zeros(end - start, dtype=np.uint8)
+        raw_care[lo : lo + size] = 0xFF  # the edge words' other bytes are not the caller's
+        want, care = raw_want.view("<u4").astype(np.uint32), raw_care.view("<u4").astype(np.uint32)
+        words, _ = self._attempt(f"memory read at {address:#x}",
+                                 lambda: self._read_proven(start >> 2, want[:nwords], care[:nwords], settle=True))
+        raw = np.frombuffer(words.astype("<u4").tobytes(), dtype=np.uint8)
+        return raw[lo : lo + size].copy()
 
     # ---- interrupt, reset -------------------------------------------------------------------------
     def _wait_irq(self, timeout: float | None) -> bool:

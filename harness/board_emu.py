@@ -728,7 +728,7 @@ CAMPAIGN_REGS = tuple(0x5000 + 4 * i for i in range(16))
 CAMPAIGN_PORT = 0x900C  # SDP S_LUT_ACCESS_DATA on nv_small: a data port that does not read back
 CAMPAIGN_MEM = 0x8000_0000
 CAMPAIGN_OPS = ("write32+sync", "read32", "write_burst4+sync", "read_burst8", "port write (no readback)",
-                "mem_write 24 B", "mem_read 24 B")
+                "mem_write 24 B", "mem_read 24 B", "mem_read 24 B expecting")
 
 
 def fault_campaign(
@@ -771,7 +771,9 @@ def fault_campaign(
     # driver's quiet window (1.5 x 10 ms + 10 ms) so a starved emulator thread cannot answer late;
     # the bus timeout (a corrupted address reaching unmapped space) shrinks with it.
     with serve_in_thread(tgt, faults=faults, mode=mode, fsm_timeout=0.005, bus_timeout=0.0005, log_writes=True) as emu:
-        t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy(policy, retries),
+        # 0.5 % lost bytes each way silence ~6 % of requests: two silent resyncs in a row are
+        # then a fault, not a dead board
+        t = SerialTransport(emu.url, 3_000_000, policy=IntegrityPolicy(policy, retries, dead_after=retries + 1),
                             readback_ok=lambda a: a != CAMPAIGN_PORT, response_timeout=0.03, board_timeout=0.01)
         t.open()
         t0 = time.perf_counter()
@@ -812,10 +814,21 @@ def fault_campaign(
                     t.mem_write(CAMPAIGN_MEM + off, data)
                     t.sync()
                     want, got = data.tolist(), tgt.memory.read(CAMPAIGN_MEM + off, 24).tolist()
-                else:
+                elif op == 6:
                     off = int(rng.integers(0, 64))
                     got = t.mem_read(CAMPAIGN_MEM + off, 24).tolist()
                     want = tgt.memory.read(CAMPAIGN_MEM + off, 24).tolist()
+                else:  # a check's read: its golden right, off by one byte (a DUT bug), or zeros
+                    off = int(rng.integers(0, 64))
+                    want_a = tgt.memory.read(CAMPAIGN_MEM + off, 24)
+                    exp = want_a.copy()
+                    kind = rng.random()
+                    if kind < 1 / 3:
+                        exp[int(rng.integers(0, 24))] ^= 0x40
+                    elif kind < 2 / 3:
+                        exp[:] = 0
+                    got = t.mem_read(CAMPAIGN_MEM + off, 24, expect=exp).tolist()
+                    want = want_a.tolist()
                 r["ok"] += 1
                 if got != want:
                     r["silent_wrong"] += 1

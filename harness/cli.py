@@ -124,8 +124,13 @@ def _labgrid_lab(args: argparse.Namespace) -> None:
 
 def _spec(args: argparse.Namespace, profile: str | None = None) -> TargetSpec:
     prof = profile or (args.profile.split(",")[0] if args.profile else "nv_small")
+    book = None
+    if args.target == "serial":  # several traces in one command: what the board holds is not resent
+        from .targets.serial import BoardMemoryBook
+
+        book = BoardMemoryBook()
     return TargetSpec(kind=args.target, profile=prof, semantics=args.model_semantics, nvdla_hw=args.nvdla_hw,
-                      waves=args.waves, lab=args.lab, board=args.board)
+                      waves=args.waves, lab=args.lab, board=args.board, memory_book=book)
 
 
 # ---- regress ------------------------------------------------------------------------------

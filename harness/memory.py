@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SparseMemory", "RecordingMemory"]
+__all__ = ["KnownMemory", "RecordingMemory", "SparseMemory", "poison_pattern"]
 
 PAGE_BITS = 16
 PAGE = 1 << PAGE_BITS
@@ -112,11 +112,13 @@ class SparseMemory:
 
 
 class RecordingMemory(SparseMemory):
-    """A :class:`SparseMemory` that records which bytes are read while ``recording`` is on.
+    """A :class:`SparseMemory` that records which bytes are read and written while
+    ``recording`` is on.
 
     The model target turns recording on only while a layer runs, so ``read_mask`` tells
     exactly which bytes the layer's DMA engines fetched (the DMA readers read line by line
-    from a memory with ``exact_reads``, never whole spans with their gaps)."""
+    from a memory with ``exact_reads``, never whole spans with their gaps), and ``writes``
+    which spans its DMA engines wrote."""
 
     exact_reads = True
 
@@ -124,11 +126,19 @@ class RecordingMemory(SparseMemory):
         super().__init__()
         self.recording = False
         self.reads: list[tuple[int, int]] = []
+        self.writes: list[tuple[int, int]] = []
 
     def read(self, address: int, size: int) -> np.ndarray:
         if self.recording and size > 0:
             self.reads.append((address, size))
         return super().read(address, size)
+
+    def write(self, address: int, data: bytes | bytearray | memoryview | np.ndarray) -> None:
+        if self.recording:
+            n = data.nbytes if isinstance(data, np.ndarray) else len(data)
+            if n:
+                self.writes.append((address, n))
+        super().write(address, data)
 
     def read_mask(self, address: int, size: int) -> np.ndarray:
         """``bool[size]``: which bytes of ``[address, address + size)`` were read while recording."""
@@ -138,3 +148,78 @@ class RecordingMemory(SparseMemory):
             if lo < hi:
                 mask[lo - address : hi - address] = True
         return mask
+
+
+class KnownMemory:
+    """What the host knows a board's memory holds, byte by byte: the bytes it last wrote
+    there or read back, until something may have changed them.
+
+    A slow link need not send a byte the board already holds, nor poison a byte that already
+    differs from the layer's expected output. Whoever launches a layer forgets (:meth:`forget`) the
+    bytes the layer writes first; anything the host cannot account for (a failed test, another
+    user of the board) must :meth:`clear` it. ``limit`` bounds the bytes remembered: past it
+    everything is forgotten (knowing less only costs bytes on the wire, never correctness)."""
+
+    def __init__(self, limit: int = 256 << 20) -> None:
+        self.limit = int(limit)
+        self._values = SparseMemory()
+        self._known = SparseMemory()  # 1 where the value is known
+
+    def clear(self) -> None:
+        self._values.clear()
+        self._known.clear()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of pages holding knowledge (an upper bound of the bytes known)."""
+        return len(self._known._pages) * PAGE
+
+    def learn(self, address: int, data: np.ndarray) -> None:
+        """The board now holds ``data`` at ``address`` (the host wrote it or read it back)."""
+        buf = np.ascontiguousarray(data, dtype=np.uint8).ravel()
+        if buf.size == 0:
+            return
+        self._values.write(address, buf)
+        self._known.fill(address, buf.size, 1)
+        if self.nbytes > self.limit:
+            self.clear()
+
+    def forget(self, address: int, size: int) -> None:
+        """The board may hold anything at ``[address, address + size)`` now."""
+        if size > 0:
+            self._known.fill(address, size, 0)
+            self._values.fill(address, size, 0)
+
+    def learn_from(self, other: KnownMemory) -> None:
+        """Learn everything ``other`` knows."""
+        for page in list(other._known._pages):
+            known, values = other.lookup(page << PAGE_BITS, PAGE)
+            idx = np.flatnonzero(np.diff(np.concatenate(([0], known.view(np.int8), [0]))))
+            for a, b in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
+                self.learn((page << PAGE_BITS) + a, values[a:b])
+
+    def only(self, spans: list[tuple[int, int]]) -> KnownMemory:
+        """A copy that knows only what this one knows inside the ``[lo, hi)`` spans."""
+        out = KnownMemory(self.limit)
+        for lo, hi in spans:
+            known, values = self.lookup(lo, hi - lo)
+            idx = np.flatnonzero(np.diff(np.concatenate(([0], known.view(np.int8), [0]))))
+            for a, b in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
+                out.learn(lo + a, values[a:b])
+        return out
+
+    def lookup(self, address: int, size: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(known, values)`` for ``[address, address + size)``: ``bool[size]`` and the known
+        bytes (0 where unknown)."""
+        return self._known.read(address, size).astype(bool), self._values.read(address, size)
+
+
+def poison_pattern(address: int, size: int, base: int = 0xA5) -> np.ndarray:
+    """The bytes that poison ``[address, address + size)`` before a run: ``base`` XOR a hash of
+    each byte's address. A layer that does not write a byte leaves it poisoned, so its check
+    fails; unlike one repeated byte, no two neighbouring words are equal, so a verifying link
+    proves a poisoned burst with one read-back (a uniform burst is what a misaddressed read
+    also returns) and a read-back that lands elsewhere cannot look poisoned."""
+    a = np.arange(address, address + size, dtype=np.uint64)
+    h = (a * np.uint64(0x9E3779B1)) >> np.uint64(13)
+    return (h.astype(np.uint8) ^ np.uint8(base)).astype(np.uint8)

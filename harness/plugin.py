@@ -391,6 +391,8 @@ def pytest_configure(config: pytest.Config) -> None:
         extra=extra,
         coverage=cov,
         observer=functools.partial(_target_opened, config),
+        # what the session's boards are known to hold, so a test does not resend it (serial)
+        memory_book=_memory_book() if kind == "serial" else None,
     )
     config.stash[BOARD_DEAD_KEY] = {"run": 0, "session": None}
     cluster = config.getoption("--nvdla-cluster", default=None)
@@ -657,6 +659,12 @@ def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
 
 
 # ---- what each test ran on: JUnit classname and <properties> ---------------------------------------------
+
+def _memory_book():  # noqa: ANN202
+    from .targets.serial import BoardMemoryBook
+
+    return BoardMemoryBook()
+
 
 def _target_opened(config: pytest.Config, target: Transport, spec: TargetSpec) -> None:
     """The session spec's observer: record each target a test opens on the test."""

@@ -77,7 +77,7 @@ import numpy as np
 from ..drivers.driver import NvdlaDriver
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
-from .memory import RecordingMemory, SparseMemory
+from .memory import KnownMemory, RecordingMemory, SparseMemory, poison_pattern
 from .refmodel.base import UnitNotModelled
 
 __all__ = [
@@ -497,6 +497,7 @@ class TraceResult:
     duration: float = 0.0
     register_writes: int = 0
     setup: str = ""  # "full" or "lean" (run_trace's memory set-up), with the reason for a fallback
+    trusted_bytes: int = 0  # lean set-up: bytes not sent because the board was known to hold them
 
     @property
     def passed(self) -> bool:
@@ -632,13 +633,29 @@ def _mem_fill(transport: Transport, port: str, address: int, size: int, value: i
         transport.mem_write(address + off, chunk[: min(SETUP_CHUNK, size - off)], port=port)
 
 
-def _crc(transport: Transport, port: str, address: int, size: int, *, where: tuple[Path, int] | None = None) -> int:
+def _crc(transport: Transport, port: str, address: int, size: int, *, where: tuple[Path, int] | None = None,
+         expect: np.ndarray | None = None, known: KnownMemory | None = None, probes: _Probes | None = None) -> int:
     """zlib CRC-32 of a memory region, read in chunks of at most :data:`SETUP_CHUNK` bytes.
-    A region the target refuses (``ValueError``) is a :class:`TraceError` at ``where``."""
+    ``expect``: the bytes the region should hold (a target that double-checks its reads may
+    trust one that equals them at once); ``known`` learns what was read. ``probes``: words
+    planted in bytes nothing writes (:class:`_Probes`); a chunk whose probes are all intact
+    counts the set-up's bytes there, as if never planted. A region the target refuses
+    (``ValueError``) is a :class:`TraceError` at ``where``."""
     crc = 0
     try:
         for off in range(0, size, SETUP_CHUNK):
-            part = transport.mem_read(address + off, min(SETUP_CHUNK, size - off), port=port)
+            n = min(SETUP_CHUNK, size - off)
+            if expect is None:
+                part = transport.mem_read(address + off, n, port=port)
+            else:
+                part = transport.mem_read(address + off, n, port=port, expect=expect[off : off + n])
+            if known is not None:
+                known.learn(address + off, part)
+            if probes is not None:
+                m = probes.mask[off : off + n]
+                if np.array_equal(part[m], probes.planted[off : off + n][m]):
+                    part = part.copy()
+                    part[m] = probes.restore[off : off + n][m]
             crc = zlib.crc32(np.ascontiguousarray(part, dtype=np.uint8).tobytes(), crc)
     except (TransportError, TraceError):
         raise
@@ -665,12 +682,30 @@ def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[i
 
 
 @dataclass
+class _Probes:
+    """Distinctive words planted, for a verifying link, in the bytes of a checked region that
+    no layer reads or writes (``mask``): ``planted`` is what was written there, ``restore`` the
+    set-up's bytes the check's CRC counts. A uniform stretch (a zero gap) is what a misaddressed
+    read also returns, so proving it takes four reads; with a probe in every burst one read
+    that equals the expected bytes is proof (``SerialTransport.read_probe_spacing``). A probe
+    found intact after the run proves its bytes untouched."""
+
+    mask: np.ndarray
+    planted: np.ndarray
+    restore: np.ndarray
+
+
+@dataclass
 class _Footprint:
     """What the trace's layers touch, found on the reference model: every byte range their DMA
-    engines read, per port (merged, sorted), and (``masks``) which bytes of each checked region
-    they write and never read."""
+    engines read and write, per port (merged, sorted); each checked region's bytes at the end
+    of the run (``finals``, by check line; only where the model's CRC equals the check's, so
+    they are the expected bytes); and (``masks``) which bytes of each checked region the layers
+    write and never read."""
 
     reads: dict[str, list[tuple[int, int]]]
+    writes: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    finals: dict[int, np.ndarray] = field(default_factory=dict)
     masks: dict[int, np.ndarray] | None = None
 
 
@@ -684,17 +719,21 @@ def _footprint(trace: Trace, profile: str, semantics: str = "rtl", *, masks: boo
                 return None
             crcs = [ck for ck in res.checks if ck.kind == "crc"]
             final = {ck.line: model.mem_read(ck.address, ck.size, port=ck.port) for ck in crcs}
+            expected = {ck.line for ck in crcs if ck.actual == ck.expected}
             read = {ck.line: _read_mask(model.memories[ck.port], ck.address, ck.size) for ck in crcs}
             spans = {p: _union((a, a + n) for a, n in getattr(m, "reads", ())) for p, m in model.memories.items()}
-            return final, read, spans
+            writes = {p: _union((a, a + n) for a, n in getattr(m, "writes", ())) for p, m in model.memories.items()}
+            return final, read, spans, writes, expected
 
     first = one(None)
     if first is None:
         return None
-    fp = _Footprint(reads=first[2])
+    final, read, reads, writes, expected = first
+    fp = _Footprint(reads=reads, writes=writes,
+                    finals={ln: b for ln, b in final.items()
+                            if ln in expected and zlib.crc32(b.tobytes()) & 0xFFFFFFFF == _check_crc(trace, ln)})
     if not masks:
         return fp
-    read = first[1]
     finals = []
     for value in (POISON_BYTE, POISON_BYTE ^ 0xFF):
         got = one((value, read))
@@ -703,6 +742,24 @@ def _footprint(trace: Trace, profile: str, semantics: str = "rtl", *, masks: boo
         finals.append(got[0])
     fp.masks = {line: (finals[0][line] == finals[1][line]) & ~read[line] for line in read}
     return fp
+
+
+def _check_crc(trace: Trace, line: int) -> int:
+    return next(int(c.args[4]) for c in trace.of_kind("check_crc") if c.line == line)
+
+
+def _runs(need: np.ndarray, slack: int = 32) -> list[tuple[int, int]]:
+    """``[lo, hi)`` runs of the True entries of ``need``, joining runs less than ``slack`` bytes
+    apart (a new write command costs more than a few bytes resent)."""
+    idx = np.flatnonzero(np.diff(np.concatenate(([0], need.view(np.int8), [0]))))
+    starts, ends = idx[0::2], idx[1::2]
+    out: list[tuple[int, int]] = []
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+        if out and lo - out[-1][1] < slack:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def _read_mask(mem: SparseMemory, address: int, size: int) -> np.ndarray:
@@ -762,6 +819,115 @@ def _image(merged: list[tuple[str, int, np.ndarray | _Fill]], port: str, lo: int
     return out
 
 
+def _plant(here: list[CheckResult], lo: int, free: np.ndarray, target: np.ndarray, need: np.ndarray,
+           fp: _Footprint, spacing: int, probes: dict[int, _Probes], kmask: np.ndarray, kval: np.ndarray) -> None:
+    """Plant probe words (see :class:`_Probes`) in the ``free`` bytes of the checked span at
+    ``lo``: aligned words wholly free, one every ``spacing`` bytes of each free run."""
+    starts: list[np.ndarray] = []
+    for a, b in _runs(free, slack=0):
+        first = a + (-(lo + a)) % 4
+        if first + 4 <= b:
+            starts.append(np.arange(first, b - 3, spacing))
+    if not starts:
+        return
+    at = np.concatenate(starts)
+    word = (at[:, None] + np.arange(4)).ravel()
+    values = poison_pattern(lo, target.size, base=0x3C)
+    for ck in here:
+        exp = fp.finals.get(ck.line)
+        if exp is None:
+            continue
+        off = ck.address - lo
+        inside = word[(word >= off) & (word < off + ck.size)]
+        if inside.size == 0:
+            continue
+        mask = np.zeros(ck.size, dtype=bool)
+        mask[inside - off] = True
+        probes[ck.line] = _Probes(mask, values[off : off + ck.size].copy(), exp.copy())
+    target[word] = values[word]
+    need[word] = ~(kmask[word] & (kval[word] == values[word]))  # (still there from an earlier run)
+
+
+def _lean_setup(merged: list[tuple[str, int, np.ndarray | _Fill]], result: TraceResult, fp: _Footprint,
+                known: dict[str, KnownMemory], put, poison: bool, assume: bool = True,
+                probe_spacing: int = 0, probes: dict[int, _Probes] | None = None) -> int:  # noqa: ANN001
+    """The lean memory set-up (see :func:`run_trace`): send the bytes the layers read and the
+    checked regions (poisoned where the layers write), less what ``known`` says the board
+    already holds and (``assume``) the bytes of a checked region no layer reads or writes;
+    decide vacuity on the resulting image. With ``probe_spacing``, plant a probe word that
+    often in those bytes of each check with expected bytes (``probes`` gets them, by check
+    line). Returns the bytes not sent."""
+    trusted = 0
+    crcs = [ck for ck in result.checks if ck.kind == "crc"]
+    checked = {p: _union((ck.address, ck.address + ck.size) for ck in crcs if ck.port == p)
+               for p in {ck.port for ck in crcs}}
+    # the bytes the layers read, outside the checked regions (those go below)
+    wanted = {p: _minus(sp, checked.get(p, [])) for p, sp in fp.reads.items()}
+    for port, addr, data in merged:
+        km = known.get(port)
+        for lo, hi in _within(wanted.get(port, []), addr, addr + _span(data)):
+            if km is None:
+                put(port, lo, _Fill(hi - lo, data.value) if isinstance(data, _Fill) else data[lo - addr : hi - addr])
+                continue
+            buf = np.full(hi - lo, data.value, dtype=np.uint8) if isinstance(data, _Fill) else data[lo - addr : hi - addr]
+            kmask, kval = km.lookup(lo, hi - lo)
+            runs = _runs(~(kmask & (kval == buf)))
+            trusted += buf.size - sum(b - a for a, b in runs)
+            for a, b in runs:
+                put(port, lo + a, buf[a:b])
+    for port, spans in checked.items():
+        km = known.get(port)
+        for lo, hi in spans:
+            here = [ck for ck in crcs if ck.port == port and lo <= ck.address < hi]
+            target = _image(merged, port, lo, hi)  # the set-up's bytes, poisoned where the layers write
+            if km is not None:
+                kmask, kval = km.lookup(lo, hi - lo)
+            else:
+                kmask, kval = np.zeros(hi - lo, dtype=bool), np.zeros(hi - lo, dtype=np.uint8)
+            need = ~(kmask & (kval == target))
+            if poison:
+                assert fp.masks is not None
+                written = np.zeros(hi - lo, dtype=bool)
+                skip = np.zeros(hi - lo, dtype=bool)  # written bytes the board holds unlike the expected ones
+                keep = np.zeros(hi - lo, dtype=bool)
+                for ck in here:
+                    sl = slice(ck.address - lo, ck.address - lo + ck.size)
+                    m, exp = fp.masks[ck.line], fp.finals.get(ck.line)
+                    target[sl][m] = poison_pattern(ck.address, ck.size)[m]
+                    ck.poisoned = bool(m.any())
+                    unlike = kmask[sl] & (kval[sl] != exp) if exp is not None else np.zeros(ck.size, dtype=bool)
+                    written[sl] |= m
+                    skip[sl] |= m & unlike
+                    keep[sl] |= m & ~unlike
+                need = ~(kmask & (kval == target)) & ~(skip & ~keep)
+                # bytes no layer reads or writes (line and surface gaps): unknown ones are not
+                # sent; the check's CRC proves they hold the set-up's value (else run_trace reruns)
+                read = np.zeros(hi - lo, dtype=bool)
+                for a, b in _within(fp.reads.get(port, []), lo, hi):
+                    read[a - lo : b - lo] = True
+                if assume:
+                    need &= ~(~written & ~read & ~kmask)
+                if probe_spacing and probes is not None:
+                    _plant(here, lo, ~written & ~read, target, need, fp, probe_spacing, probes, kmask, kval)
+            runs = _runs(need)
+            sent = np.zeros(hi - lo, dtype=bool)
+            for a, b in runs:
+                sent[a:b] = True
+            pre = np.where(sent | ~kmask, target, kval)  # the board before the run (unknown, unsent: assumed)
+            trusted += int(sent.size - np.count_nonzero(sent))
+            for ck in here:
+                off = ck.address - lo
+                seen = pre[off : off + ck.size]
+                pr = probes.get(ck.line) if probes else None
+                if pr is not None:  # the check counts the set-up's bytes where probes sit
+                    seen = seen.copy()
+                    seen[pr.mask] = pr.restore[pr.mask]
+                ck.vacuous = (zlib.crc32(seen.tobytes()) & 0xFFFFFFFF) == ck.expected
+            for a, b in runs:
+                put(port, lo + a, target[a:b])
+    return trusted
+
+
 def run_trace(
     trace: Trace | str | Path,
     transport: Transport,
@@ -787,10 +953,51 @@ def run_trace(
     on the reference model) and the checked regions, written once with the poison already
     applied; vacuity is decided on the local image, so nothing is read before the run. When
     the model cannot run the trace, the full set-up is used and the result says so.
+
+    A target that knows what its board's memory already holds (``known_memory``: the serial
+    target, :class:`~nvdla_hil.harness.targets.serial.BoardMemoryBook`) gets a leaner set-up
+    still: bytes the board already holds are not sent, and a byte the layers write is not
+    poisoned when the board is known to hold a value other than the expected one there (the
+    model's, when its CRC equals the check's). The checked regions read back and the bytes
+    sent are learned, the bytes the layers write forgotten before the launch. A passing run
+    vouches for the record (``vouch_known_memory``); any other outcome clears it, and a failed
+    run that trusted the record is run once more without it (after a reset) and says so.
     """
     t0 = time.monotonic()
     if not isinstance(trace, Trace):
         trace = parse_trace(trace)
+    known: dict[str, KnownMemory] = getattr(transport, "known_memory", None) or {}
+    result = _run_trace(trace, transport, driver, poison, timeout, setup, _fill, known, True)
+    if result.status == "failed" and result.trusted_bytes:
+        first = result
+        for port, km in known.items():  # keep only what the first run read back
+            kept = km.only(_union((ck.address, ck.address + ck.size) for ck in result.checks
+                                  if ck.kind == "crc" and ck.port == port and ck.actual is not None))
+            km.clear()
+            km.learn_from(kept)
+        try:
+            transport.reset()
+        except TransportError as e:
+            first.message += f" (it trusted {first.trusted_bytes} bytes already on the board; no rerun without that: {e})"
+            return first
+        result = _run_trace(trace, transport, driver, poison, timeout, setup, _fill, known, False)
+        result.setup += (f"; rerun: the first run did not send {first.trusted_bytes} bytes it took the board to hold "
+                         f"and {first.message or 'failed'}; this run sent every byte it had not just read back")
+    if known:
+        vouch = getattr(transport, "vouch_known_memory", None)
+        if result.status == "passed" and result.setup.startswith("lean") and callable(vouch):
+            vouch()
+        else:
+            for km in known.values():
+                km.clear()
+    result.duration = time.monotonic() - t0
+    return result
+
+
+def _run_trace(trace: Trace, transport: Transport, driver: NvdlaDriver | None, poison: bool, timeout: float,
+               setup: str, _fill: tuple[int, dict[int, np.ndarray]] | None,
+               known: dict[str, KnownMemory], assume: bool) -> TraceResult:
+    t0 = time.monotonic()
     drv = driver or NvdlaDriver(transport)
     result = TraceResult(name=trace.name, status="passed")
     checks: dict[str, list[CheckResult]] = {}
@@ -834,12 +1041,15 @@ def run_trace(
         merged = _merge_pieces(pieces)
 
         def put(port: str, addr: int, data: np.ndarray | _Fill) -> None:
+            km = known.get(port)
             try:
                 if isinstance(data, _Fill):
                     _mem_fill(transport, port, addr, data.size, data.value)
                 else:
                     for off in range(0, data.size, SETUP_CHUNK):
                         transport.mem_write(addr + off, data[off : off + SETUP_CHUNK], port=port)
+                        if km is not None:
+                            km.learn(addr + off, data[off : off + SETUP_CHUNK])
             except (TransportError, TraceError):
                 raise
             except ValueError as e:  # the target refuses the address (outside its memory window)
@@ -848,38 +1058,27 @@ def run_trace(
                              if p == port and _overlaps(a, _span(d), addr, n)), None)
                 raise TraceError(trace.path, line, f"memory set-up {port}[{addr:#x}+{n:#x}]: {e}") from None
 
+        probes: dict[int, _Probes] = {}  # verify links: planted in checked regions (lean set-up)
         lean = _fill is None and (setup == "lean" or (setup == "auto" and bool(getattr(transport, "lean_setup", False))))
         fp = _footprint(trace, transport.profile_name, masks=poison) if lean else None
         if lean and fp is None:
             result.setup = "full (the model cannot run this trace, so it cannot say which bytes matter)"
             lean = False
+        if not lean:
+            for km in known.values():
+                km.clear()  # a full set-up is not accounted for byte by byte
+            known = {}
         if lean:
             assert fp is not None
             result.setup = "lean"
-            crcs = [ck for ck in result.checks if ck.kind == "crc"]
-            checked = {p: _union((ck.address, ck.address + ck.size) for ck in crcs if ck.port == p)
-                       for p in {ck.port for ck in crcs}}
-            # the bytes the layers read, outside the checked regions (those go whole, below)
-            wanted = {p: _minus(sp, checked.get(p, [])) for p, sp in fp.reads.items()}
-            for port, addr, data in merged:
-                for lo, hi in _within(wanted.get(port, []), addr, addr + _span(data)):
-                    put(port, lo, _Fill(hi - lo, data.value) if isinstance(data, _Fill) else data[lo - addr : hi - addr])
-            for port, spans in checked.items():
-                for lo, hi in spans:
-                    region_bytes = _image(merged, port, lo, hi)
-                    for ck in crcs:
-                        if ck.port != port or not lo <= ck.address < hi:
-                            continue
-                        off = ck.address - lo
-                        ck.vacuous = (zlib.crc32(region_bytes[off : off + ck.size].tobytes()) & 0xFFFFFFFF) == ck.expected
-                    if poison:
-                        assert fp.masks is not None
-                        for ck in crcs:
-                            if ck.port == port and lo <= ck.address < hi:
-                                view = region_bytes[ck.address - lo : ck.address - lo + ck.size]
-                                view[fp.masks[ck.line]] = POISON_BYTE
-                                ck.poisoned = bool(fp.masks[ck.line].any())
-                    put(port, lo, region_bytes)
+            trusted = _lean_setup(merged, result, fp, known, put, poison, assume,
+                                  int(getattr(transport, "read_probe_spacing", 0) or 0), probes)
+            result.trusted_bytes = trusted
+            # the layers are about to write these bytes: nothing is known of them until read back
+            for port, spans in fp.writes.items():
+                if port in known:
+                    for lo, hi in spans:
+                        known[port].forget(lo, hi - lo)
         else:
             if result.setup == "":
                 result.setup = "full"
@@ -945,7 +1144,12 @@ def run_trace(
                 raise TraceError(trace.path, c.line, f"unknown interrupt {unit}_{group}: {e}") from e
             for ck in checks.get(sync, []):
                 if ck.kind == "crc":
-                    ck.actual = _crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line))
+                    expect = fp.finals.get(ck.line) if lean and fp is not None else None
+                    pr = probes.get(ck.line)
+                    if pr is not None and expect is not None:
+                        expect = np.where(pr.mask, pr.planted, expect)
+                    ck.actual = _crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line),
+                                     expect=expect, known=known.get(ck.port), probes=pr)
         failed = [ck for ck in result.checks if not ck.passed]
         if failed:
             result.status = "failed"

@@ -43,6 +43,7 @@ def board(request, tmp_path):
 
 def test_traces_match_the_model(board, trace_root):
     spec, emu = board
+    reruns = 0
     for name in TRACES:
         with open_target(spec) as t:  # the board is reset on open, as NVDLA's flow resets per test
             over_serial = run_trace(trace_root / name, t, poison=True)
@@ -50,7 +51,10 @@ def test_traces_match_the_model(board, trace_root):
             in_process = run_trace(trace_root / name, m, poison=True)
         assert over_serial.status == in_process.status == "passed", over_serial.summary()
         assert [c.actual for c in over_serial.checks] == [c.actual for c in in_process.checks]
-    assert emu.stats.resets == len(TRACES)
+        # the lean set-up does not send a checked region's gaps; where an earlier trace left
+        # other bytes there, the first run fails and the trace is reset and rerun with them sent
+        reruns += "rerun" in over_serial.setup
+    assert emu.stats.resets == len(TRACES) + reruns
 
 
 def test_vectors_pass_over_the_link(board):

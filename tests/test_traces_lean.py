@@ -30,11 +30,11 @@ class Counting(ModelTarget):
         self.tx += np.asarray(data).size
         return super().mem_write(address, data, port=port)
 
-    def mem_read(self, address, size, port="pri_mem"):  # noqa: ANN001, ANN201
+    def mem_read(self, address, size, port="pri_mem", **kw):  # noqa: ANN001, ANN003, ANN201
         self.rx += size
         if not self.launched:
             self.rx_before_launch += size
-        return super().mem_read(address, size, port=port)
+        return super().mem_read(address, size, port=port, **kw)
 
     def _write32(self, address, value, posted):  # noqa: ANN001, ANN202
         if self._lookup(address).name == "D_OP_ENABLE" and value & 1:

@@ -232,6 +232,50 @@ def test_zero_register_is_confirmed_by_four_reads():
             assert t.stats.round_trips - rt == 4  # 0 is what a misaddressed read returns
 
 
+def test_expected_read_that_a_misaddressed_burst_imitates_is_not_trusted():
+    """A check's golden says zeros; the board holds something else in one word. The first read
+    is misaddressed into other, zero, memory and equals the golden: a uniform burst with no
+    distinctive neighbour, so it is read again, the two disagree, and the board's real bytes
+    come back (the check fails, as it must)."""
+    tgt = RegisterFileTarget()
+    truth = np.zeros(64, dtype=np.uint8)
+    truth[20] = 0x12
+    tgt.memory.write(0x8000_1000, truth)
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
+        with _transport(emu.url, "verify") as t:
+            word = BoardMap().dram(0x8000_1000, 64) >> 2
+            hits = _misaddress(emu, encode_read(word, 16), 1)
+            got = t.mem_read(0x8000_1000, 64, expect=np.zeros(64, dtype=np.uint8))
+            assert len(hits) == 1 and t.stats.verify_mismatches == 1
+            assert np.array_equal(got, truth)
+
+
+def test_expected_read_costs_one_read_and_a_word_per_uniform_burst():
+    """A read that equals what the caller expects is proven in one read; a uniform burst next
+    to a distinctive word is read once more, one word longer; one with no such neighbour takes
+    the uniform rule (four reads)."""
+    tgt = RegisterFileTarget()
+    n = 4096
+    data = np.zeros(n, dtype=np.uint8)
+    data[: n // 2] = np.arange(n // 2, dtype=np.uint32).astype(np.uint8) * 7 + 3  # non-uniform half
+    tgt.memory.write(0x8000_0000, data)
+    with serve_in_thread(tgt, fsm_timeout=0.005, bus_timeout=0.0) as emu:
+        with _transport(emu.url, "verify") as t:
+            step = t.max_read_burst - 1
+            words = n // 4
+            rx = t.stats.rx_bytes
+            assert np.array_equal(t.mem_read(0x8000_0000, n, expect=data), data)
+            bursts = [(d, min(step, words - d)) for d in range(0, words, step)]
+            flat = [d for d, k in bursts if d >= words // 2]  # the zero half (bursts start past it)
+            edge = [d for d in flat if d - 1 < words // 2]  # its first burst has a distinctive neighbour
+            want = 4 * words + sum(4 * (step + 1) if d in edge else 3 * 4 * min(step, words - d) for d in flat)
+            assert t.stats.rx_bytes - rx == want
+            # without an expectation: two agreeing reads, four for each uniform burst
+            rx = t.stats.rx_bytes
+            assert np.array_equal(t.mem_read(0x8000_0000, n), data)
+            assert t.stats.rx_bytes - rx > want
+
+
 # ---- fault injection: every operation correct or reported -------------------------------------------------
 @pytest.mark.parametrize("mode", ["pty", "tcp"])
 def test_fault_injection_no_silent_wrong_values(mode):

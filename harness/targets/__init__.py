@@ -42,6 +42,9 @@ class TargetSpec:
     #: told of every target :func:`open_target` creates from this spec (the pytest plugin records
     #: what each test ran on: target, profile, board or RTL build)
     observer: Callable[[Transport, TargetSpec], None] | None = field(default=None, compare=False, repr=False)
+    #: serial: the session's :class:`~.serial.BoardMemoryBook` (what its boards' memory holds from
+    #: one test to the next, so a slow link does not resend it); None: every test starts unknowing
+    memory_book: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TARGETS:
@@ -85,7 +88,7 @@ def _create(spec: TargetSpec) -> Transport:
     if not spec.lab or not spec.board:
         raise ValueError("the serial target needs a lab file and a board name (--nvdla-lab lab.yaml --nvdla-board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
-    return SerialTarget(spec.lab, spec.board, **spec.extra)
+    return SerialTarget(spec.lab, spec.board, memory_book=spec.memory_book, **spec.extra)
 
 
 def layer_timeout(target: Transport) -> float:

@@ -18,14 +18,60 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ...drivers.transport import TransportError
 from ...drivers.uartbone import BoardConfigError, BoardDeadError, SerialTransport
 from ..lab import BoardBusyError, BoardConfig, BoardLock, LabError, resolve_board, run_reset
+from ..memory import KnownMemory
 
-__all__ = ["BoardDeadError", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board"]
+__all__ = ["BoardDeadError", "BoardMemoryBook", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board"]
+
+
+class BoardMemoryBook:
+    """What one session knows its boards' memory holds, from one test to the next.
+
+    A board keeps its DRAM across tests and resets, so after a test the host still knows the
+    bytes it wrote and read back there; the next test on a slow link need not send them again
+    (``harness.traces``, lean set-up). The knowledge is only kept when the test accounted for
+    every change (:meth:`SerialTarget.vouch_known_memory`: a passing run of the trace or
+    vector player, nothing else done on the link after it), and only while nobody else used
+    the board: every close of a :class:`SerialTarget` on the board, with or without a book,
+    writes a fresh stamp next to the board's lock, and a book hands back its record only
+    when the stamp is still the one it wrote. One book per regression session (the pytest
+    plugin keeps it in the session; there is no process-wide one)."""
+
+    def __init__(self) -> None:
+        self._records: dict[str, tuple[str, dict[str, KnownMemory]]] = {}
+
+    def take(self, board: str, stamp_path: Path) -> dict[str, KnownMemory]:
+        """The board's record if this book wrote the board's current stamp, else an empty one."""
+        kept = self._records.pop(board, None)
+        try:
+            stamp = stamp_path.read_text().strip()
+        except OSError:
+            stamp = ""
+        if kept is not None and stamp and kept[0] == stamp:
+            return kept[1]
+        return {"pri_mem": KnownMemory()}
+
+    def keep(self, board: str, stamp: str, record: dict[str, KnownMemory]) -> None:
+        self._records[board] = (stamp, record)
+
+
+def _new_stamp(stamp_path: Path) -> str:
+    """Write a fresh stamp (atomically) saying the board was used; ``""`` if it cannot be written."""
+    stamp = uuid.uuid4().hex
+    tmp = stamp_path.with_name(f"{stamp_path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(stamp + "\n")
+        os.replace(tmp, stamp_path)
+    except OSError:
+        return ""
+    return stamp
 
 
 def readback_rules(profile: str) -> tuple[Callable[[int], bool], Callable[[int], int], Callable[[int], bool]]:
@@ -135,11 +181,16 @@ class SerialTarget(SerialTransport):
     lean_setup = True
 
     def __init__(self, lab_path: str | os.PathLike[str] | None, board_name: str | None, wait: float = 0, *,
-                 readback_ok: Callable[[int], bool] | None = None, session_lock: dict | None = None) -> None:
+                 readback_ok: Callable[[int], bool] | None = None, session_lock: dict | None = None,
+                 memory_book: BoardMemoryBook | None = None) -> None:
         self.lab, cfg = resolve_board(lab_path, board_name)
         self._readback_ok = readback_ok
         self._wait = wait
         self.session_lock = dict(session_lock) if session_lock else None
+        self.memory_book = memory_book
+        #: per memory port, what the board is known to hold (see :class:`BoardMemoryBook`)
+        self.known_memory: dict[str, KnownMemory] = {"pri_mem": KnownMemory()}
+        self._vouched: tuple[int, int] | None = None
         self._lock: BoardLock | None = None
         self._place: Any = None  # a LabgridPlace while open (labgrid is an optional dependency)
         self.cfg = cfg
@@ -241,6 +292,9 @@ class SerialTarget(SerialTransport):
             lock = BoardLock(self.cfg.url, self.lab.lock_dir, board=self.cfg.name)
             lock.acquire(self._wait)
             self._lock = lock
+        self._vouched = None
+        self.known_memory = (self.memory_book.take(self.cfg.name, self._stamp_path()) if self.memory_book
+                             else {"pri_mem": KnownMemory()})
         try:
             if self.cfg.labgrid_place:
                 self._lease_place()
@@ -265,7 +319,23 @@ class SerialTarget(SerialTransport):
                 raise wrapped from e
             raise
 
+    def _stamp_path(self) -> Path:
+        assert self._lock is not None
+        return Path(str(self._lock.path).removesuffix(".use") + ".mem")
+
+    def vouch_known_memory(self) -> None:
+        """The run just finished accounted for every change to the board's memory (a passing
+        trace or vector run): :attr:`known_memory` may serve the next test, unless anything
+        else crosses the link before this target closes."""
+        self._vouched = (self.stats.tx_bytes, self.stats.rx_bytes)
+
     def _release(self) -> None:
+        if self._lock is not None:
+            stamp = _new_stamp(self._stamp_path())
+            vouched = self._vouched is not None and self._vouched == (self.stats.tx_bytes, self.stats.rx_bytes)
+            if self.memory_book is not None and stamp and vouched and self._dead is None:
+                self.memory_book.keep(self.cfg.name, stamp, self.known_memory)
+            self._vouched = None
         lock, self._lock = self._lock, None
         place, self._place = self._place, None
         try:
@@ -294,6 +364,7 @@ def open_serial_target(
     *,
     readback_ok: Callable[[int], bool] | None = None,
     session_lock: dict | None = None,
+    memory_book: BoardMemoryBook | None = None,
 ) -> SerialTarget:
     """The board ``board_name`` of the lab file as an unopened :class:`SerialTarget`; ``with``
     it (or ``open()`` it) to lock the board, open its link and reset NVDLA.
@@ -304,4 +375,5 @@ def open_serial_target(
     verify policy which registers read back (from the register map). ``session_lock``: see
     :class:`SerialTarget`.
     """
-    return SerialTarget(lab_path, board_name, wait, readback_ok=readback_ok, session_lock=session_lock)
+    return SerialTarget(lab_path, board_name, wait, readback_ok=readback_ok, session_lock=session_lock,
+                        memory_book=memory_book)
