@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["KnownMemory", "RecordingMemory", "SparseMemory", "poison_pattern"]
+__all__ = ["KnownMemory", "RecordingMemory", "SparseMemory", "close_record", "poison_pattern", "true_runs"]
 
 PAGE_BITS = 16
 PAGE = 1 << PAGE_BITS
@@ -194,8 +194,7 @@ class KnownMemory:
         """Learn everything ``other`` knows."""
         for page in list(other._known._pages):
             known, values = other.lookup(page << PAGE_BITS, PAGE)
-            idx = np.flatnonzero(np.diff(np.concatenate(([0], known.view(np.int8), [0]))))
-            for a, b in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
+            for a, b in true_runs(known):
                 self.learn((page << PAGE_BITS) + a, values[a:b])
 
     def only(self, spans: list[tuple[int, int]]) -> KnownMemory:
@@ -203,8 +202,7 @@ class KnownMemory:
         out = KnownMemory(self.limit)
         for lo, hi in spans:
             known, values = self.lookup(lo, hi - lo)
-            idx = np.flatnonzero(np.diff(np.concatenate(([0], known.view(np.int8), [0]))))
-            for a, b in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
+            for a, b in true_runs(known):
                 out.learn(lo + a, values[a:b])
         return out
 
@@ -223,3 +221,30 @@ def poison_pattern(address: int, size: int, base: int = 0xA5) -> np.ndarray:
     a = np.arange(address, address + size, dtype=np.uint64)
     h = (a * np.uint64(0x9E3779B1)) >> np.uint64(13)
     return (h.astype(np.uint8) ^ np.uint8(base)).astype(np.uint8)
+
+
+def true_runs(mask: np.ndarray, slack: int = 0) -> list[tuple[int, int]]:
+    """``[lo, hi)`` runs of the True entries of ``mask``, joining runs less than ``slack``
+    entries apart (on a link, a new write command costs more than a few bytes resent)."""
+    idx = np.flatnonzero(np.diff(np.concatenate(([0], mask.view(np.int8), [0]))))
+    out: list[tuple[int, int]] = []
+    for lo, hi in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
+        if out and lo - out[-1][1] < slack:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def close_record(transport: object, known: dict[str, KnownMemory], passed: bool) -> None:
+    """After a trace or vector run that used the board-memory record ``known``: a passing run
+    accounted for every change and vouches for it (``vouch_known_memory``, the serial
+    target); any other outcome leaves the board's memory unaccounted for, so it is cleared."""
+    if not known:
+        return
+    vouch = getattr(transport, "vouch_known_memory", None)
+    if passed and callable(vouch):
+        vouch()
+    else:
+        for km in known.values():
+            km.clear()

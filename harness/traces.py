@@ -77,7 +77,7 @@ import numpy as np
 from ..drivers.driver import NvdlaDriver
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
-from .memory import KnownMemory, RecordingMemory, SparseMemory, poison_pattern
+from .memory import KnownMemory, RecordingMemory, SparseMemory, close_record, poison_pattern, true_runs
 from .refmodel.base import UnitNotModelled
 
 __all__ = [
@@ -748,20 +748,6 @@ def _check_crc(trace: Trace, line: int) -> int:
     return next(int(c.args[4]) for c in trace.of_kind("check_crc") if c.line == line)
 
 
-def _runs(need: np.ndarray, slack: int = 32) -> list[tuple[int, int]]:
-    """``[lo, hi)`` runs of the True entries of ``need``, joining runs less than ``slack`` bytes
-    apart (a new write command costs more than a few bytes resent)."""
-    idx = np.flatnonzero(np.diff(np.concatenate(([0], need.view(np.int8), [0]))))
-    starts, ends = idx[0::2], idx[1::2]
-    out: list[tuple[int, int]] = []
-    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        if out and lo - out[-1][1] < slack:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
 def _read_mask(mem: SparseMemory, address: int, size: int) -> np.ndarray:
     assert isinstance(mem, RecordingMemory), "the footprint runs record reads"
     return mem.read_mask(address, size)
@@ -824,7 +810,7 @@ def _plant(here: list[CheckResult], lo: int, free: np.ndarray, target: np.ndarra
     """Plant probe words (see :class:`_Probes`) in the ``free`` bytes of the checked span at
     ``lo``: aligned words wholly free, one every ``spacing`` bytes of each free run."""
     starts: list[np.ndarray] = []
-    for a, b in _runs(free, slack=0):
+    for a, b in true_runs(free):
         first = a + (-(lo + a)) % 4
         if first + 4 <= b:
             starts.append(np.arange(first, b - 3, spacing))
@@ -871,7 +857,7 @@ def _lean_setup(merged: list[tuple[str, int, np.ndarray | _Fill]], result: Trace
                 continue
             buf = np.full(hi - lo, data.value, dtype=np.uint8) if isinstance(data, _Fill) else data[lo - addr : hi - addr]
             kmask, kval = km.lookup(lo, hi - lo)
-            runs = _runs(~(kmask & (kval == buf)))
+            runs = true_runs(~(kmask & (kval == buf)), slack=32)
             trusted += buf.size - sum(b - a for a, b in runs)
             for a, b in runs:
                 put(port, lo + a, buf[a:b])
@@ -909,7 +895,7 @@ def _lean_setup(merged: list[tuple[str, int, np.ndarray | _Fill]], result: Trace
                     need &= ~(~written & ~read & ~kmask)
                 if probe_spacing and probes is not None:
                     _plant(here, lo, ~written & ~read, target, need, fp, probe_spacing, probes, kmask, kval)
-            runs = _runs(need)
+            runs = true_runs(need, slack=32)
             sent = np.zeros(hi - lo, dtype=bool)
             for a, b in runs:
                 sent[a:b] = True
@@ -983,13 +969,7 @@ def run_trace(
         result = _run_trace(trace, transport, driver, poison, timeout, setup, _fill, known, False)
         result.setup += (f"; rerun: the first run did not send {first.trusted_bytes} bytes it took the board to hold "
                          f"and {first.message or 'failed'}; this run sent every byte it had not just read back")
-    if known:
-        vouch = getattr(transport, "vouch_known_memory", None)
-        if result.status == "passed" and result.setup.startswith("lean") and callable(vouch):
-            vouch()
-        else:
-            for km in known.values():
-                km.clear()
+    close_record(transport, known, result.status == "passed" and result.setup.startswith("lean"))
     result.duration = time.monotonic() - t0
     return result
 

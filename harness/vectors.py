@@ -43,7 +43,7 @@ from ..drivers.transport import Transport, TransportError
 from ..drivers.yamlstrict import YamlError
 from ..drivers.yamlstrict import load as yaml_load_strict
 from .compare import RULES, CompareResult, compare
-from .memory import KnownMemory
+from .memory import KnownMemory, close_record, true_runs
 from .refmodel.base import UnitNotModelled
 
 __all__ = [
@@ -893,18 +893,6 @@ def _overlaps(a: Surface, b: Surface) -> bool:
     return a.port == b.port and a.address < b.address + b.nbytes and b.address < a.address + a.nbytes
 
 
-def _runs(need: np.ndarray, slack: int = 32) -> list[tuple[int, int]]:
-    """``[lo, hi)`` runs of the True entries of ``need``, joining runs less than ``slack`` apart."""
-    idx = np.flatnonzero(np.diff(np.concatenate(([0], need.view(np.int8), [0]))))
-    out: list[tuple[int, int]] = []
-    for lo, hi in zip(idx[0::2].tolist(), idx[1::2].tolist(), strict=True):
-        if out and lo - out[-1][1] < slack:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
-
-
 def _exact_golden(s: Surface) -> np.ndarray | None:
     """The output's golden bytes when the check is byte-exact (else None)."""
     return s.packed if s.rule == "bitexact" and s.packed is not None and s.packed.size == s.nbytes else None
@@ -912,7 +900,7 @@ def _exact_golden(s: Surface) -> np.ndarray | None:
 
 def _put(transport: Transport, s: Surface, data: np.ndarray, need: np.ndarray | None, known: KnownMemory | None) -> int:
     """Write ``data`` at the surface, only the ``need`` runs; ``known`` learns it. Returns the bytes not sent."""
-    runs = [(0, data.size)] if need is None else _runs(need)
+    runs = [(0, data.size)] if need is None else true_runs(need, slack=32)
     for a, b in runs:
         transport.mem_write(s.address + a, data[a:b], port=s.port)
         if known is not None:
@@ -1064,13 +1052,7 @@ def run_case(case: Case | str | Path, transport: Transport | None = None, driver
             result.message = "; ".join(m for m in (result.message, f"rerun without the board-memory record (the first "
                                                    f"run trusted {first.trusted_bytes} bytes already on the board and "
                                                    f"{first.message or 'failed'})") if m)
-    if known:
-        vouch = getattr(transport, "vouch_known_memory", None)
-        if result.status == "passed" and callable(vouch):
-            vouch()
-        else:
-            for km in known.values():
-                km.clear()
+    close_record(transport, known, result.status == "passed")
     result.duration = time.monotonic() - t0
     return result
 
