@@ -818,6 +818,18 @@ def _plant(here: list[CheckResult], lo: int, free: np.ndarray, target: np.ndarra
         return
     at = np.concatenate(starts)
     word = (at[:, None] + np.arange(4)).ravel()
+    # only where every check covering the word has expected bytes (else nothing restores it)
+    ok = np.zeros(target.size, dtype=bool)
+    for ck in here:
+        if ck.line in fp.finals:
+            ok[ck.address - lo : ck.address - lo + ck.size] = True
+    for ck in here:
+        if ck.line not in fp.finals:
+            ok[ck.address - lo : ck.address - lo + ck.size] = False
+    whole = ok[word].reshape(-1, 4).all(axis=1)
+    word = (at[whole][:, None] + np.arange(4)).ravel()
+    if word.size == 0:
+        return
     values = poison_pattern(lo, target.size, base=0x3C)
     for ck in here:
         exp = fp.finals.get(ck.line)

@@ -178,3 +178,26 @@ def test_a_stray_write_into_a_gap_fails_and_a_verified_read_costs_about_one_read
     model.stray = (addr + size // 2 + 1, b"\x01")
     bad, _, _ = _run(spec, tr)
     assert bad.status == "failed", bad.summary()
+
+
+def test_probes_only_where_the_check_can_restore_them():
+    """A probe sits only in bytes nothing touches and only inside checks whose expected bytes the
+    model knows (its CRC equals the check's): elsewhere nothing would restore the set-up's bytes."""
+    from nvdla_hil.harness.traces import CheckResult, _Footprint, _plant
+
+    lo, n = 0x8000_0000, 8192
+    known_ck = CheckResult("s0", "crc", "pri_mem", lo, 4096, 0, line=1)
+    unknown_ck = CheckResult("s1", "crc", "pri_mem", lo + 4096, 4096, 0, line=2)
+    fp = _Footprint(reads={}, finals={1: np.zeros(4096, dtype=np.uint8)})
+    free = np.ones(n, dtype=bool)
+    free[:64] = False  # written by a layer
+    target = np.zeros(n, dtype=np.uint8)
+    need = np.zeros(n, dtype=bool)
+    probes: dict = {}
+    _plant([known_ck, unknown_ck], lo, free, target, need, fp, 1016, probes, np.zeros(n, dtype=bool),
+           np.zeros(n, dtype=np.uint8))
+    assert set(probes) == {1}
+    planted = np.flatnonzero(need)
+    assert planted.size and planted.min() >= 64 and planted.max() < 4096
+    assert np.array_equal(np.flatnonzero(probes[1].mask), planted)
+    assert (np.diff(planted[::4]) == 1016).all() and (planted[::4] % 4 == 0).all()
