@@ -13,20 +13,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 from _regview import RegView
+from _suites import assert_cmod_provenance, assert_passes_on_model, bundled_cases
 
 from nvdla_hil.harness.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import InvalidLayer, ModelOptions
 from nvdla_hil.harness.refmodel.sdp import run_sdp
-from nvdla_hil.harness.targets.model import ModelTarget
-from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
+from nvdla_hil.harness.vectors import load_case
 
-SUITE = Path(bundled_root()) / "pdp_flying"
-CASES = sorted(find_cases(SUITE))
+CASES = bundled_cases("pdp_flying")
 OPTS = ModelOptions(semantics="cmod", atom_bytes=32)
 SRC, DST = 0x1000, 0x8000
 FP17_HALF, FP17_ONE = 30 << 10, 31 << 10  # fp17 (bias 31) 0.5 and 1.0
@@ -34,11 +32,10 @@ MAX, AVE = 1, 0
 
 
 def test_suite_is_bundled_with_cmod_goldens_of_every_path():
-    assert len(CASES) >= 12
+    assert_cmod_provenance(CASES)
     descs = []
     for p in CASES:
         c = load_case(p)
-        assert "NVDLA C model" in c.provenance["note"], p
         assert c.launch[0] == "PDP" and c.statistics is not None, p
         descs.append(c.description)
     for path in ("fp16_to_fp16", "int16_to_fp16", "fp16_to_int16", "int16_to_int16", "int8_to_int8", "int8_to_int16",
@@ -49,10 +46,7 @@ def test_suite_is_bundled_with_cmod_goldens_of_every_path():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_bundled_case_passes_on_model(case):
-    c = load_case(case)
-    with ModelTarget(c.profile, semantics="cmod") as t:
-        res = run_case(c, t)
-    assert res.passed, res.summary()
+    assert_passes_on_model(case)
 
 
 def _layer(x: np.ndarray, *, method: int, out_w: int, out_h: int, kw: int, split: tuple[int, int] | None = None) -> RegView:
