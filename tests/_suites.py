@@ -24,9 +24,10 @@ def assert_cmod_provenance(cases: list[Path], *, minimum: int = 12) -> None:
         assert "NVDLA C model" in prov["note"], p
 
 
-def assert_passes_on_model(case: Path) -> None:
-    """Run one bundled case on the model target with C-model semantics; every output must match."""
+def assert_passes_on_model(case: Path, semantics: str = "cmod") -> None:
+    """Run one bundled case on the model target (C-model semantics unless told: an RTL-golden
+    suite runs in ``"rtl"``); every output must match."""
     c = load_case(case)
-    with ModelTarget(c.profile, semantics="cmod") as t:
+    with ModelTarget(c.profile, semantics=semantics) as t:
         res = run_case(c, t)
     assert res.passed, res.summary()

@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from _suites import assert_passes_on_model
 
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
@@ -49,10 +50,7 @@ def test_suite_is_bundled_with_rtl_goldens():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_rtl_golden_passes_on_model(case):
-    c = load_case(case)
-    with ModelTarget(c.profile) as t:
-        res = run_case(c, t)
-    assert res.passed, res.summary()
+    assert_passes_on_model(case, semantics="rtl")
 
 
 @pytest.mark.parametrize("case", [SPLIT_CMOD, *SPLIT_RTL], ids=lambda p: p.name)

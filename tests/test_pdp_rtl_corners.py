@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _suites import assert_passes_on_model
 
 from nvdla_hil.harness.refmodel.pdp import _rtl_round
 from nvdla_hil.harness.targets.model import ModelTarget
@@ -32,10 +33,7 @@ def test_suites_are_bundled_with_rtl_goldens():
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
 def test_rtl_corner_passes_on_model(case):
-    c = load_case(case)
-    with ModelTarget(c.profile) as t:
-        res = run_case(c, t)
-    assert res.passed, res.summary()
+    assert_passes_on_model(case, semantics="rtl")
 
 
 @pytest.mark.parametrize("case", INVALID, ids=lambda p: p.name)
