@@ -5,13 +5,17 @@ Steps, each reported as it happens:
      java, python3), naming the Debian packages that provide whatever is missing;
   2. ``tree.make``: written with this machine's tool paths when absent; an existing one is never
      overwritten, only validated (every problem reported with the line to change);
-  3. NVDLA's own flow, ``tools/bin/tmake -build vmod -projects <config>``, then a check that it
-     really produced ``outdir/<config>/vmod`` (tmake exits 0 having built nothing when
-     tree.make is missing or its ``.cleaned`` stamp is stale);
-  4. the known RTL constructs Verilator rejects (``build.find_known_rtl_issues``). Nothing is
-     changed unless ``--apply-fixes`` is given; then the ``vmod/`` source line (so regenerating
-     keeps the fix) and the generated copy are changed, a diff is printed, the RTL is
-     regenerated and checked again.
+  3. NVDLA's own flow, ``tools/bin/tmake -build vmod -projects <config>`` (master; nvdlav1's
+     tmake takes ``-project <config>``: :class:`TmakeFlow` reads which from the checkout's own
+     script), then a check that it really produced ``outdir/<config>/vmod`` (tmake exits 0
+     having built nothing when tree.make is missing or its ``.cleaned`` stamp is stale, and
+     nvdlav1's prints ``BUILD PASS`` even when a step failed);
+  4. what keeps the generated RTL from a correct Verilator build: RAM models Verilator cannot
+     simulate (``build.check_ram_models``: nvdlav1 has no FPGA RAM models) end setup with exit 2
+     and the reason, never "setup done"; the known RTL constructs Verilator rejects
+     (``build.find_known_rtl_issues``) are changed only with ``--apply-fixes``: then the ``vmod/``
+     source line (so regenerating keeps the fix) and the generated copy are changed, a diff is
+     printed, the RTL is regenerated and checked again.
 
 nvdla-hil ships no NVDLA file: everything here reads or edits the user's own checkout.
 """
@@ -31,10 +35,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import TMAKE_DEBIAN_PACKAGES, RtlIssue, cache_root, find_known_rtl_issues
+from .build import TMAKE_DEBIAN_PACKAGES, RtlIssue, cache_root, check_ram_models, find_known_rtl_issues
 
-__all__ = ["Prerequisite", "SetupError", "add_setup_subcommand", "apply_fix", "check_prerequisites",
-           "parse_tree_make", "render_tree_make", "run_setup", "run_tmake", "tool_paths",
+__all__ = ["Prerequisite", "SetupError", "TmakeFlow", "add_setup_subcommand", "apply_fix", "check_prerequisites",
+           "parse_tree_make", "render_tree_make", "run_setup", "run_tmake", "tmake_flow", "tool_paths",
            "validate_tree_make"]
 
 Progress = Callable[[str], None]
@@ -67,10 +71,19 @@ _PREREQS: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def check_prerequisites(path: str | None = None) -> list[Prerequisite]:
-    """Check what NVDLA's ``tmake -build vmod`` runs. ``path`` replaces ``$PATH`` (tests)."""
+#: Debian packages of the non-core Perl modules a checkout's tmake may ``use``
+_PERL_PACKAGES = {"YAML": "libyaml-perl", "Capture::Tiny": "libcapture-tiny-perl",
+                  "XML::Simple": "libxml-simple-perl", "IO::Tee": "libio-tee-perl"}
+
+
+def check_prerequisites(path: str | None = None, perl_modules: Sequence[str] = ()) -> list[Prerequisite]:
+    """Check what NVDLA's ``tmake -build vmod`` runs, plus ``perl_modules`` (those the checkout's
+    own tmake ``use``s: nvdlav1's needs IO::Tee). ``path`` replaces ``$PATH`` (tests)."""
     out: list[Prerequisite] = []
-    for what, exe, module, package in _PREREQS:
+    known = {m for _, _, m, _ in _PREREQS if m}
+    extra = tuple((f"perl module {m}", "perl", m, _PERL_PACKAGES.get(m, f"CPAN module {m}"))
+                  for m in perl_modules if m not in known)
+    for what, exe, module, package in _PREREQS + extra:
         found = shutil.which(exe, path=path)
         if not found:
             out.append(Prerequisite(what, False, f"no `{exe}` on PATH", package))
@@ -215,12 +228,57 @@ def stale_clean_stamp(hw: Path) -> bool:
 # ---------------------------------------------------------------------------------------------
 # tmake
 # ---------------------------------------------------------------------------------------------
+_PERL_USE_RE = re.compile(r"^\s*use\s+([A-Z][\w:]*)", re.MULTILINE)
+#: Perl modules every perl has (never a prerequisite to install)
+_PERL_CORE = frozenset({"Getopt::Long", "Data::Dumper", "Carp", "File::Basename", "File::Path", "Cwd",
+                        "File::Spec", "File::Copy", "POSIX"})
+#: a failed step in the log of nvdlav1's tmake (its ``make | tee`` hides make's exit status)
+_TMAKE_FAIL_RE = re.compile(r"build fail|make(?:\[\d+\])?: \*\*\*|^Error[: ]", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class TmakeFlow:
+    """How this checkout's ``tools/bin/tmake`` is called and how it says it passed.
+
+    master's tmake takes ``-projects <config>`` and reports ``[TMAKE]: <config>: PASS``; nvdlav1's
+    takes ``-project <config>``, ``use``s IO::Tee, and prints ``BUILD PASS`` unconditionally (each
+    step runs as ``make ... | tee``, so a failing make goes unnoticed): there a pass is the banner
+    and no failed step in the log."""
+
+    project_option: str          # "-projects" (master) or "-project" (nvdlav1)
+    perl_modules: tuple[str, ...]  # non-core modules the script ``use``s
+
+    def command(self, config: str) -> list[str]:
+        return ["./tools/bin/tmake", "-build", "vmod", self.project_option, config]
+
+    def passed(self, log_text: str, config: str) -> str | None:
+        """None when the log shows a pass, else what is wrong."""
+        if self.project_option == "-projects":
+            return None if f"[TMAKE]: {config}: PASS" in log_text else f"tmake did not report `{config}: PASS`"
+        bad = _TMAKE_FAIL_RE.search(log_text)
+        if bad:
+            line = log_text[: bad.start()].count("\n") + 1
+            return f"a tmake step failed (log line {line}: {log_text.splitlines()[line - 1].strip()[:160]})"
+        return None if "BUILD PASS" in log_text else "tmake did not print BUILD PASS"
+
+
+def tmake_flow(hw: Path) -> TmakeFlow:
+    """Read the checkout's tmake script: which project option it declares, which modules it uses."""
+    text = (hw / "tools" / "bin" / "tmake").read_text(errors="replace")
+    v1 = re.search(r'"project=s"', text) and not re.search(r'"projects[=|]', text)
+    option = "-project" if v1 else "-projects"
+    mods = tuple(dict.fromkeys(m for m in _PERL_USE_RE.findall(text) if m not in _PERL_CORE))
+    return TmakeFlow(option, mods)
+
+
 def run_tmake(hw: Path, config: str, progress: Progress, log_path: Path) -> float:
-    """Run ``tools/bin/tmake -build vmod -projects <config>`` in ``hw``; check it produced the RTL."""
+    """Run the checkout's ``tools/bin/tmake -build vmod`` for ``config`` in ``hw`` (:class:`TmakeFlow`);
+    check it produced the RTL."""
     vmod = hw / "outdir" / config / "vmod"
     top = vmod / "nvdla" / "top" / "NV_nvdla.v"
     before = top.stat().st_mtime if top.is_file() else None
-    cmd = ["./tools/bin/tmake", "-build", "vmod", "-projects", config]
+    flow = tmake_flow(hw)
+    cmd = flow.command(config)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     progress(f"  $ cd {hw} && {' '.join(cmd)}   (log: {log_path})")
     t0 = time.monotonic()
@@ -250,8 +308,9 @@ def run_tmake(hw: Path, config: str, progress: Progress, log_path: Path) -> floa
                          "`nvdla-hil sim setup` to write tree.make again")
     if not top.is_file() or (before is not None and top.stat().st_mtime < before):
         raise SetupError(f"tmake exited 0 but {top} was not generated; see {log_path}")
-    if f"[TMAKE]: {config}: PASS" not in text:
-        raise SetupError(f"tmake did not report `{config}: PASS`; see {log_path}")
+    problem = flow.passed(text, config)
+    if problem:
+        raise SetupError(f"{problem}; see {log_path}")
     return seconds
 
 
@@ -311,7 +370,8 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
         return 2
 
     progress("[1/4] prerequisites of NVDLA's tmake flow")
-    prereqs = check_prerequisites(path)
+    flow = tmake_flow(hw)
+    prereqs = check_prerequisites(path, flow.perl_modules)
     for p in prereqs:
         progress(f"  {'ok     ' if p.ok else 'MISSING'} {p.name}: {p.detail}")
     missing = [p for p in prereqs if not p.ok]
@@ -365,7 +425,13 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
             progress(f"  error: {vmod} has no generated RTL; run without --no-tmake")
             return 2
 
-    progress("[4/4] known RTL constructs Verilator rejects")
+    progress("[4/4] what keeps the generated RTL from a Verilator build")
+    rams = check_ram_models(vmod)
+    if rams:
+        for r in rams:
+            progress("  error: " + r.replace("\n", "\n  "))
+        progress("  setup cannot make this checkout buildable: `nvdla-hil sim build` refuses it for the reason above.")
+        return 2
     issues = find_known_rtl_issues(vmod)
     if not issues:
         progress("  none found")

@@ -105,7 +105,7 @@ cfg=$4
 test -n "$TMAKE_BUILDS_NOTHING" && { echo "[TMAKE]: $cfg: PASS"; exit 0; }
 echo run >> tmake.runs
 o=outdir/$cfg/vmod/nvdla
-mkdir -p $o/top $o/csc outdir/$cfg/spec/defs
+mkdir -p $o/top $o/csc outdir/$cfg/spec/defs outdir/$cfg/vmod/rams/fpga/model
 echo 'module NV_nvdla (a); endmodule' > $o/top/NV_nvdla.v
 sed 's/WIDTH/9/g' vmod/nvdla/csc/NV_NVDLA_CSC_dl.v > $o/csc/NV_NVDLA_CSC_dl.v
 echo "[TMAKE]: $cfg: PASS"
@@ -241,3 +241,77 @@ def test_native_player_inputs_are_named_when_missing(tmp_path: Path) -> None:
     header.parent.mkdir(parents=True)
     header.write_text("")
     assert native_inputs(hw, "nv_small") == (top.parents[1], cpp, header)
+
+
+# ------------------------------------------------------------------ an nvdlav1 (nv_full) checkout
+# nvdlav1's tmake declares `"project=s"` (not -projects), uses IO::Tee, runs each step as
+# `make | tee` and prints BUILD PASS whatever happened; its RTL has only the ASIC RAM models.
+_TMAKE_V1 = r'''
+: <<'PERL_TEXT'
+use IO::Tee;
+GetOptions("build|b=s" => \@build, "project=s" => \$project);
+PERL_TEXT
+test "$3" = "-project" || { echo "Unknown option: ${3#-}"; exit 255; }
+cfg=$4
+mkdir -p outdir/$cfg/vmod/nvdla/top outdir/$cfg/vmod/rams/model outdir/$cfg/vmod/rams/synth
+echo 'module NV_nvdla (a); endmodule' > outdir/$cfg/vmod/nvdla/top/NV_nvdla.v
+test -n "$TMAKE_STEP_FAILS" && echo "make[1]: *** [vmod/nvdla] Error 2"
+echo "==================BUILD PASS=================="
+'''
+
+
+def _checkout_v1(tmp_path: Path) -> Path:
+    hw = tmp_path / "hw1"
+    _exe(hw / "tools" / "bin" / "tmake", _TMAKE_V1)
+    (hw / "spec" / "defs").mkdir(parents=True)
+    (hw / "spec" / "defs" / "nv_full.spec").write_text("")
+    (hw / "vmod").mkdir()
+    return hw
+
+
+def test_nvdlav1_tmake_flow_is_read_from_its_script(tmp_path: Path) -> None:
+    flow = simsetup.tmake_flow(_checkout_v1(tmp_path))
+    assert flow.command("nv_full") == ["./tools/bin/tmake", "-build", "vmod", "-project", "nv_full"]
+    assert "IO::Tee" in flow.perl_modules
+    assert flow.passed("==BUILD PASS==\n", "nv_full") is None
+    bad = flow.passed("x\nmake[1]: *** [vmod] Error 2\n==BUILD PASS==\n", "nv_full")
+    assert bad is not None and "line 2" in bad
+    assert simsetup.tmake_flow(_checkout(tmp_path)).project_option == "-projects"
+
+
+def test_nvdlav1_needs_io_tee(tmp_path: Path) -> None:
+    hw = _checkout_v1(tmp_path)
+    out: list[str] = []
+    rc = simsetup.run_setup(hw, "nv_full", progress=out.append, path=_fake_bin(tmp_path))
+    assert rc == 1 and "MISSING perl module IO::Tee" in "\n".join(out)
+    assert "libio-tee-perl" in "\n".join(out)
+
+
+def test_nvdlav1_setup_refuses_at_once_never_setup_done(tmp_path: Path) -> None:
+    hw = _checkout_v1(tmp_path)
+    path = _fake_bin(tmp_path, perl_modules=("YAML", "Capture::Tiny", "XML::Simple", "IO::Tee"))
+    out: list[str] = []
+    rc = simsetup.run_setup(hw, "nv_full", progress=out.append, path=path)
+    text = "\n".join(out)
+    assert "tmake -build vmod -project nv_full" in text
+    assert rc == 2 and "setup done" not in text
+    assert "rams/fpga/model is missing" in text and "#0.1" in text and "1.5 CPU-hours" in text
+
+
+def test_nvdlav1_failed_step_behind_build_pass_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hw = _checkout_v1(tmp_path)
+    path = _fake_bin(tmp_path, perl_modules=("YAML", "Capture::Tiny", "XML::Simple", "IO::Tee"))
+    monkeypatch.setenv("TMAKE_STEP_FAILS", "1")
+    out: list[str] = []
+    rc = simsetup.run_setup(hw, "nv_full", progress=out.append, path=path)
+    assert rc == 2 and "a tmake step failed" in "\n".join(out)
+
+
+def test_sim_build_refuses_rtl_without_fpga_ram_models(tmp_path: Path) -> None:
+    from nvdla_hil.sims import build as simbuild
+    vmod = tmp_path / "outdir" / "nv_full" / "vmod"
+    (vmod / "nvdla" / "top").mkdir(parents=True)
+    (vmod / "nvdla" / "top" / "NV_nvdla.v").write_text("module NV_nvdla; endmodule\n")
+    (vmod / "rams" / "synth").mkdir(parents=True)
+    with pytest.raises(simbuild.BuildError, match="no FPGA RAM models"):
+        simbuild.build_nvdla(tmp_path, "nv_full", progress=lambda m: None, cache=tmp_path / "cache")
