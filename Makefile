@@ -6,13 +6,19 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-EXTRAS ?= dev,sim,lab,cluster
+EXTRAS ?= dev,sim,lab,cluster,results
 NVDLA_TRACES ?= $(abspath ../shared/nvdla/trace_tests/nv_small)
 export NVDLA_TRACES
 NVDLA_TRACE_SETS ?= $(abspath ../shared/nvdla/trace_tests)
 export NVDLA_TRACE_SETS
 NVDLA_TXN_TESTS ?= $(abspath ../shared/nvdla/traceplayer_v1)
 export NVDLA_TXN_TESTS
+# NVDLA's software regression (loadables + golden dumps) and the nvdla/sw checkout whose firmware
+# runs them (README "Loadables"); each is used only when it is there
+NVDLA_LOADABLES ?= $(wildcard $(abspath ../shared/nvdla_sw))
+export NVDLA_LOADABLES
+NVDLA_SW ?= $(wildcard $(HOME)/nvdla-sw)
+export NVDLA_SW
 JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10

@@ -16,6 +16,7 @@ measured here (``time.process_time``) is the transport's own.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -144,10 +145,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def regress_once(out: Path, traces: str, mode: str, via: str) -> tuple[int, float, str]:
-    """One ``nvdla-hil regress --target serial`` through a fresh emulator: (exit code, s, summary)."""
+def regress_once(out: Path, traces: str, mode: str, via: str, fault: str | None = None,
+                 fault_after: float = 60.0) -> tuple[int, float, str]:
+    """One ``nvdla-hil regress --target serial`` through a fresh emulator: (exit code, s, summary).
+    ``fault`` (``stop``: SIGSTOP, ``kill``: SIGKILL) hits the board's server (litex_server, else
+    the emulator) ``fault_after`` seconds into the run; the time from it to the run's end is printed."""
     import shutil
+    import signal
     import socket
+    import threading
 
     out.mkdir(parents=True, exist_ok=True)
     procs = [subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu",
@@ -177,15 +183,33 @@ def regress_once(out: Path, traces: str, mode: str, via: str) -> tuple[int, floa
                        f"    reset_address: 0xf0000000\n{extra}")
         cli = str(Path(sys.executable).with_name("nvdla-hil"))
         t0 = time.monotonic()
-        r = subprocess.run([cli, "regress", "--target", "serial", "--lab", str(lab), "--board", "emu", "--suite", "all",
-                            "--traces", traces, "--results-dir", str(out / "results")],
-                           stdout=(out / "regress.log").open("w"), stderr=subprocess.STDOUT)
+        hit: list[float] = []
+
+        def strike() -> None:
+            victim = procs[-1]  # litex_server when there is one, else the emulator
+            hit.append(time.monotonic())
+            os.kill(victim.pid, signal.SIGSTOP if fault == "stop" else signal.SIGKILL)
+
+        timer = threading.Timer(fault_after, strike) if fault else None
+        if timer is not None:
+            timer.start()
+        try:
+            r = subprocess.run([cli, "regress", "--target", "serial", "--lab", str(lab), "--board", "emu", "--suite",
+                                "all", "--traces", traces, "--results-dir", str(out / "results")],
+                               stdout=(out / "regress.log").open("w"), stderr=subprocess.STDOUT, timeout=3 * 3600)
+        finally:
+            if timer is not None:
+                timer.cancel()
         took = time.monotonic() - t0
         lines = (out / "regress.log").read_text().splitlines()
         summary = next((x for x in reversed(lines) if x.startswith("summary:")), "(no summary line)")
+        if hit:
+            summary += f"  [{fault} at {hit[0] - t0:.1f} s; run ended {time.monotonic() - hit[0]:.1f} s later]"
         return r.returncode, took, summary
     finally:
         for p in reversed(procs):
+            with contextlib.suppress(OSError):
+                os.kill(p.pid, signal.SIGCONT)
             p.terminate()
             try:
                 p.wait(10)
@@ -221,7 +245,18 @@ def main() -> None:
     ap.add_argument("--skip-faults", action="store_true")
     ap.add_argument("--skip-wire", action="store_true")
     ap.add_argument("--seed", type=int, default=1, help="fault campaign seed")
+    ap.add_argument("--fault", choices=("stop", "kill"), default=None,
+                    help="with --regress 1: SIGSTOP or SIGKILL the board's server (litex_server, else the "
+                         "emulator) --fault-after seconds into the run; prints its exit code and how long it "
+                         "took to end after the fault")
+    ap.add_argument("--fault-after", type=float, default=60.0)
     a = ap.parse_args()
+    if a.fault:
+        out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="bench-serial-"))
+        mode = "pty" if a.via == "litex_server" else "tcp"
+        rc, took, summary = regress_once(out / "fault", a.traces, mode, a.via, a.fault, a.fault_after)
+        print(f"serial regression via {a.via}, {a.fault} after {a.fault_after:g} s: exit {rc}, {took:.1f} s  {summary}")
+        raise SystemExit(0)
     if a.regress:
         out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="bench-serial-"))
         raise SystemExit(bench_regress(a.regress, a.traces, out, a.via))

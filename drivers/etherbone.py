@@ -46,7 +46,7 @@ from .uartbone import (
     SerialTransport,
 )
 
-__all__ = ["EtherbonePort", "EtherboneTransport", "eb_read_packet", "eb_write_packet", "parse_tcp_url"]
+__all__ = ["EtherbonePort", "EtherboneTransport", "eb_read_packet", "eb_write_packet", "make_port", "parse_tcp_url"]
 
 EB_MAGIC = 0x4E6F
 #: packet header: magic, version 1 (no nr/pr/pf flags), addr_size 4 | port_size 4, padding
@@ -83,9 +83,12 @@ def parse_tcp_url(url: str) -> tuple[str, int]:
 class EtherbonePort:
     """A pyserial-like port: UARTBone commands in, Etherbone records out (module docstring)."""
 
-    def __init__(self, host: str, port: int, *, connect_timeout: float = 5.0) -> None:
+    def __init__(self, host: str, port: int, *, connect_timeout: float = 5.0, write_timeout: float = 5.0) -> None:
         self.timeout: float | None = 0.0
-        self.write_timeout: float | None = None
+        #: a server that stops taking bytes (SIGSTOP, wedged in ``CommUART.read``) fills the socket
+        #: buffers; a write then fails after this many seconds instead of blocking forever
+        self.write_timeout: float = write_timeout
+        self.where = f"litex_server tcp://{host}:{port}"
         self._sock = socket.create_connection((host, port), timeout=connect_timeout)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._cmd = bytearray()  # UARTBone bytes not yet a whole command
@@ -137,9 +140,20 @@ class EtherbonePort:
                     addrs = (4 * word + step * np.arange(n, dtype=np.int64)) & 0xFFFF_FFFF
                     out += eb_read_packet(addrs.astype(np.uint32))
         if out:
-            self._sock.settimeout(self.write_timeout)
-            self._sock.sendall(out)
+            self._send_bounded(bytes(out))
         return len(data)
+
+    def _send_bounded(self, out: bytes) -> None:
+        """``sendall`` that gives up when the server takes no byte for ``write_timeout`` seconds
+        (pyserial's ``SerialTimeoutException``, which the transport reports as a dead board)."""
+        import serial
+
+        self._sock.settimeout(self.write_timeout)
+        try:
+            self._sock.sendall(out)
+        except TimeoutError:
+            raise serial.SerialTimeoutException(
+                f"{self.where} took no bytes for {self.write_timeout:g} s (the server is stopped or wedged)") from None
 
     # ---- server -> host ------------------------------------------------------------------------
     def _pull(self, timeout: float | None) -> None:
@@ -170,12 +184,15 @@ class EtherbonePort:
         return len(self._rx)
 
     def read(self, size: int = 1) -> bytes:
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        """Up to ``size`` bytes within ``timeout`` seconds (``None``: pyserial's "block" is
+        bounded here by ``write_timeout``, so a silent server never blocks a caller forever)."""
+        wait = self.write_timeout if self.timeout is None else self.timeout
+        deadline = time.monotonic() + wait
         while len(self._rx) < size:
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 break
-            self._pull(left if left is not None else 1.0)
+            self._pull(left)
         out = bytes(self._rx[:size])
         del self._rx[:size]
         return out
@@ -185,6 +202,15 @@ class EtherbonePort:
 
     def close(self) -> None:
         self._sock.close()
+
+
+def make_port(url: str, response_timeout: float) -> EtherbonePort:
+    """The port to ``litex_server`` at ``url`` with every wait bounded by the link's timeouts:
+    connecting and the server's info string (``response_timeout`` + 1 s, at least 1 s), and each
+    write (``response_timeout`` + 2 s, as the UART's ``write_timeout``)."""
+    host, port = parse_tcp_url(url)
+    return EtherbonePort(host, port, connect_timeout=max(1.0, response_timeout + 1.0),
+                         write_timeout=response_timeout + 2.0)
 
 
 class EtherboneTransport(SerialTransport):
@@ -202,7 +228,7 @@ class EtherboneTransport(SerialTransport):
         super().__init__(url, baudrate, **kwargs)  # type: ignore[arg-type]
 
     def _make_port(self) -> EtherbonePort:
-        return EtherbonePort(self.host, self.tcp_port, connect_timeout=max(1.0, self.response_timeout + 1.0))
+        return make_port(self.url, self.response_timeout)
 
     def __repr__(self) -> str:
         return f"EtherboneTransport({self.url!r}, policy={self.policy.mode})"

@@ -15,7 +15,7 @@ import numpy as np
 from .regmap import FieldRangeError, RegisterMapError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from .driver import NvdlaDriver
 
@@ -181,6 +181,16 @@ _STAT_REGS: dict[str, dict[str, tuple[str, str]]] = {
 RTL_INEXACT: dict[str, frozenset[str]] = {
     "SDP": frozenset({"lut_le_hit", "lut_lo_hit", "lut_uflow", "lut_oflow", "lut_hybrid"}),
 }
+
+
+def golden_counters(stats: Statistics, oracle_kind: str, names: Iterable[str] | None = None) -> dict[str, int]:
+    """The counters of ``stats`` (all, or those in ``names``) a golden may record when they were read
+    from an oracle of ``oracle_kind`` (``rtl``, ``cmod``, ...): on the RTL, never the
+    :data:`RTL_INEXACT` ones, which count clock cycles rather than elements."""
+    skip = RTL_INEXACT.get(stats.block, frozenset()) if oracle_kind == "rtl" else frozenset()
+    got = stats.counters()
+    keys = got if names is None else [k for k in names if k in got]
+    return {k: int(got[k]) for k in keys if k not in skip}
 
 
 @dataclass(frozen=True)

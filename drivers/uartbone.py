@@ -435,6 +435,11 @@ class SerialTransport(Transport):
         """``board 'NAME' (URL)`` or the URL alone, for messages."""
         return f"board {self._board!r} ({self.url})" if self._board else self.url
 
+    @property
+    def dead_reason(self) -> str | None:
+        """Why the board was declared dead in this session (None while it answers)."""
+        return self._dead
+
     def _declare_dead(self, why: str) -> BoardDeadError:
         """Mark the board dead (every later operation fails at once) and build the error."""
         self._dead = why
@@ -512,8 +517,9 @@ class SerialTransport(Transport):
         self._check_alive()
         try:
             self._port.write(data)
-        except serial.SerialTimeoutException:
-            raise self._declare_dead(f"write of {len(data)} bytes timed out (the board stopped reading)") from None
+        except serial.SerialTimeoutException as e:
+            why = str(e) if str(e) and str(e) != "Write timeout" else "the board stopped reading"
+            raise self._declare_dead(f"write of {len(data)} bytes timed out ({why})") from None
         except (serial.SerialException, OSError) as e:
             if isinstance(e, TransportError):
                 raise

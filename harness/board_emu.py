@@ -23,7 +23,9 @@ surfaces: 0x80000000, 0x90000000, 0xa0000000).
 
 Fault injection (``FaultConfig``), seeded and applied to every byte in both directions:
 dropped bytes, corrupted bytes (XOR with a random non-zero value), a random delay before
-each response, and a link that goes silent after a given number of received bytes.
+each response (``--delay``: a slow board), a link that goes silent after a given number of
+received bytes (``--silent-after``: a dead board that still takes bytes) and one that stops
+reading altogether (``--wedge-after``: a hung bridge, so the host's writes block).
 """
 
 from __future__ import annotations
@@ -118,6 +120,9 @@ class FaultConfig:
     corrupt: float = 0.0
     delay: float = 0.0  # seconds: each response waits uniform(0, delay)
     silent_after: int | None = None  # received bytes after which the board stops answering
+    #: received bytes after which the board stops reading its link at all (a hung bridge, a
+    #: stopped ``litex_server``): the host's writes then fill the OS buffers and block
+    wedge_after: int | None = None
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -589,6 +594,7 @@ class BoardEmulator:
                                bus_timeout=bus_timeout, baud=baud, threaded=threaded)
         self._faults = _Faults(self.faults, self.stats)
         self._delay_rng = np.random.default_rng(self.faults.seed + 1)
+        self._vclock = self._vlast = time.monotonic()
         self.mode = mode
         self._stop = threading.Event()
         self._master: int | None = None
@@ -611,14 +617,32 @@ class BoardEmulator:
         n = self.faults.silent_after
         return n is not None and self.stats.bytes_in >= n
 
+    #: longest step of the FSM timer's clock per serving step (see :meth:`_now`)
+    CLOCK_STEP = 0.02
+
+    def _now(self) -> float:
+        """The FSM timer's clock: real time, but at most :attr:`CLOCK_STEP` per serving step. A
+        host that stalls mid-command still has it dropped (the idle serving loop steps every
+        10 ms), while the emulator itself being descheduled (a loaded machine, the GIL held by a
+        layer's computation) does not cut a command: gateware is never descheduled."""
+        real = time.monotonic()
+        self._vclock += min(max(0.0, real - self._vlast), self.CLOCK_STEP)
+        self._vlast = real
+        return self._vclock
+
+    @property
+    def wedged(self) -> bool:
+        n = self.faults.wedge_after
+        return n is not None and self.stats.bytes_in >= n
+
     def _process(self, data: bytes) -> bytes:
-        if self.silent:
+        if self.silent or self.wedged:
             return b""
-        n = self.faults.silent_after
-        if n is not None and self.stats.bytes_in + len(data) > n:
-            data = data[: n - self.stats.bytes_in]
+        for n in (self.faults.silent_after, self.faults.wedge_after):
+            if n is not None and self.stats.bytes_in + len(data) > n:
+                data = data[: n - self.stats.bytes_in]
         self.stats.bytes_in += len(data)
-        resp = self.core.feed(self._faults.apply(data), time.monotonic())
+        resp = self.core.feed(self._faults.apply(data), self._now())
         if resp and self.faults.delay:
             time.sleep(float(self._delay_rng.uniform(0.0, self.faults.delay)))
         resp = self._faults.apply(resp)
@@ -628,9 +652,12 @@ class BoardEmulator:
     def _serve_fd(self, rfd: int, send) -> bool:
         """Pump one link until it closes (False) or stop is requested (True)."""
         while not self._stop.is_set():
+            if self.wedged:  # reads nothing more: what the host sends piles up in the OS buffers
+                self._stop.wait(0.05)
+                continue
             r, _, _ = select.select([rfd], [], [], 0.01)
             if not r:
-                self.core.tick(time.monotonic())
+                self.core.tick(self._now())
                 continue
             try:
                 data = os.read(rfd, 65536) if self.mode == "pty" else self._conn.recv(65536)
@@ -937,6 +964,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--corrupt", type=_prob, default=0.0, help="probability a byte is corrupted")
     p.add_argument("--delay", type=_seconds, default=0.0, help="max random delay before each response (s)")
     p.add_argument("--silent-after", type=_count, default=None, help="stop answering after N received bytes")
+    p.add_argument("--wedge-after", type=_count, default=None,
+                   help="stop reading the link at all after N received bytes (a hung bridge: host writes block)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reset-address", type=_int, default=DEFAULT_RESET_ADDRESS,
                    help="board address whose write resets NVDLA (LiteX ctrl_reset CSR; default 0xf0000000)")
@@ -948,7 +977,7 @@ def _run(args: argparse.Namespace) -> int:
         bmap = BoardMap(csr_base=args.csr_base, dram_base=args.dram_base,
                         dram_nvdla_base=args.dram_nvdla_base, dram_size=args.dram_size)
         faults = FaultConfig(drop=args.drop, corrupt=args.corrupt, delay=args.delay,
-                             silent_after=args.silent_after, seed=args.seed)
+                             silent_after=args.silent_after, wedge_after=args.wedge_after, seed=args.seed)
     except ValueError as e:
         print(f"board-emu: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,13 @@ Exit codes (the contract; ``regress --help`` repeats it):
 * **0** only when at least one test (or check) ran and none failed;
 * **1** when a test or check failed (or had an error while running);
 * **2** for bad input or configuration, with a message naming what is wrong: the file and
-  line, the option, the register or the board. For ``regress`` that includes a missing or
+  line, the option, the register or the board (only the tool's own error types, and an
+  ``OSError`` naming a path: :func:`exit_code_for`);
+* **130** when Ctrl-C or SIGTERM stopped the command;
+* **3** for an internal error (any other exception): its traceback, "please report".
+
+Inside ``regress`` a malformed trace, vector or manifest found while the suite runs is the
+outcome "bad input" (one line naming file and line, counted apart) and exits 2 if nothing failed. For ``regress`` that includes a missing or
   empty ``--traces``/``--vectors`` folder (or ``NVDLA_TRACES``), ``--target verilator`` without
   an nvdla/hw checkout, ``--target serial`` without a lab file and board, a board another
   regression holds, a lab file that does not load, an explicit ``--junit`` file that exists
@@ -18,7 +24,8 @@ Results are never lost: each ``regress`` writes into its own run directory
 ``<results-dir>/<run-id>/`` (run-id: UTC timestamp, PID and a random suffix, created with
 ``os.mkdir`` so two runs never share one) holding ``junit.xml``, ``summary.txt`` (the printed
 table), ``logs/`` (one register-access log per test, with the link record when the target
-has one) and ``run.json`` (command, start, end, exit code); ``<results-dir>/latest`` is then
+has one) and ``run.json`` (written as "running" at the start, "finished" or "interrupted" at the
+end: :func:`run_state`), each written whole or not at all; ``<results-dir>/latest`` is then
 pointed at it atomically (a temporary symlink moved over it with ``os.replace``). Commands
 that write files (``trace --log``, ``pack``, ``unpack``, ``vectors gen``, ``profile derive
 --out``, ``regress --junit``) refuse to overwrite an existing file unless ``--force``, and
@@ -28,30 +35,54 @@ never overwrite their own input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import errno
 import importlib.util
 import json
 import os
 import secrets
-import shutil
+import socket
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..drivers.errors import ConfigError, ResultsError, is_own_error, write_atomic
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport
 from .targets import TARGETS, TargetSpec, layer_timeout, open_target
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "run_state", "EXIT_INTERRUPTED", "EXIT_INTERNAL", "EXIT_INFRASTRUCTURE"]
+
+#: Ctrl-C (or SIGTERM) stopped the command: 128 + SIGINT, as shells report it; never 2 (bad input)
+EXIT_INTERRUPTED = 130
+#: a programming error inside nvdla-hil (a traceback is printed): please report it
+EXIT_INTERNAL = 3
+#: tests could not run to a result because the board, its link or the simulator failed, and no
+#: test failed on its result (harness/boards_health.py): the lab's problem, not the hardware's
+EXIT_INFRASTRUCTURE = 4
 
 SUITES = {
     "traces": "nvdla_hil.harness.suites.test_traces",
     "txn": "nvdla_hil.harness.suites.test_txn",
     "vectors": "nvdla_hil.harness.suites.test_vectors",
+    "loadables": "nvdla_hil.harness.suites.test_loadables",
 }
+
+
+def _default_loadables() -> str | None:
+    """NVDLA_LOADABLES, else ../shared/nvdla_sw (NVDLA's software regression) next to a source checkout."""
+    env = os.environ.get("NVDLA_LOADABLES")
+    if env:
+        return env
+    here = Path(__file__).resolve().parents[1]
+    for cand in (Path.cwd() / "../shared/nvdla_sw", here / "../shared/nvdla_sw"):
+        if (cand / "flatbufs").is_dir():
+            return str(cand.resolve())
+    return None
 
 
 def _default_traces() -> str | None:
@@ -136,7 +167,7 @@ def _spec(args: argparse.Namespace, profile: str | None = None) -> TargetSpec:
 # ---- regress ------------------------------------------------------------------------------
 
 
-class _Bad(Exception):
+class _Bad(ConfigError):
     """Bad input or configuration: exit 2 with this message."""
 
 
@@ -192,6 +223,17 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
                                "(or set NVDLA_TXN_TESTS)")
         elif args.txn:
             raise _Bad(f"--txn {args.txn} was given but --suite {args.suite} runs no nv_full tests")
+        if "loadables" in suites:
+            if args.loadables:
+                if not Path(args.loadables).is_dir() or not any(Path(args.loadables).glob("flatbufs/**/*_fbuf")):
+                    raise _Bad(f"--loadables {args.loadables}: "
+                               f"{'no such folder' if not Path(args.loadables).is_dir() else 'no flatbufs/**/*_fbuf loadable below it'}")
+            else:
+                args.loadables = _default_loadables()
+                if args.loadables is None and args.suite == "loadables":
+                    raise _Bad("--suite loadables: no loadables configured: pass --loadables PATH (or set NVDLA_LOADABLES)")
+        elif args.loadables:
+            raise _Bad(f"--loadables {args.loadables} was given but --suite {args.suite} runs no loadables")
         if "vectors" in suites and args.vectors:
             check_vector_source("--vectors", args.vectors)
         elif args.vectors:
@@ -244,9 +286,21 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     except _Bad as e:
         print(f"nvdla-hil regress: {e}", file=sys.stderr)
         return 2
-    run = new_run_dir(args.results_dir)
+    try:
+        run = new_run_dir(args.results_dir)
+    except OSError as e:
+        raise ResultsError(e.errno or 0, f"cannot create a run directory (--results-dir): {e.strerror or e}",
+                           str(e.filename or args.results_dir)) from None
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    meta: dict[str, Any] = {
+        "status": "running", "command": ["nvdla-hil", *getattr(args, "_argv", [])], "cwd": os.getcwd(),
+        "started": started, "pid": os.getpid(), "host": socket.gethostname(),
+        "note": "written at the start; a run whose status stays 'running' after its process is gone was "
+                "cut short (killed): see run_state()",
+    }
+    write_atomic(run / "run.json", json.dumps(meta, indent=2) + "\n")  # a full disk: ResultsError naming it
     junit = Path(args.junit) if args.junit else run / "junit.xml"
+    junit_part = run / ".junit.xml.part"  # pytest writes here; renamed into place only when whole
     if args.junit:
         junit.parent.mkdir(parents=True, exist_ok=True)
     logs = Path(args.log_dir) if args.log_dir else run / "logs"
@@ -254,6 +308,12 @@ def _cmd_regress(args: argparse.Namespace) -> int:
             "--nvdla-model-semantics", args.model_semantics, "-o", "console_output_style=classic",
             "-o", "junit_family=xunit1",  # per-test <properties> (profile, target)
             "--nvdla-summary-file", str(run / "summary.txt"), "--nvdla-log", str(logs)]
+    # the results database (harness/results): the run is recorded there as it goes, with live progress
+    argv += ["--nvdla-results-db", args.results_db or str(Path(args.results_dir) / "results.sqlite"),
+             "--nvdla-run-dir", str(run), "--nvdla-progress", "auto",
+             # this command imported nvdla_hil before pytest could mark it for assertion rewriting (pytest warns
+             # once per run for an installed wheel); its suites check with pytest.fail, not bare asserts
+             "-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
     argv += ["--pyargs"] + [SUITES[s] for s in suites]
     if args.profile:
         argv += ["--nvdla-config", args.profile]
@@ -263,6 +323,10 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv += ["--nvdla-vectors", args.vectors]
     if args.txn:
         argv += ["--nvdla-txn", args.txn]
+    if args.loadables:
+        argv += ["--nvdla-loadables", args.loadables]
+    if args.nvdla_sw:
+        argv += ["--nvdla-sw", args.nvdla_sw]
     for flag, val in (("--nvdla-hw", args.nvdla_hw), ("--nvdla-lab", args.lab), ("--nvdla-board", args.board)):
         if val:
             argv += [flag, val]
@@ -274,7 +338,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         argv.append("--nvdla-allow-empty")
     for bug in args.model_bug or []:
         argv += ["--nvdla-model-bug", bug]
-    argv += ["--junitxml", str(junit)]
+    argv += ["--junitxml", str(junit_part)]
     if args.keyword:
         argv += ["-k", args.keyword]
     if args.jobs and args.jobs != 1:
@@ -289,11 +353,39 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     if importlib.util.find_spec("labgrid") is not None and not any(a.startswith("--lg-") for a in argv):
         argv = ["-p", "no:labgrid", *argv]
     t0 = time.monotonic()
-    code = pytest.main(argv)
-    if code == pytest.ExitCode.OK:
+    watch = _RunWatch()
+    code: int | pytest.ExitCode
+    with _sigterm_as_interrupt():
+        try:
+            code = pytest.main(argv, plugins=[watch])
+        except KeyboardInterrupt:  # a second Ctrl-C while pytest was already stopping
+            watch.interrupted, code = True, pytest.ExitCode.INTERRUPTED
+        except OSError as e:  # junitxml (or another writer) at the session's end: a full or read-only disk
+            watch.unwritten.append(f"{e.filename or run}: {e.strerror or e}")
+            watch.session_raised = True
+            code = (pytest.ExitCode.TESTS_FAILED if watch.failed or watch.bad_input or watch.infra
+                    else pytest.ExitCode.OK)
+    for name in ("stdout", "stderr"):  # a stream swapped by a thread (redirect_stdout) and closed by pytest
+        if getattr(getattr(sys, name), "closed", False):
+            setattr(sys, name, getattr(sys, f"__{name}__"))
+    if code == pytest.ExitCode.INTERRUPTED and not watch.interrupted and (watch.failed or watch.infra):
+        code = pytest.ExitCode.TESTS_FAILED  # stopped early because of its failures (a dead board, -x)
+    if watch.interrupted:
+        rc, why = EXIT_INTERRUPTED, "interrupted (Ctrl-C or SIGTERM); the results up to then are kept"
+        print(f"nvdla-hil regress: interrupted; exit {EXIT_INTERRUPTED}", file=sys.stderr)
+    elif code == pytest.ExitCode.OK:
         rc, why = 0, "passed"
+    elif code == pytest.ExitCode.TESTS_FAILED and watch.failed == 0 and watch.infra:
+        rc, why = EXIT_INFRASTRUCTURE, f"infrastructure: {watch.infra} test(s) stopped by the board, link or simulator"
+        print(f"nvdla-hil regress: {watch.infra} infrastructure failure(s) (outcome 'infrastructure' above: board "
+              f"dead or hung, link fault, simulator crashed or hung, no board); no test failed on its result; "
+              f"exit {EXIT_INFRASTRUCTURE}", file=sys.stderr)
+    elif code == pytest.ExitCode.TESTS_FAILED and watch.failed == 0 and watch.bad_input:
+        rc, why = 2, f"bad input: {watch.bad_input} malformed test input(s), named above"
+        print(f"nvdla-hil regress: {watch.bad_input} test input(s) are malformed (outcome 'bad input' above, "
+              "each naming its file and line); no test failed", file=sys.stderr)
     elif code == pytest.ExitCode.TESTS_FAILED:
-        rc, why = 1, "a test failed"
+        rc, why = 1, "a test failed" + (f" (and {watch.bad_input} bad input(s))" if watch.bad_input else "")
     elif code == pytest.ExitCode.NO_TESTS_COLLECTED:
         if args.allow_empty:
             rc, why = 0, "no test ran (allowed by --allow-empty)"
@@ -309,27 +401,143 @@ def _cmd_regress(args: argparse.Namespace) -> int:
         print("nvdla-hil regress: interrupted, or a test source could not be collected (see the errors above)",
               file=sys.stderr)
     else:
-        rc, why = 2, f"pytest exit code {int(code)}"
-        print(f"nvdla-hil regress: pytest stopped with exit code {int(code)} (internal error)", file=sys.stderr)
-    if args.junit and junit.is_file():
-        shutil.copyfile(junit, run / "junit.xml")
-    (run / "run.json").write_text(json.dumps({
-        "command": ["nvdla-hil", *getattr(args, "_argv", [])], "pytest_argv": argv, "cwd": os.getcwd(),
-        "started": started, "seconds": round(time.monotonic() - t0, 3), "exit_code": rc, "result": why,
-        "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
-    }, indent=2) + "\n", encoding="utf-8")
+        rc, why = EXIT_INTERNAL, f"pytest exit code {int(code)}"
+        print(f"nvdla-hil regress: pytest stopped with exit code {int(code)} (internal error, please report: "
+              "the INTERNALERROR lines above)", file=sys.stderr)
+    unwritten = list(watch.unwritten)
+    try:
+        if junit_part.is_file() and junit_part.stat().st_size and rc != EXIT_INTERNAL and not watch.session_raised:
+            if args.junit:
+                write_atomic(junit, junit_part.read_bytes())
+            os.replace(junit_part, run / "junit.xml")
+        elif junit_part.exists() or code in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            unwritten.append(f"{run / 'junit.xml'}: not written (pytest could not write it whole)")
+    except OSError as e:
+        unwritten.append(f"{e.filename or junit}: {e.strerror or e}")
+    finally:
+        junit_part.unlink(missing_ok=True)  # never a truncated junit.xml
+    meta.update({"status": "interrupted" if watch.interrupted else "finished", "pytest_argv": argv,
+                 "ended": datetime.now(UTC).isoformat(timespec="seconds"),
+                 "seconds": round(time.monotonic() - t0, 3), "exit_code": rc, "result": why,
+                 "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
+                 "tests": {"failed": watch.failed, "bad_input": watch.bad_input, "infrastructure": watch.infra}})
+    meta.pop("note", None)
+    if unwritten:
+        meta["unwritten"] = unwritten
+    try:
+        write_atomic(run / "run.json", json.dumps(meta, indent=2) + "\n")
+    except ResultsError as e:
+        unwritten.append(str(e))
+    if unwritten:
+        for u in dict.fromkeys(unwritten):
+            print(f"nvdla-hil regress: results not written: {u}", file=sys.stderr)
+        if rc == 0:
+            rc = 2  # nothing failed, but the results are not all on disk: the disk is the problem
+    from .results.recorder import record_exit
+
+    record_exit(argv, rc)  # the results database gets the command's own exit code (bad input, interrupt, disk)
     try:
         from .report import write_report
 
-        print(f"report: {write_report(run)}")
+        print(f"report: {write_report(run, db=args.results_db)}")
     except Exception as e:  # noqa: BLE001 - a report that cannot be drawn never hides the results
-        print(f"report: not written ({type(e).__name__}: {e})", file=sys.stderr)
+        with contextlib.suppress(OSError):
+            (run / "report.html").unlink(missing_ok=True)  # never a truncated report
+        where = f"{e.filename}: {e.strerror}" if isinstance(e, OSError) and e.filename else f"{type(e).__name__}: {e}"
+        print(f"report: not written ({where})", file=sys.stderr)
     try:
         latest = point_latest(run)
         print(f"results: {run} ({latest} -> {run.name})")
     except OSError as e:
         print(f"results: {run} (could not update {run.parent / 'latest'}: {e})", file=sys.stderr)
     return rc
+
+
+class _RunWatch:
+    """A pytest plugin object the ``regress`` command passes to ``pytest.main``: what happened,
+    for the exit code (interrupt, real failures, malformed inputs, results not written)."""
+
+    def __init__(self) -> None:
+        self.interrupted = False
+        self.failed = 0
+        self.bad_input = 0
+        self.infra = 0  # failures of the board, link or simulator (harness/boards_health.py)
+        self.unwritten: list[str] = []
+        self.session_raised = False
+        self.config: Any = None
+
+    def pytest_configure(self, config: Any) -> None:
+        self.config = config
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        # pytest stops a session it was told to stop (a dead board: session.shouldstop, or -x) with
+        # Session.Interrupted, a KeyboardInterrupt: that is the run's failures, not Ctrl-C
+        import pytest
+
+        if not excinfo.errisinstance(pytest.Session.Interrupted):
+            self.interrupted = True
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.failed:
+            if getattr(report, "nvdla_bad_input", None):
+                self.bad_input += 1
+            elif getattr(report, "nvdla_infra", None):
+                self.infra += 1
+            else:
+                self.failed += 1
+
+    def pytest_unconfigure(self, config: Any) -> None:
+        from .plugin import UNWRITTEN_KEY
+
+        self.unwritten.extend(config.stash.get(UNWRITTEN_KEY, []))
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler's kill, ``timeout``) stops the run as Ctrl-C does, so run.json
+    and the summary record it as interrupted; SIGKILL cannot be caught (run.json stays "running")."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _raise(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, _raise)
+    # SIGHUP (a closed terminal or SSH session) likewise: a labgrid place, board locks and results
+    # are given back as on Ctrl-C (harness/labgrid_place.py)
+    old_hup = signal.signal(signal.SIGHUP, _raise)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        signal.signal(signal.SIGHUP, old_hup)
+
+
+def run_state(run: str | os.PathLike[str]) -> str:
+    """The state of a run directory from its ``run.json``: ``finished``, ``interrupted`` (Ctrl-C,
+    SIGTERM, or a process that died while the status still said ``running`` - a SIGKILL, a crash,
+    a lost machine), ``running`` (its process is alive on this host, or another host's), or
+    ``unknown`` (no readable run.json)."""
+    try:
+        meta = json.loads((Path(run) / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "unknown"
+    status = str(meta.get("status") or ("finished" if "exit_code" in meta else "unknown"))
+    if status != "running":
+        return status
+    if meta.get("host") != socket.gethostname():
+        return "running"
+    try:
+        os.kill(int(meta.get("pid") or 0), 0)
+    except ProcessLookupError:
+        return "interrupted"
+    except (PermissionError, ValueError, OverflowError):
+        return "running"
+    return "running" if int(meta.get("pid") or 0) > 0 else "interrupted"
 
 
 # ---- regs ---------------------------------------------------------------------------------
@@ -340,6 +548,48 @@ def _parse_value(text: str) -> int | str:
         return int(text, 0)
     except ValueError:
         return text  # an enum name
+
+
+#: registers that exist only with a profile feature: SDP's LUT (S_LUT_*: NV_NVDLA_SDP_core's LUT
+#: is built only when the .spec defines SDP_LUT_ENABLE; CDP's LUT is always there)
+_FEATURE_REGISTERS = ((("SDP", "S_LUT_"), "sdp_lut"),)
+
+
+def _regs_check(profile: Any, reg: Any) -> None:
+    """A register of a unit or feature the profile lacks is an error (``regs`` on real hardware
+    would read an absent register as 0 and look fine)."""
+    from ..drivers.profiles import FeatureMissingError
+
+    if not profile.has_unit(reg.block):
+        raise FeatureMissingError(f"{profile.name} has no {reg.block} unit ({reg.full_name})")
+    for (block, prefix), feat in _FEATURE_REGISTERS:
+        if reg.block == block and reg.name.startswith(prefix) and not profile.has(feat):
+            try:
+                profile.require(feat)
+            except FeatureMissingError as e:
+                raise FeatureMissingError(f"{e}: {reg.full_name}") from None
+
+
+def _regs_values(name: str, values: list[str]) -> dict[str, int | str] | int:
+    """``regs write`` arguments: one VALUE, or FIELD=VALUE pairs (each field once)."""
+    if not any("=" in a for a in values):
+        if len(values) != 1:
+            raise _Bad(f"regs write {name}: give one VALUE or FIELD=VALUE pairs, not {len(values)} values")
+        try:
+            return int(values[0], 0)
+        except ValueError:
+            raise _Bad(f"regs write {name}: {values[0]!r} is not a number (give 0x..., 0b... or decimal, "
+                       "or FIELD=VALUE)") from None
+    out: dict[str, int | str] = {}
+    for a in values:
+        k, eq, v = a.partition("=")
+        k = k.strip()
+        if not eq or not k or not v:
+            raise _Bad(f"regs write {name}: {a!r}: expected FIELD=VALUE")
+        if k.upper() in (f.upper() for f in out):
+            raise _Bad(f"regs write {name}: field {k} given twice")
+        out[k] = _parse_value(v)
+    return out
 
 
 def _cmd_regs(args: argparse.Namespace) -> int:
@@ -358,6 +608,8 @@ def _cmd_regs(args: argparse.Namespace) -> int:
             print(d)
         print(f"{len(diffs)} difference(s) between the bundled register map and {hw}")
         return 1 if diffs else 0
+    if args.profile is not None and ("," in args.profile or not args.profile.strip()):
+        raise _Bad(f"--profile {args.profile!r}: regs works on one profile; name one (e.g. nv_small)")
     profile = load_profile((args.profile or "nv_small").split(",")[0])
     if args.regs_cmd == "list":
         rm = profile.regmap
@@ -376,6 +628,15 @@ def _cmd_regs(args: argparse.Namespace) -> int:
             enums = (" {" + ", ".join(f"{k}={v}" for k, v in f.enums.items()) + "}") if f.enums else ""
             print(f"  [{f.msb}:{f.lsb}] {f.name} {f.access} reset={f.reset:#x}{enums}")
         return 0
+    if args.regs_cmd in ("read", "write"):
+        for name in (args.names if args.regs_cmd == "read" else [args.name]):
+            _regs_check(profile, profile.regmap.register(name))
+        values = _regs_values(args.name, args.values) if args.regs_cmd == "write" else None
+    if args.regs_cmd == "dump":
+        for block in args.blocks or []:
+            if not profile.has_unit(block):
+                raise _Bad(f"regs dump: {profile.name} has no {block} unit "
+                           f"(its units: {', '.join(sorted(profile.units))})")
     with open_target(_spec(args, profile.name)) as target:
         drv = NvdlaDriver(target, profile)
         if args.regs_cmd == "read":
@@ -386,21 +647,18 @@ def _cmd_regs(args: argparse.Namespace) -> int:
                                     for fv in [f.extract(v)])
                 print(f"{r.full_name} = {v:#010x}  ({decoded})")
         elif args.regs_cmd == "write":
-            if any("=" in a for a in args.values):
-                field_values: dict[str, int | str] = {}
-                for a in args.values:
-                    k, _, v = a.partition("=")
-                    field_values[k] = _parse_value(v)
-                value = drv.set_fields(args.name, field_values)
+            if isinstance(values, dict):
+                value = drv.set_fields(args.name, values)
             else:
-                if len(args.values) != 1:
-                    print("regs write: give one value or FIELD=VALUE pairs", file=sys.stderr)
-                    return 2
-                value = int(args.values[0], 0)
+                assert values is not None
+                value = values
                 drv.write(args.name, value)
             print(f"{drv.register(args.name).full_name} <= {value:#010x}")
         elif args.regs_cmd == "dump":
-            for name, v in drv.dump(args.blocks or None).items():
+            dumped = drv.dump(args.blocks or None)
+            if not dumped:
+                raise _Bad(f"regs dump {' '.join(args.blocks or [])}: no readable register to dump")
+            for name, v in dumped.items():
                 print(f"{name:45s} {v:#010x}")
     return 0
 
@@ -620,12 +878,17 @@ exit codes:
      board): a missing or empty --traces/--vectors folder or NVDLA_TRACES, --target verilator
      without --nvdla-hw/NVDLA_HW, --target serial without --lab/--board, a board held by another
      regression (PID, host, since when), an existing --junit file without --force, a collection
-     error, or a run in which no test ran (all skipped or deselected) unless --allow-empty
+     error, or a run in which no test ran (all skipped or deselected) unless --allow-empty;
+     also a malformed test input found during the run (outcome "bad input", counted apart)
+     when no test failed, and a results disk that is full or read-only (named with its path)
+  3  internal error (a traceback is printed): please report it
+  130  interrupted (Ctrl-C or SIGTERM); run.json says "interrupted"
 
 results:
   every run writes <results-dir>/<run-id>/ (UTC time, PID, random suffix; never reused):
   junit.xml, summary.txt (the table printed), logs/<test>.log (each test's register accesses
-  and link record), run.json (command, exit code); <results-dir>/latest points at the newest.
+  and link record), run.json (command, exit code; "running" until the run ends, so a killed run
+  shows); <results-dir>/latest points at the newest.
 """
 
 
@@ -650,9 +913,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--txn", help="folder of nv_full's traceplayer tests (input.txn; default: NVDLA_TXN_TESTS, else "
                                  "../shared/nvdla/traceplayer_v1)")
     p.add_argument("--vectors", help="packed-vector folder (default: the bundled suites)")
+    p.add_argument("--loadables", help="NVDLA's software regression folder, flatbufs/ and golden/ (default: "
+                                       "NVDLA_LOADABLES, else ../shared/nvdla_sw)")
+    p.add_argument("--nvdla-sw", default=os.environ.get("NVDLA_SW"),
+                   help="nvdla/sw checkout whose kmd/firmware runs the loadables (or NVDLA_SW)")
     p.add_argument("--results-dir", default=os.environ.get("NVDLA_HIL_RESULTS", "results"),
                    help="where run directories go (default: results, or NVDLA_HIL_RESULTS); each run writes "
                         "<results-dir>/<run-id>/ and points <results-dir>/latest at it")
+    p.add_argument("--results-db", default=os.environ.get("NVDLA_HIL_RESULTS_DB"), metavar="URL",
+                   help="record the run in this results database: an SQLite file or postgresql://user@host/db "
+                        "(default: NVDLA_HIL_RESULTS_DB, else <results-dir>/results.sqlite); see nvdla-hil history")
     p.add_argument("--junit", default=None,
                    help="also write JUnit XML here (default: only <results-dir>/<run-id>/junit.xml); "
                         "refuses an existing file unless --force")
@@ -737,9 +1007,9 @@ def _add_optional(sub: argparse._SubParsersAction) -> None:
     import importlib
 
     for mod in ("nvdla_hil.harness.vectors_cli", "nvdla_hil.harness.triage_cli", "nvdla_hil.harness.fuzz_cli",
-                "nvdla_hil.harness.layouts.cli",
+                "nvdla_hil.harness.layouts.cli", "nvdla_hil.harness.loadables.cli",
                 "nvdla_hil.sims.cli",
-                "nvdla_hil.harness.board_emu"):
+                "nvdla_hil.harness.board_emu", "nvdla_hil.harness.results.cli"):
         try:
             m = importlib.import_module(mod)
         except ImportError as e:
@@ -753,22 +1023,55 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     args._argv = list(sys.argv[1:] if argv is None else argv)
-    from .lab import BoardBusyError
-
     try:
         _labgrid_lab(args)
         return int(args.func(args) or 0)
-    except _Bad as e:
-        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
-        return 2
-    except BoardBusyError as e:
-        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
-        return 2
-    except (RegisterMapError, ValueError, OSError) as e:
-        print(f"nvdla-hil {args.command}: {e}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
-        return 130
+        print(f"nvdla-hil {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `nvdla-hil regs dump | head`: the reader left; not an error of ours
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - so the interpreter's final flush is quiet
+        return 0
+    except Exception as e:  # noqa: BLE001 - the exit-code contract decides below
+        code = exit_code_for(e)
+        if code == EXIT_INTERNAL:
+            import traceback
+
+            traceback.print_exc()
+            print(f"nvdla-hil {args.command}: internal error, please report (the traceback above; "
+                  f"{type(e).__name__}: {e})", file=sys.stderr)
+        else:
+            print(f"nvdla-hil {args.command}: {_describe(e)}", file=sys.stderr)
+        return code
+
+
+#: OSErrors about a path the user gave or the environment (a missing file, a full or read-only
+#: disk): exit 2 with the path; any other OSError from our own code is internal
+_ENV_ERRNOS = frozenset({errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT,
+                         errno.EISDIR, errno.ENOTDIR, errno.EEXIST, errno.ENAMETOOLONG, errno.ELOOP,
+                         errno.ENOTEMPTY, errno.EMFILE, errno.ENFILE, errno.EFBIG, errno.EXDEV, errno.EBUSY})
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit-code contract for an exception that ends a command: 130 for an interrupt; 2 for
+    the tool's own error types (bad input or configuration, a board that cannot be reached, a
+    results disk that is full: :func:`~nvdla_hil.drivers.errors.is_own_error`) and for an
+    ``OSError`` naming a path (missing, unreadable, disk full); 3 (internal error) for anything
+    else - a bare ``ValueError`` or ``KeyError`` is a bug of ours, not the user's input."""
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
+    if is_own_error(exc):
+        return 2
+    if isinstance(exc, OSError) and exc.filename is not None and exc.errno in _ENV_ERRNOS:
+        return 2
+    return EXIT_INTERNAL
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and not is_own_error(exc) and exc.filename is not None:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -54,6 +54,10 @@ __all__ = ["ClusterLoop", "WarmPoolWorkerPlugin", "run_nodeid", "worker_args"]
 
 START_TOPIC = "nvdla-hil-start"
 WARM_PLUGIN_NAME = "nvdla-hil-warm-pool"
+#: pytest reads it when a session starts: no setuptools entry-point plugin is loaded
+AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
+#: the plugin a worker session loads by name (its entry point is not autoloaded there)
+WORKER_PLUGIN = "nvdla_hil.harness.plugin"
 #: options of the controller that are not passed to the workers
 _NOT_FORWARDED = {"nvdla_cluster", "nvdla_summary", "nvdla_summary_file"}
 _CWD_LOCK = threading.Lock()
@@ -155,10 +159,19 @@ def run_nodeid(nodeid: str, argv: list[str], cwd: str, key: str, warm: bool) -> 
         if Path(cwd).is_dir():
             os.chdir(cwd)
         before = set(sys.modules)
+        autoload = os.environ.get(AUTOLOAD_ENV)
+        # exactly the plugins the run needs (worker_args names them with -p): another installed
+        # plugin's autouse fixture (pytest-embedded's starts processes, which a daemonic Dask
+        # worker may not) must not run inside the worker
+        os.environ[AUTOLOAD_ENV] = "1"
         try:
             with contextlib.redirect_stdout(io.StringIO()):  # the reports carry what matters
                 code = pytest.main([nodeid, *argv], plugins=plugins)
         finally:
+            if autoload is None:
+                os.environ.pop(AUTOLOAD_ENV, None)
+            else:
+                os.environ[AUTOLOAD_ENV] = autoload
             os.chdir(old)
             _forget_test_modules(before, [cwd, getattr(collector.config, "rootpath", cwd)])
     return {"reports": collector.reports, "exit": int(code), "collected": collector.collected,
@@ -179,9 +192,10 @@ def _option_args(config: pytest.Config) -> list[str]:
             continue
         flag = max(opt.names(), key=len)
         action = attrs.get("action")
-        if action in ("store_true", "store_const"):
+        # pytest 9's attrs() are the argparse action's: no "action" key; a flag is nargs 0, append holds a list
+        if action in ("store_true", "store_const") or (action is None and attrs.get("nargs") == 0):
             out.append(flag)
-        elif action == "append":
+        elif action == "append" or (action is None and isinstance(value, list)):
             for v in value:
                 out += [flag, str(v)]
         else:
@@ -198,8 +212,11 @@ def worker_args(config: pytest.Config) -> list[str]:
             args += ["-o", str(inv[i + 1])]
         elif a.startswith("--override-ini="):
             args.append(a)
+        elif a == "-p" and i + 1 < len(inv) and not str(inv[i + 1]).startswith("no:"):
+            args += ["-p", str(inv[i + 1])]  # a plugin the user named: needed on the worker too
+    # plugin autoloading is off on the worker (run_nodeid): nvdla-hil's plugin is named here
     return [*args, "--rootdir", str(config.rootpath), "--import-mode=importlib", "-q", "-p", "no:cacheprovider",
-            "-p", "no:labgrid", "-p", "no:xdist", "-p", "no:randomly"]
+            "-p", WORKER_PLUGIN, "-p", "no:labgrid", "-p", "no:xdist", "-p", "no:randomly"]
 
 
 def _worker_nodeid(item: pytest.Item) -> str:

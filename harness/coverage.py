@@ -189,8 +189,9 @@ GROUPS: tuple[Group, ...] = (
         Bin("pdp.fp16.nan_in", "input NaN (D_NAN_INPUT_NUM > 0)"), Bin("pdp.fp16.inf_in", "input INF"))),
     Group("conv.pixel", "Image input pixel formats (layers)", (), (
         Bin("conv.pixel.mono", "one channel (T_R*)"), Bin("conv.pixel.rgba8", "8-bit packed RGBA/XRGB"),
-        Bin("conv.pixel.rgba10", "10-bit packed (2-bit alpha)"), Bin("conv.pixel.rgba16", "16-bit per channel"),
-        Bin("conv.pixel.float", "FP16 pixels (*_F)"), Bin("conv.pixel.yuv", "packed YUV/AYUV"),
+        Bin("conv.pixel.rgba10", "10-bit packed (2-bit alpha)", ("int16",)),
+        Bin("conv.pixel.rgba16", "16-bit per channel", ("int16",)),  # INT8-only RTL: 8-bit formats only
+        Bin("conv.pixel.float", "FP16 pixels (*_F)", ("fp16",)), Bin("conv.pixel.yuv", "packed YUV/AYUV"),
         Bin("conv.pixel.semi_planar", "semi-planar Y + UV (N444)"), Bin("conv.pixel.signed", "sign override (signed pixels)"))),
 )
 
@@ -598,6 +599,8 @@ def load(path: str | Path) -> Coverage:
         d = json.loads(p.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}:{e.lineno}: {e.msg}") from None
+    except RecursionError:  # "[[[[..." a hundred thousand deep
+        raise ValueError(f"{p}: nested too deeply to be a coverage file") from None
     return from_json(d, str(p))
 
 

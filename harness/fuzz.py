@@ -43,7 +43,7 @@ from .vectors_gen import Draft, _bypass, _lut_tables, _manifest_layer, _rdma_off
 
 # UNITS comes from the module's __getattr__ (PEP 562)
 __all__ = ["UNITS", "SCHEMAS", "ConstraintError", "Constraints", "load_constraints", "generate", "run_fuzz",  # noqa: F822
-           "FuzzCase", "FuzzReport", "case_name"]
+           "FuzzCase", "FuzzReport", "case_name", "lacks", "allowed", "unit_refusal", "UnitUnavailable"]
 
 CONSTRAINTS_DIR = Path(__file__).with_name("constraints")
 BASE = 0x8000_0000
@@ -71,10 +71,64 @@ class EnumF:
     values: tuple[Any, ...]
     default: Any = None
     doc: str = ""
-    needs: Mapping[Any, str] = field(default_factory=dict)  # value -> profile feature it needs
+    #: value -> the profile feature (or tuple of features, all needed) it needs; a value whose
+    #: feature the profile lacks is dropped from every draw on that profile (:func:`allowed`)
+    needs: Mapping[Any, str | tuple[str, ...]] = field(default_factory=dict)
 
     def dflt(self) -> Any:
         return self.values[0] if self.default is None else self.default
+
+
+# ---- what a profile has: essential and optional features ------------------------------------------------
+#
+# One mechanism for every unit. A unit declares
+#   * its ESSENTIAL features (``register_unit(needs=...)``): a profile without one of them refuses
+#     the unit at once (:class:`UnitUnavailable`, a ConstraintError: exit 2, one line naming the
+#     unit, the profile and the feature);
+#   * its OPTIONAL features per value (``EnumF(needs={value: feature})``): on a profile without the
+#     feature the value is dropped from the draw (a constraint file's choices narrow to what the
+#     profile has; a fixed ``value`` or ``--set`` that needs it is an error naming the feature).
+# Generators that pick among hardware options in code (not from a schema field) narrow with
+# :func:`allowed` / :meth:`Sampler.has` the same way.
+
+
+def lacks(prof: HardwareProfile, needs: str | Iterable[str] | None) -> list[str]:
+    """The features of ``needs`` (one name, several, or None) that ``prof`` lacks, in order."""
+    if not needs:
+        return []
+    feats = (needs,) if isinstance(needs, str) else tuple(needs)
+    return [f for f in feats if not prof.has(f)]
+
+
+def allowed(leg: EnumF, prof: HardwareProfile, values: Iterable[Any] | None = None) -> tuple[Any, ...]:
+    """The values of ``leg`` (or of ``values``, a subset of them) that ``prof`` has every
+    feature for (``leg.needs``): what a generator may draw on this profile. Example, in a
+    generator: ``fmt = s.rng.choice(allowed(SCHEMA["format"], prof))``."""
+    return tuple(v for v in (leg.values if values is None else values) if not lacks(prof, leg.needs.get(v)))
+
+
+def _feature_text(f: str) -> str:
+    from ..drivers.profiles import _FEATURE_TEXT
+
+    return f"{_FEATURE_TEXT.get(f, f)} ({f})"
+
+
+class UnitUnavailable(ConstraintError):
+    """A fuzz unit whose essential feature the profile lacks; the message is one line naming the
+    unit, the profile, the missing feature(s) and the shipped profiles that have them."""
+
+
+def unit_refusal(unit: str, prof: HardwareProfile) -> str | None:
+    """Why ``unit`` cannot run on ``prof`` (one line), or None when the profile has every
+    feature the unit declares essential (``register_unit(needs=...)``)."""
+    missing = lacks(prof, UNIT_NEEDS.get(unit, ()))
+    if not missing:
+        return None
+    from ..drivers.profiles import list_profiles
+
+    having = [n for n in list_profiles() if not lacks(load_profile(n), missing)]
+    return (f"fuzz unit {unit} needs the {', '.join(map(_feature_text, missing))}, which profile {prof.name} lacks"
+            + (f" (profiles with it: {', '.join(having)})" if having else ""))
 
 
 _PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
@@ -101,7 +155,7 @@ _OPS = {
 
 SCHEMAS: dict[str, dict[str, Any]] = {
     "sdp-lut": {**_CUBE, "bs_mul": IntF(1, 32767, 1), **_LUT, **_CVT},
-    "sdp-bsbn": {**_CUBE, **_OPS, "bn_on": EnumF((0, 1), 1), "alu": EnumF(("off", "max", "min", "sum")),
+    "sdp-bsbn": {**_CUBE, **_OPS, "bn_on": EnumF((0, 1), 1, needs={1: "sdp_bn"}), "alu": EnumF(("off", "max", "min", "sum")),
                  "mul": EnumF(("off", "mul", "prelu")), "relu": EnumF((0, 1), 0),
                  "alu_src": EnumF(("reg", "mem")), "mul_src": EnumF(("reg", "mem")),
                  "alu_operand": IntF(-32768, 32767, 0), "alu_shift": IntF(0, 63, 0),
@@ -112,14 +166,16 @@ SCHEMAS: dict[str, dict[str, Any]] = {
                "op_cvt_offset": IntF(-(1 << 31), (1 << 31) - 1, 0), "op_cvt_scale": IntF(-32768, 32767, 1),
                "op_cvt_truncate": IntF(0, 63, 0), "alu_operand": IntF(-(1 << 31), (1 << 31) - 1, 0),
                "mul_operand": IntF(-(1 << 31), (1 << 31) - 1, 1), "ew_truncate": IntF(0, 1023, 0),
-               "lut": EnumF((0, 1), 0), **_LUT, **_CVT},
+               "lut": EnumF((0, 1), 0, needs={1: "sdp_lut"}), **_LUT, **_CVT},
     "sdp-cvt": {**_CUBE, **_CVT},
-    "cdp-lrn": {**_CUBE, "normalz_len": IntF(0, 3, 0), "sqsum_bypass": EnumF((0, 1), 0), "mul_bypass": EnumF((0, 1), 0),
+    "cdp-lrn": {**_CUBE, "precision": EnumF(("int8", "int16"), "int8", needs={"int16": "int16"}),
+                "normalz_len": IntF(0, 3, 0), "sqsum_bypass": EnumF((0, 1), 0), "mul_bypass": EnumF((0, 1), 0),
                 "cvt_in": EnumF(("fit", "saturate", "random")), "cvt_in_shift": IntF(0, 31, 0), **_LUT, **_CVT},
 }
 
 #: the profile features a unit needs, and the coverage groups it aims at
-UNIT_NEEDS = {"sdp-lut": ("sdp_lut",), "sdp-ew": ("sdp_ew",), "sdp-bsbn": (), "sdp-cvt": (), "cdp-lrn": ("cdp",)}
+UNIT_NEEDS = {"sdp-lut": ("sdp_bs", "sdp_lut"), "sdp-ew": ("sdp_ew",), "sdp-bsbn": ("sdp_bs",), "sdp-cvt": (),
+              "cdp-lrn": ("cdp",)}
 UNIT_GROUPS = {
     "sdp-lut": ("sdp.lut", "sdp.out", "sdp.cube", "sdp.ports"),
     "sdp-bsbn": ("sdp.bs", "sdp.bn", "sdp.out", "sdp.cube", "sdp.ports"),
@@ -185,10 +241,10 @@ def _parse_field(name: str, raw: Any, leg: Any, where: str, prof: HardwareProfil
                  known: list[str]) -> FieldSpec:  # fmt: skip
     if not isinstance(raw, dict):
         raw = {"value": raw}
-    allowed = {"range", "extremes", "choices", "value", "when", "default", "doc"}
-    bad = sorted(set(map(str, raw)) - allowed)
+    keys = {"range", "extremes", "choices", "value", "when", "default", "doc"}
+    bad = sorted(set(map(str, raw)) - keys)
     if bad:
-        raise ConstraintError(f"{where}: unknown key {bad[0]!r} (keys: {', '.join(sorted(allowed))})")
+        raise ConstraintError(f"{where}: unknown key {bad[0]!r} (keys: {', '.join(sorted(keys))})")
     kinds = [k for k in ("range", "choices", "value") if k in raw]
     if len(kinds) != 1:
         raise ConstraintError(f"{where}: give exactly one of range, choices, value")
@@ -217,20 +273,20 @@ def _parse_field(name: str, raw: Any, leg: Any, where: str, prof: HardwareProfil
             if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
                 raise ConstraintError(f"{where}.choices.{val}: weight must be a number >= 0, not {w!r}")
             val = _coerce(leg, val, f"{where}.choices")
-            feat = getattr(leg, "needs", {}).get(val)
-            if feat and not prof.has(feat):
+            if lacks(prof, getattr(leg, "needs", {}).get(val)):
                 continue  # the profile lacks what this value needs: not in its legal space
             spec.values.append(val)
             spec.weights.append(float(w))
         if not spec.values or sum(spec.weights) <= 0:
-            lacks = {getattr(leg, "needs", {}).get(v) for v, _ in items} - {None}
-            why = f" ({prof.name} lacks {', '.join(sorted(str(x) for x in lacks))})" if lacks else ""
+            missing = sorted({f for v, _ in items for f in lacks(prof, getattr(leg, "needs", {}).get(_coerce(leg, v, where)))})
+            why = f": every choice needs the {' or '.join(map(_feature_text, missing))}, which {prof.name} lacks" if missing else ""
             raise ConstraintError(f"{where}.choices: nothing left to choose{why}")
     if "value" in raw:
         spec.values = [_coerce(leg, raw["value"], f"{where}.value")]
-        feat = getattr(leg, "needs", {}).get(spec.values[0])
-        if feat and not prof.has(feat):
-            raise ConstraintError(f"{where}.value: {spec.values[0]} needs {feat}, which {prof.name} lacks")
+        missing = lacks(prof, getattr(leg, "needs", {}).get(spec.values[0]))
+        if missing:
+            raise ConstraintError(f"{where}.value: {spec.values[0]} needs the {', '.join(map(_feature_text, missing))}, "
+                                  f"which {prof.name} lacks")
     when = raw.get("when") or {}
     if not isinstance(when, dict):
         raise ConstraintError(f"{where}.when: give a mapping field: value(s)")
@@ -241,6 +297,13 @@ def _parse_field(name: str, raw: Any, leg: Any, where: str, prof: HardwareProfil
         spec.when[k] = vs
     default = raw.get("default", leg.default if isinstance(leg, IntF) else leg.dflt())
     spec.default = _coerce(leg, default, f"{where}.default")
+    if isinstance(leg, EnumF) and lacks(prof, leg.needs.get(spec.default)):
+        ok = allowed(leg, prof)
+        if "default" in raw or not ok:
+            raise ConstraintError(f"{where}.default: {spec.default} needs the "
+                                  f"{', '.join(map(_feature_text, lacks(prof, leg.needs.get(spec.default))))}, "
+                                  f"which {prof.name} lacks")
+        spec.default = ok[0]  # the schema's default narrowed to what the profile has
     return spec
 
 
@@ -260,9 +323,9 @@ def _parse_doc(unit: str, doc: Any, source: str, prof_override: str | None,
         prof = load_profile(pname)
     except Exception as e:  # noqa: BLE001
         raise ConstraintError(f"{source}: profile: {e}") from None
-    missing = [f for f in UNIT_NEEDS[unit] if not prof.has(f)]
-    if missing:
-        raise ConstraintError(f"{source}: profile {prof.name} lacks {', '.join(missing)}, which {unit} needs")
+    why = unit_refusal(unit, prof)
+    if why:
+        raise UnitUnavailable(why)
     schema = SCHEMAS[unit]
     fields_raw = doc.get("fields") or {}
     if not isinstance(fields_raw, dict):
@@ -341,6 +404,8 @@ class Sampler:
         schema = SCHEMAS[c.unit]
         for name, leg in schema.items():  # fields no constraint mentions keep their default
             self.v[name] = leg.default if isinstance(leg, IntF) else leg.dflt()
+            if isinstance(leg, EnumF) and lacks(c.profile, leg.needs.get(self.v[name])):
+                self.v[name] = (allowed(leg, c.profile) or (self.v[name],))[0]
         for name, spec in c.fields.items():
             self.v[name] = self._draw(spec)
 
@@ -366,6 +431,10 @@ class Sampler:
 
     def __getitem__(self, k: str) -> Any:
         return self.v[k]
+
+    def has(self, feature: str) -> bool:
+        """Whether the case's profile has ``feature`` (narrowing a choice made in code)."""
+        return self.c.profile.has(feature)
 
 
 # ---- building blocks ---------------------------------------------------------------------------------------
@@ -399,8 +468,9 @@ def _geometry(s: Sampler, atom: int) -> _Geo:
     c = int(s["channels"])
     gap_l = atom * int(s.rng.integers(1, 3)) if s["gaps"] else 0
     gap_s = atom * int(s.rng.integers(1, 4)) if s["gaps"] else 0
-    if shape == "1x1xC":  # a 1x1xC cube is packed: SURFACE_STRIDE == atom (the C model asserts it,
-        gap_l = gap_s = 0  # cmod/sdp/NV_NVDLA_sdp.cpp:392; the RTL ignores the strides, tests/test_sdp_1x1_pack.py)
+    if w == 1 and h == 1:  # any 1x1xC cube (drawn as such or as a 1x1 "cube") is packed: SURFACE_STRIDE ==
+        gap_l = gap_s = 0  # atom (the C model asserts it, cmod/sdp/NV_NVDLA_sdp.cpp:392; the RTL ignores the
+        # strides, tests/test_sdp_1x1_pack.py)
     line = w * atom + gap_l
     return _Geo(w, h, c, line, h * line + gap_s)
 
@@ -497,14 +567,16 @@ def _tables(s: Sampler) -> dict[str, np.ndarray]:
     return out
 
 
-def _place_lut(s: Sampler, lo_v: float, hi_v: float, *, cdp: bool) -> dict[str, Any]:
+def _place_lut(s: Sampler, lo_v: float, hi_v: float, *, cdp: bool, bits: int = 8) -> dict[str, Any]:
     """LUT registers whose tables cover parts of [lo_v, hi_v] as the constraints ask: overlap
     (inputs in both tables, one, and both out-of-range sides), disjoint (inputs between the
-    tables: one table under-, the other overflows) or anywhere."""
+    tables: one table under-, the other overflows) or anywhere. ``bits`` 16: CDP INT16, whose
+    RTL compares all 38 bits of START (``refmodel/cdp.py`` INT16 step 3)."""
     rng = s.rng
     span = max(hi_v - lo_v, 1.0)
     sel_lo, sel_hi = (-32, 31) if cdp else (-128, 127)
-    bound = (1 << 21) - 1 if cdp else (1 << 31) - 1  # CDP INT8 RTL compares START on 22 bits (doc 6.7)
+    # CDP INT8 RTL compares START on 22 bits (doc 6.7); CDP INT16 on 38 bits; SDP on 32
+    bound = ((1 << 37) - 1 if bits == 16 else (1 << 21) - 1) if cdp else (1 << 31) - 1
     lo_sel = int(np.clip(round(math.log2(max(span * s["lo_span_pct"] / 100 / 256, 1e-9))), max(sel_lo, -31), min(sel_hi, 31)))
     t_lo = 256 * 2.0 ** lo_sel
     cfg: dict[str, Any] = {"le_function": s["le_function"], "lo_index_select": lo_sel}
@@ -735,13 +807,22 @@ def gen_sdp_cvt(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
 
 
 def gen_cdp_lrn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
+    """CDP LRN, INT8 or (``precision`` int16, profiles with INT16: the ``cdp-int16`` unit) INT16:
+    window 3..9, SQSUM/MUL bypass, the input convertor (fit / saturate / random), LUT tables
+    aimed at the layer's square sums, the output convertor fitted to the LUT products. INT16
+    widths (``refmodel/cdp.py``): 16-bit DATIN offset, 17-bit converted input, square sums up
+    to 2^37, 32-bit DATOUT offset, INT16 output."""
+    i16 = s["precision"] == "int16"
+    dtype = "int16" if i16 else "int8"
     d = Draft(unit="CDP", profile=prof.name, statistics=True)
+    if i16:
+        d.features = tuple(sorted(set(d.features) | {"int16"}))
     mem = _Mem()
     atom = prof.atom_bytes
     geo = _geometry(s, atom)
-    x = _data(s, (geo.c, geo.h, geo.w))
-    src = _feature(d, mem, "src", x, s["src_port"], atom, geo)
-    dst = _feature(d, mem, "dst", (geo.c, geo.h, geo.w), s["dst_port"], atom, geo, output=True)
+    x = _data(s, (geo.c, geo.h, geo.w), np.int16 if i16 else np.int8)
+    src = _feature(d, mem, "src", x, s["src_port"], atom, geo, dtype=dtype)
+    dst = _feature(d, mem, "dst", (geo.c, geo.h, geo.w), s["dst_port"], atom, geo, output=True, dtype=dtype)
     nl = int(s["normalz_len"])
     d.registers += [
         _reg("CDP_RDMA.D_DATA_CUBE_WIDTH", WIDTH=geo.w - 1), _reg("CDP_RDMA.D_DATA_CUBE_HEIGHT", HEIGHT=geo.h - 1),
@@ -749,7 +830,7 @@ def gen_cdp_lrn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
         _reg("CDP_RDMA.D_SRC_BASE_ADDR_LOW", SRC_BASE_ADDR_LOW=src), _reg("CDP_RDMA.D_SRC_BASE_ADDR_HIGH", SRC_BASE_ADDR_HIGH=0),
         _reg("CDP_RDMA.D_SRC_LINE_STRIDE", SRC_LINE_STRIDE=geo.line),
         _reg("CDP_RDMA.D_SRC_SURFACE_STRIDE", SRC_SURFACE_STRIDE=geo.surf),
-        _reg("CDP_RDMA.D_DATA_FORMAT", INPUT_DATA=0), _reg("CDP.D_DATA_FORMAT", INPUT_DATA_TYPE=0),
+        _reg("CDP_RDMA.D_DATA_FORMAT", INPUT_DATA=int(i16)), _reg("CDP.D_DATA_FORMAT", INPUT_DATA_TYPE=int(i16)),
         _reg("CDP.D_DST_BASE_ADDR_LOW", DST_BASE_ADDR_LOW=dst), _reg("CDP.D_DST_BASE_ADDR_HIGH", DST_BASE_ADDR_HIGH=0),
         _reg("CDP.D_DST_LINE_STRIDE", DST_LINE_STRIDE=geo.line), _reg("CDP.D_DST_SURFACE_STRIDE", DST_SURFACE_STRIDE=geo.surf),
         _reg("CDP.D_LRN_CFG", NORMALZ_LEN=nl),
@@ -759,13 +840,16 @@ def gen_cdp_lrn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     ]
     rng = s.rng
     mode = s["cvt_in"]
+    off_max = 32767 if i16 else 127  # DATIN_OFFSET: 8 bits used at INT8, 16 at INT16
     if mode == "fit":
-        cin = {"offset": int(rng.integers(-8, 9)), "scale": int(rng.integers(1, 4)), "shift": int(rng.integers(0, 3))}
+        o = 512 if i16 else 8
+        cin = {"offset": int(rng.integers(-o, o + 1)), "scale": int(rng.integers(1, 4)), "shift": int(rng.integers(0, 3))}
     elif mode == "saturate":
-        cin = {"offset": int(rng.integers(-128, 128)), "scale": int(rng.integers(8, 400)) * (1 if rng.random() < 0.7 else -1),
-               "shift": int(rng.integers(0, 3))}
+        cin = {"offset": int(rng.integers(-off_max - 1, off_max + 1)),
+               "scale": int(rng.integers(8, 400)) * (1 if rng.random() < 0.7 else -1), "shift": int(rng.integers(0, 3))}
     else:
-        cin = {"offset": int(rng.integers(-128, 128)), "scale": int(rng.integers(-32768, 32768)), "shift": int(s["cvt_in_shift"])}
+        cin = {"offset": int(rng.integers(-off_max - 1, off_max + 1)), "scale": int(rng.integers(-32768, 32768)),
+               "shift": int(s["cvt_in_shift"])}
     d.convertors["cdp_in"] = cin
     _cvt_draft_placeholder(d, "cdp_out")
     # aim the tables at this layer's square sums (a first reference run with any LUT)
@@ -774,12 +858,13 @@ def gen_cdp_lrn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     sums = capture(d)["cdp"][0]["s"]
     lanes = np.arange(sums.shape[-1]) < geo.c
     lo_v, hi_v = (float(v) for v in np.percentile(sums[..., lanes], [2, 98]))
-    cfg = _place_lut(s, lo_v, max(hi_v, lo_v + 64), cdp=True)
+    cfg = _place_lut(s, lo_v, max(hi_v, lo_v + 64), cdp=True, bits=16 if i16 else 8)
     d.lut = {"unit": "CDP", "config": cfg}
     d.lut_tables = _tables(s)
     t = capture(d)["cdp"][0]["t"]
-    d.convertors["cdp_out"] = _pick_cvt(s, t, mode=s["cvt"], shift=s["cvt_shift"], offset_bits=25)
-    d.description = (f"fuzz cdp-lrn: window {2 * nl + 3}{' sqsum-bypass' if s['sqsum_bypass'] else ''}"
+    d.convertors["cdp_out"] = _pick_cvt(s, t, mode=s["cvt"], shift=s["cvt_shift"], offset_bits=32 if i16 else 25,
+                                        out_max=32767 if i16 else 127)
+    d.description = (f"fuzz cdp-lrn{' int16' if i16 else ''}: window {2 * nl + 3}{' sqsum-bypass' if s['sqsum_bypass'] else ''}"
                      f"{' mul-bypass' if s['mul_bypass'] else ''}, LE {cfg['le_function']}, priorities "
                      f"{cfg['uflow_priority']}/{cfg['oflow_priority']}/{cfg['hybrid_priority']}, layout {s['layout']}, "
                      f"cube {geo.c}x{geo.h}x{geo.w}")
@@ -795,9 +880,12 @@ GENERATORS: dict[str, Callable[[Sampler, HardwareProfile, Capture], Draft]] = {
 def register_unit(name: str, *, schema: dict[str, Any], needs: tuple[str, ...], groups: tuple[str, ...],
                   generator: Callable[[Sampler, HardwareProfile, Capture], Draft]) -> None:  # fmt: skip
     """Add a fuzz unit: its legal space (``schema``: :class:`IntF` / :class:`EnumF` per field),
-    the profile features it needs, the coverage groups it aims at and its generator. The
-    unit's shipped constraints are ``constraints/<name>.yaml``. Units live in
-    ``harness/fuzzgen/<module>.py``, each calling this at import."""
+    the profile features it cannot run without (``needs``: the unit is refused on a profile
+    lacking one, :func:`unit_refusal`), the coverage groups it aims at and its generator.
+    Optional features narrow the draw instead: ``EnumF(..., needs={value: feature})`` drops the
+    value on a profile without the feature (see "what a profile has" above). The unit's shipped
+    constraints are ``constraints/<name>.yaml``. Units live in ``harness/fuzzgen/<module>.py``,
+    each calling this at import."""
     if name in SCHEMAS:
         raise ValueError(f"fuzz unit {name!r} registered twice")
     SCHEMAS[name] = schema
@@ -963,7 +1051,10 @@ def _keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> No
     for o in man["outputs"]:
         blobs[o["expected"]] = np.ascontiguousarray(res.outputs[o["name"]]).tobytes()
     if man.get("statistics") is not None and res.actual_statistics is not None:
-        man["statistics"] = {k: int(v) for k, v in res.actual_statistics.counters().items()}
+        from ..drivers.precision import golden_counters
+        from .vectors import golden_source_of
+
+        man["statistics"] = golden_counters(res.actual_statistics, golden_source_of(dut)["kind"])
     describe = getattr(dut, "describe", None)
     who = describe() if describe else type(dut).__name__
     prov = dict(man["provenance"])
@@ -973,7 +1064,7 @@ def _keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> No
     man["provenance"] = prov
     if dest.exists():
         shutil.rmtree(dest)
-    write_case(dest, man, blobs)
+    write_case(dest, man, blobs, dut=dut)  # golden_source: derived from the DUT (vectors.golden_source_of)
     load_case(dest)  # what we wrote must load
 
 
@@ -1107,7 +1198,8 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
                 results = [r for chunk in pool.map(_worker, args) for r in chunk]
             for fc, cj in results:
                 rep.cases.append(fc)
-                rep.coverage.merge(cj)
+                if cj:  # a case whose target could not open has no coverage (and says why)
+                    rep.coverage.merge(cj)
                 if log is not None and fc.status != "passed":
                     log(f"{fc.status.upper()} {unit} {fc.line}" + (f" -> saved {fc.saved}" if fc.saved else ""))
             i += len(idx)

@@ -1,11 +1,16 @@
 """``nvdla-hil fuzz`` (constrained-random differential testing) and ``nvdla-hil coverage``
 (functional-coverage files: show, merge).
 
-    nvdla-hil fuzz --unit sdp-lut --target model|verilator|serial|cmod --count N --seed S
+    nvdla-hil fuzz --unit sdp-lut --target verilator|cmod|serial --count N --seed S
                    [--profile P] [--constraints FILE] [--set key=value ...] [--out DIR]
                    [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE] [--keep DIR]
+    nvdla-hil fuzz --unit sdp-lut --model-bug SPEC ...   (the model with an injected fault as the DUT)
     nvdla-hil coverage show FILE... [--profile P ...]
     nvdla-hil coverage merge FILE... --out FILE
+
+The reference model computes every case's golden, so ``--target model`` (the default) is
+refused unless ``--model-bug`` injects a fault into it (testing the harness itself): the model
+compared with itself proves nothing.
 
 ``fuzz`` prints one line per failing case (its seed and index, the first and worst differing
 element of each output), saves each failing case as a packed vector under ``--out`` (replay:
@@ -36,6 +41,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
 
     if args.count < 1 or args.budget < 1 or args.jobs < 1 or args.first < 0 or args.seed < 0:
         return _err("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
+    try:  # first: a unit the profile cannot run is refused whatever the target
+        c = load_constraints(args.unit, profile=args.profile, files=args.constraints or (), sets=args.set or ())
+    except ConstraintError as e:
+        return _err("fuzz", str(e))
     if args.target in ("verilator", "cmod") and not args.nvdla_hw:
         return _err("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
     if args.keep and Path(args.keep).exists() and not Path(args.keep).is_dir():
@@ -44,10 +53,12 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         return _err("fuzz", "--target serial needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     if args.model_bug and args.target != "model":
         return _err("fuzz", "--model-bug injects a fault into the model target only (--target model)")
-    try:
-        c = load_constraints(args.unit, profile=args.profile, files=args.constraints or (), sets=args.set or ())
-    except ConstraintError as e:
-        return _err("fuzz", str(e))
+    if args.target == "model" and not args.model_bug:
+        # the golden of every case is the reference model's: the model as the DUT would agree by
+        # construction and prove nothing (nor should --keep record the model's outputs as goldens)
+        return _err("fuzz", "--target model (the default) would compare the reference model with itself, so every case "
+                    "would pass and prove nothing: choose a device under test with --target verilator|cmod|serial, or "
+                    "inject a fault with --model-bug SPEC to test the harness itself")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         return _err("fuzz", f"--out {args.out}: not a folder")
     spec = TargetSpec(kind=args.target, profile=c.profile.name, semantics=args.model_semantics,
@@ -75,6 +86,10 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
             print(f"budget spent, {len(empty)} bins stayed empty: {', '.join(empty)}")
         else:
             print(f"every reachable bin of {args.unit} on {c.profile.name} hit after {len(rep.cases)} cases")
+    if rep.cases and all(fc.status == "error" and "cannot open the target" in fc.line for fc in rep.cases):
+        # nothing ran: the target itself is the problem (no simulator, no checkout, no board)
+        return _err("fuzz", f"the {args.target} target could not be opened: "
+                    f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
     return 1 if rep.failed else 0
 
 
@@ -106,7 +121,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--unit", required=True, choices=UNITS)
     p.add_argument("--target", choices=("model", "verilator", "serial", "cmod"), default=os.environ.get("NVDLA_HIL_TARGET", "model"),
-                   help="the device under test: model, verilator (RTL), serial (board), cmod (NVDLA's C model)")
+                   help="the device under test: verilator (RTL), cmod (NVDLA's C model), serial (board); model only "
+                   "with --model-bug (the reference model with an injected fault)")
     p.add_argument("--count", type=int, default=50, help="cases to run (default 50)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--first", type=int, default=0, help="index of the first case (replay one: --first I --count 1)")

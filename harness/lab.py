@@ -23,8 +23,10 @@ A lab file is YAML::
         board_timeout: 0.1          # the UARTBone FSM timer
         reset_command: [openFPGALoader, -b, arty, nvdla.bit]   # argv, run without a shell
         reset_timeout: 120
-        reset_address: 0xf0000000   # optional: writing 1 here resets NVDLA (LiteX ctrl_reset CSR);
-                                    # the serial target then resets the board before every test
+        reset_address: 0xf0000000   # writing 1 here resets NVDLA (LiteX ctrl_reset CSR) before every
+                                    # test; else reset_command runs before every test; with neither
+                                    # a regression refuses the board at start, unless the entry says
+        # reset: registers          # (accept NVDLA brought to a known state by its registers)
       shared-1:                     # a board behind LiteX's litex_server (UART, Ethernet, PCIe or
         transport: litex_server     # JTAG bridge): Etherbone over TCP, as LiteX's RemoteClient
         url: tcp://labhost:1234
@@ -80,6 +82,7 @@ from pathlib import Path
 import yaml
 
 from ..drivers import yamlstrict
+from ..drivers.errors import InputError
 from ..drivers.profiles import list_profiles
 from ..drivers.transport import TransportError
 from ..drivers.uartbone import FSM_TIMEOUT, BoardMap, IntegrityPolicy
@@ -111,7 +114,7 @@ TRANSPORTS = ("uartbone", "litex_server")
 PROFILES = tuple(list_profiles())
 
 
-class LabError(ValueError):
+class LabError(InputError):
     """The lab file or board selection is wrong; the message names file, board and field."""
 
 
@@ -138,6 +141,11 @@ class BoardConfig:
     reset_command: tuple[str, ...] | None = None
     reset_timeout: float = 120.0
     reset_address: int | None = None
+    #: ``registers``: no reset line; run anyway with NVDLA brought to a known state by its registers
+    #: before each test (``harness/targets/serial.py: restore_known_state``), which is not equivalent
+    #: to a reset for every suite. Without it, a board with neither reset_address nor reset_command
+    #: is refused at session start
+    reset: str | None = None
     transport: str = "uartbone"
     probe_window: bool = True
     labgrid_place: str | None = None
@@ -298,6 +306,10 @@ def _board(path: Path, name: str, raw: object, lines: dict[tuple[str, ...], int]
                                                                   for a in value)):
                     raise err(field, "expected a non-empty list of arguments (argv, no shell)")
                 value = tuple(str(a) for a in value)
+        elif field == "reset":
+            if value != "registers":
+                raise err(field, f"expected 'registers' (run without a reset line, NVDLA brought to a known state "
+                                 f"by its registers), got {value!r}; a reset is reset_address or reset_command")
         elif field in ("url", "profile", "integrity", "transport"):
             if not isinstance(value, str) or not value.strip():
                 raise err(field, f"expected a non-empty string, got {value!r}")

@@ -15,8 +15,9 @@ open:
   ``socket://host:port`` for ``protocol: raw`` and ``rfc2217://host:port`` otherwise (the
   exporter's ser2net default); a local device is its path;
 * :meth:`LabgridPlace.release` releases only what :meth:`acquire` acquired, also after an
-  error; an interpreter that exits without closing the target releases it at exit. A process
-  killed outright cannot: ``labgrid-client -p NAME release --kick`` frees the place.
+  error, on Ctrl-C, SIGTERM and SIGHUP; an interpreter that exits without closing the target
+  releases it at exit. A process killed outright (SIGKILL, a lost machine) cannot:
+  ``labgrid-client -p NAME release --kick`` frees the place.
 
 The coordinator is ``coordinator`` (lab entry), else ``LG_COORDINATOR``, else labgrid's default
 ``127.0.0.1:20408``, as labgrid's own tools and pytest plugin choose it. labgrid is optional:
@@ -68,13 +69,17 @@ def endpoint_url(cls: str, params: dict) -> str:
 def place_from_env(path: str | os.PathLike[str]) -> tuple[str, str | None]:
     """The place (and coordinator, if given) of a labgrid environment file (``--lg-env``):
     ``targets: {main: {resources: {RemotePlace: {name: NAME}}}}`` and ``options: {coordinator_address}``."""
-    import yaml
+    from ..drivers import yamlstrict
 
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise LabError(f"labgrid environment {p}: {e}") from None
+        doc = yamlstrict.load(p.read_text(encoding="utf-8"), str(p))
+    except OSError as e:
+        raise LabError(f"labgrid environment {p}: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise LabError(f"labgrid environment {p}: not a text file ({e})") from None
+    except yamlstrict.YamlError as e:
+        raise LabError(f"labgrid environment {e}") from None
     try:
         targets = doc["targets"]
         target = targets.get("main") or next(iter(targets.values()))
@@ -103,6 +108,7 @@ class LabgridPlace:
         self.place = place
         self.coordinator = coordinator_address(coordinator)
         self.lease: PlaceLease | None = None
+        self._saved: dict[int, object] = {}  # signal -> the handler _catch_signals replaced
 
     # ---- a labgrid client session, on an event loop of its own ---------------------------------
     @staticmethod
@@ -153,13 +159,82 @@ class LabgridPlace:
             loop.run_until_complete(coro)  # type: ignore[arg-type]
 
     def acquire(self) -> PlaceLease:
-        """Acquire the place (or use this user's acquisition) and find its serial endpoint."""
+        """Acquire the place (or use this user's acquisition) and find its serial endpoint.
+
+        While the place is held, SIGTERM (a CI timeout, a batch system) and SIGHUP (a closed
+        terminal or SSH session) release it as Ctrl-C does (:meth:`_on_signal`); an interpreter
+        that exits releases it at exit. SIGKILL cannot be caught: ``labgrid-client -p PLACE
+        release --kick`` frees what it leaves."""
         if self.lease is not None:
             return self.lease
-        self.lease = self._in_thread(self._acquire)
-        if self.lease.acquired_here:
+        box: dict[str, object] = {}
+        th = threading.Thread(target=self._acquire_into, args=(box,), name="labgrid-client", daemon=True)
+        th.start()
+        try:
+            th.join()
+        except BaseException:
+            # interrupted (Ctrl-C, a signal) while the coordinator was acquiring it: let that
+            # finish, then give back what it took, so no place is left acquired behind us
+            th.join(30)
+            got = box.get("value")
+            if isinstance(got, PlaceLease) and got.acquired_here:
+                self.lease = got
+                self.release()
+            raise
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        lease = box["value"]
+        assert isinstance(lease, PlaceLease)
+        self.lease = lease
+        if lease.acquired_here:
             atexit.register(self.release)
-        return self.lease
+            self._catch_signals()
+        return lease
+
+    def _acquire_into(self, box: dict[str, object]) -> None:
+        try:
+            box["value"] = self._acquire()
+        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
+            box["error"] = e
+
+    #: signals that end a process whose owner wants it gone, released like Ctrl-C
+    RELEASE_ON = ("SIGTERM", "SIGHUP")
+
+    def _catch_signals(self) -> None:
+        """Install :meth:`_on_signal` for :attr:`RELEASE_ON` (main thread only: Python delivers
+        signals there), remembering the handlers it replaces."""
+        import signal
+
+        self._saved = {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for name in self.RELEASE_ON:
+            signum = getattr(signal, name, None)
+            if signum is not None:
+                self._saved[signum] = signal.signal(signum, self._on_signal)
+
+    def _restore_signals(self) -> None:
+        import signal
+
+        saved, self._saved = self._saved, {}
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum, old in saved.items():
+            if signal.getsignal(signum) == self._on_signal:  # not replaced by someone after us
+                signal.signal(signum, old)  # type: ignore[arg-type]
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        """Release the place now, then do what the signal would have done: the handler it
+        replaced (the regression's SIGTERM-as-interrupt), nothing when it was ignored, or, for the
+        default (terminate), a KeyboardInterrupt, so the run stops as on Ctrl-C."""
+        import signal
+
+        old = self._saved.get(signum, signal.SIG_DFL)
+        self.release()
+        if callable(old):
+            old(signum, frame)
+        elif old != signal.SIG_IGN:
+            raise KeyboardInterrupt(f"{signal.Signals(signum).name}: labgrid place {self.place!r} released")
 
     def _acquire(self) -> PlaceLease:
         from labgrid.remote.client import Error as LabgridError
@@ -213,6 +288,7 @@ class LabgridPlace:
             return
         with contextlib.suppress(Exception):
             atexit.unregister(self.release)
+        self._restore_signals()
 
         def release() -> None:
             with self._session() as (session, loop):
@@ -237,6 +313,27 @@ def session_lab_file(place: str | None = None, coordinator: str | None = None, *
     return labgrid_lab_file(folder, place, coordinator, env=env, profile=profile)
 
 
+def _env_reset_address(path: str | os.PathLike[str]) -> int | None:
+    """``options: {nvdla_hil_reset_address: ADDR}`` of a labgrid environment file: the board's
+    reset register (labgrid keeps free-form options there), else None."""
+    from ..drivers import yamlstrict
+
+    try:
+        doc = yamlstrict.load(Path(path).read_text(encoding="utf-8"), str(path))
+    except (OSError, UnicodeDecodeError, yamlstrict.YamlError):
+        return None  # place_from_env has already said what is wrong with it
+    opts = doc.get("options") if isinstance(doc, dict) else None
+    v = opts.get("nvdla_hil_reset_address") if isinstance(opts, dict) else None
+    if isinstance(v, str):
+        try:
+            v = int(v, 0)
+        except ValueError:
+            raise LabError(f"labgrid environment {path}: options: nvdla_hil_reset_address {v!r} is not an address") from None
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < 2**64):
+        raise LabError(f"labgrid environment {path}: options: nvdla_hil_reset_address {v!r} is not an address")
+    return v
+
+
 def labgrid_lab_file(folder: str | os.PathLike[str], place: str | None = None, coordinator: str | None = None, *,
                      env: str | os.PathLike[str] | None = None, profile: str = "nv_small", baud: int = 3_000_000,
                      reset_address: int | None = None) -> tuple[Path, str]:
@@ -249,6 +346,8 @@ def labgrid_lab_file(folder: str | os.PathLike[str], place: str | None = None, c
     if env is not None:
         env_place, env_coord = place_from_env(env)
         place, coordinator = place or env_place, coordinator or env_coord
+        if reset_address is None:
+            reset_address = _env_reset_address(env)
     place = place or os.environ.get("LG_PLACE")
     if not place:
         raise LabError("no labgrid place: give one (LG_PLACE) or a labgrid environment naming a RemotePlace (LG_ENV)")

@@ -89,7 +89,8 @@ from .coverage import Coverage, coverage_for_session, session_sink
 from .targets import TARGETS, TargetSpec, open_target
 
 #: warm Verilator simulators (``nvdla_warm_pool`` fixture, ``--nvdla-fresh-sims``) come with this plugin
-pytest_plugins = ["nvdla_hil.harness.warm"]
+pytest_plugins = ["nvdla_hil.harness.warm", "nvdla_hil.harness.results.recorder",  # + results database, live progress
+                  "nvdla_hil.harness.boards_health"]  # infrastructure failures apart from test failures
 
 SPEC_KEY = pytest.StashKey[TargetSpec]()
 PROFILES_KEY = pytest.StashKey[list[str]]()
@@ -102,6 +103,7 @@ CURRENT_ITEMS_KEY = pytest.StashKey[list[pytest.Item]]()  # the test running now
 RERUN_WAVES_KEY = pytest.StashKey[Path]()
 WAVES_SEEN_KEY = pytest.StashKey[list]()
 BOARD_DEAD_KEY = pytest.StashKey[dict]()
+UNWRITTEN_KEY = pytest.StashKey[list[str]]()  # results that could not be written: 'path: why'
 #: per test (item stash): the targets it opened, with their specs
 OPENED_KEY = pytest.StashKey[list]()
 
@@ -141,6 +143,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      f"{DEFAULT_PROFILES} elsewhere)")
     g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
     g.addoption("--nvdla-txn", default=None, help="folder of nv_full's traceplayer tests, input.txn (or NVDLA_TXN_TESTS)")
+    g.addoption("--nvdla-loadables", default=None,
+                help="NVDLA's software regression folder: flatbufs/ and golden/ (or NVDLA_LOADABLES)")
+    g.addoption("--nvdla-sw", default=None, help="nvdla/sw checkout whose kmd/firmware runs the loadables (or NVDLA_SW)")
     g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
     g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
     g.addoption("--nvdla-lab", default=None, dest="nvdla_lab", help="lab file for the serial target (or NVDLA_HIL_LAB)")
@@ -308,9 +313,85 @@ def _xdist_workers(config: pytest.Config) -> int:
     return max(1, n)
 
 
+def session_is_ours(config: pytest.Config) -> bool:
+    """Whether this pytest session runs nvdla-hil's tests: a ``--nvdla-*`` option on the command
+    line, an argument naming the ``nvdla_hil`` package or a file inside it, or nvdla-hil's own
+    source tree as the rootdir. Installed, the plugin loads into every pytest session on the
+    machine; another project's session is left exactly as pytest would run it."""
+    args = [str(a) for a in (getattr(config.invocation_params, "args", ()) or ())]
+    if _asked_for_nvdla(config):
+        return True
+    pkg = Path(__file__).resolve().parents[1]
+    for a in [*args, *(str(x) for x in getattr(config, "args", []) or [])]:
+        if a.startswith("-"):
+            continue
+        if a.split("::", 1)[0].startswith("nvdla_hil"):
+            return True
+        try:
+            p = Path(a.split("::", 1)[0]).resolve()
+        except (OSError, ValueError):
+            continue
+        if p == pkg or pkg in p.parents:
+            return True
+    try:
+        return Path(config.rootpath).resolve() == pkg
+    except (OSError, AttributeError):
+        return False
+
+
+def _asked_for_nvdla(config: pytest.Config) -> bool:
+    """A ``--nvdla-*`` option on the command line: the user runs this session for nvdla-hil."""
+    args = [str(a) for a in (getattr(config.invocation_params, "args", ()) or ())]
+    return any(a.startswith(("--nvdla-", "--nvdla_")) for a in args)
+
+
+def item_is_ours(item: pytest.Item) -> bool:
+    """A test of nvdla-hil: the shipped suites, any test of a session started with ``--nvdla-*``
+    options (a user's own tests driving a target through ``suite_spec``), or a test using one of
+    the plugin's fixtures or markers (``nvdla_target``, ``nvdla_feature``, ...). Only these get
+    nvdla-hil's JUnit ``<properties>``."""
+    if _is_suite(item) or _asked_for_nvdla(item.config):
+        return True
+    if any(str(f).startswith("nvdla_") for f in getattr(item, "fixturenames", ()) or ()):
+        return True
+    return any(m.name.startswith("nvdla_") for m in item.iter_markers())
+
+
+def _labgrid_beside_embedded(config: pytest.Config) -> None:
+    """labgrid (the ``[lab]`` extra) and pytest-embedded both define a ``target`` fixture;
+    labgrid's wins and skips without ``--lg-env``, and pytest-embedded's autouse fixtures ask
+    for ``target``, so every test of every project skipped ("missing environment config (use
+    --lg-env)"). In a session that does not use labgrid (no ``--lg-env``/``--lg-coordinator``,
+    no ``LG_ENV``), labgrid's plugin is taken out before the session collects its fixtures,
+    exactly as ``-p no:labgrid`` would; a session that uses labgrid keeps it.
+
+    Runs before the session exists (``pytest_cmdline_main``): pytest replays every plugin
+    registration to the session's fixture manager, an unregistered plugin included, so
+    labgrid's fixtures are also taken off its plugin module (in this process only)."""
+    pm = config.pluginmanager
+    lab = pm.get_plugin("labgrid")
+    if lab is None or pm.get_plugin("pytest_embedded") is None:
+        return
+    if (config.getoption("lg_env", default=None) or config.getoption("lg_coordinator", default=None)
+            or os.environ.get("LG_ENV")):
+        return
+    pm.unregister(lab)
+    for name in ("env", "target", "strategy"):
+        if callable(getattr(lab, name, None)):
+            delattr(lab, name)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    _labgrid_beside_embedded(config)
+
+
 def _set_junit_family(config: pytest.Config) -> None:
     """``junit_family=xunit1`` unless the user chose one: per-test ``<properties>`` (target,
-    profile, board or RTL build, semantics, seed) are valid JUnit only in xunit1."""
+    profile, board or RTL build, semantics, seed) are valid JUnit only in xunit1. Only in a
+    session that runs nvdla-hil's tests (:func:`session_is_ours`)."""
+    if not session_is_ours(config):
+        return
     try:
         overrides = config.getoption("override_ini", default=None) or []
         if any(str(o).split("=", 1)[0].strip() == "junit_family" for o in overrides):
@@ -443,11 +524,12 @@ def _probe_boards(lab: str, taken: list) -> None:  # list[SessionBoardLock]
     board (exit 2), instead of every test failing one by one."""
     from ..drivers.transport import TransportError
     from .lab import LabError
-    from .targets.serial import probe_board
+    from .targets.serial import check_reset, probe_board
 
     for lk in taken:
         try:
             probe_board(lab, lk.cfg.name)
+            check_reset(lab, lk.cfg)  # a board nothing resets between tests is refused (exit 2)
         except LabError as e:
             raise pytest.UsageError(f"--nvdla-lab {lab}: {e}") from None
         except (TransportError, OSError) as e:
@@ -514,6 +596,9 @@ def _configure_boards(config: pytest.Config, lab: str | None, board: str | None)
     if not config.getoption("collectonly"):
         try:
             _probe_boards(lab, taken)
+            from .boards_health import health_check_boards
+
+            health_check_boards(config, lab_obj, cfgs, taken)  # --nvdla-health-check: quarantine, replace
         except BaseException:
             for lk in taken:
                 lk.release()
@@ -655,7 +740,11 @@ def pytest_runtest_teardown(item: pytest.Item):  # noqa: ANN201
     if entry is not None:  # the re-run with waves keeps the failing run's log and writes its own beside it
         rerun = RERUN_WAVES_KEY in item.config.stash
         log, link_report = entry
-        write_access_log(item.config, item.nodeid, log, link_report, suffix=".waves-rerun" if rerun else "")
+        try:
+            write_access_log(item.config, item.nodeid, log, link_report, suffix=".waves-rerun" if rerun else "")
+        except OSError as e:  # a full or read-only results disk: the test's outcome stands; said once, at the end
+            unwritten = item.config.stash.setdefault(UNWRITTEN_KEY, [])
+            unwritten.append(f"{e.filename or log_dir(item.config)}: {e.strerror or e}")
 
 
 # ---- what each test ran on: JUnit classname and <properties> ---------------------------------------------
@@ -715,9 +804,9 @@ def _vector_seed(item: pytest.Item) -> int | None:
     if not isinstance(case, Path):
         return None
     try:
-        import yaml
+        from ..drivers import yamlstrict
 
-        doc = yaml.safe_load((case / "case.yaml").read_text(encoding="utf-8"))
+        doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
         seed = (doc.get("provenance") or {}).get("seed")
     except Exception:  # noqa: BLE001 - a property is not worth a failure
         return None
@@ -755,7 +844,34 @@ def _properties(item: pytest.Item) -> list[tuple[str, object]]:
     seed = _vector_seed(item)
     if seed is not None:
         props.append(("seed", seed))
+    golden = vector_golden(item)
+    if golden is not None:  # where the case's goldens came from: an oracle or the model itself
+        props.append(("golden_source", golden))
+        props.append(("checked_against", "self-consistency" if golden == "model" else "oracle"))
     return props
+
+
+GOLDEN_KEY = pytest.StashKey[str]()
+
+
+def vector_golden(item: pytest.Item) -> str | None:
+    """``golden_source.kind`` of a packed-vector test's case (rtl, cmod, seed, hand, model), else None."""
+    if GOLDEN_KEY in item.stash:
+        return item.stash[GOLDEN_KEY] or None
+    params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+    case = params.get("vector_case")
+    kind = ""
+    if isinstance(case, Path):
+        try:
+            from ..drivers import yamlstrict
+
+            doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
+            gs = doc.get("golden_source") if isinstance(doc, dict) else None
+            kind = str(gs.get("kind", "")) if isinstance(gs, dict) else ""
+        except Exception:  # noqa: BLE001 - the test itself reports a bad case
+            kind = ""
+    item.stash[GOLDEN_KEY] = kind
+    return kind or None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -770,7 +886,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN20
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
-    if call.when == "teardown" and RERUN_WAVES_KEY not in item.config.stash:
+    if call.when == "teardown" and RERUN_WAVES_KEY not in item.config.stash and item_is_ours(item):
         have = {k for k, _ in item.user_properties}
         item.user_properties.extend((k, v) for k, v in _properties(item) if k not in have)
     outcome = yield
@@ -780,9 +896,26 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
         report.nvdla_classname = cls  # survives xdist's report serialisation
     if _is_suite(item):
         report.nvdla_suite = True
+    golden = vector_golden(item)
+    if golden is not None:
+        report.nvdla_golden = golden  # survives serialisation; "model": a pass is self-consistency only
     if call.excinfo is not None and (call.excinfo.errisinstance(BoardDeadError)
                                      or any(c.__name__ == "BoardDeadError" for c in call.excinfo.type.__mro__)):
         report.nvdla_board_dead = str(call.excinfo.value)  # survives serialisation (xdist, Dask)
+    if call.excinfo is not None and _is_suite(item) and is_bad_input(call.excinfo.value):
+        # a malformed trace, vector or manifest is the input's fault, not the target's: its own
+        # outcome, one line naming the file and line, no traceback (the CLI exits 2 for it)
+        report.nvdla_bad_input = str(call.excinfo.value)
+        report.longrepr = f"bad input: {call.excinfo.value}"
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    """A malformed input found while a test ran: the tool's :class:`InputError` (traces, YAML,
+    lab files) or a :class:`~nvdla_hil.harness.vectors.VectorError`."""
+    from ..drivers.errors import InputError
+
+    return isinstance(exc, InputError) or any(
+        c.__name__ == "VectorError" and c.__module__.startswith("nvdla_hil.") for c in type(exc).__mro__)
 
 
 def _junit_classname(config: pytest.Config, report: pytest.TestReport) -> None:
@@ -889,7 +1022,10 @@ class _RunCounter:
         _count_board_dead(self.config, report)
         if getattr(report, "nvdla_suite", False) or any(f in report.nodeid.replace("\\", "/") for f in _SUITE_FILES):
             self.counts["suite"] += 1
-        if report.when == "call" and report.outcome in ("passed", "failed"):
+        if report.when == "call" and report.passed and getattr(report, "nvdla_golden", None) == "model":
+            # golden from the model itself: not a test checked against an oracle (never a plain pass)
+            self.counts["self_consistency"] = self.counts.get("self_consistency", 0) + 1
+        elif report.when == "call" and report.outcome in ("passed", "failed"):
             self.counts["ran"] += 1
         elif report.failed:  # an error in set-up or teardown is a result too
             self.counts["ran"] += 1
@@ -909,6 +1045,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         tr = config.pluginmanager.get_plugin("terminalreporter")
         msg = ("nvdla-hil: no test ran (every collected test was skipped or deselected); "
                "this is an error unless --nvdla-allow-empty")
+        if counts.get("self_consistency"):
+            msg = (f"nvdla-hil: no test was checked against an oracle: {counts['self_consistency']} passed only "
+                   f"self-consistency (goldens from the reference model itself); not a green run")
         if tr is not None:
             tr.write_line(msg, red=True)
 
@@ -1057,6 +1196,7 @@ class RegressionSummary:
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
         self.rows: list[tuple[str, str, float, str]] = []
+        self.golden: dict[str, str] = {}  # nodeid -> golden_source.kind of packed-vector tests
 
     @staticmethod
     def _reason(report: pytest.TestReport) -> str:
@@ -1064,6 +1204,9 @@ class RegressionSummary:
             return ""
         if report.skipped and isinstance(report.longrepr, tuple):
             return str(report.longrepr[2]).removeprefix("Skipped: ")
+        failure = getattr(report, "nvdla_failure", None)  # the error's own message (harness/results/recorder.py)
+        if isinstance(failure, dict) and failure.get("reason"):
+            return str(failure["reason"])
         lines = [ln.strip() for ln in report.longreprtext.strip().splitlines()
                  if ln.strip() and not ln.startswith("[gw")]
         first = next((ln for ln in lines if "MISMATCH" in ln or "differ" in ln), None)
@@ -1083,7 +1226,16 @@ class RegressionSummary:
         if report.when == "call" or (report.when == "setup" and report.outcome != "passed") or (
             report.when == "teardown" and report.failed
         ):
-            outcome = "error" if report.when != "call" and report.failed else report.outcome
+            outcome: str = "error" if report.when != "call" and report.failed else report.outcome
+            if getattr(report, "nvdla_bad_input", None):
+                outcome = "bad input"  # counted apart: the input's fault, not the target's
+            elif getattr(report, "nvdla_infra", None):
+                outcome = "infrastructure"  # board, link or simulator failed: not the hardware's result
+            golden = getattr(report, "nvdla_golden", None)
+            if golden is not None:
+                self.golden[report.nodeid] = golden
+                if outcome == "passed" and golden == "model":
+                    outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
             self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
@@ -1102,7 +1254,8 @@ class RegressionSummary:
                 write_line(line)
 
         tr = _Tee
-        classes = ("passed", "failed", "error", "skipped: not modelled", "skipped: lacks unit", "skipped: other")
+        classes = ("passed", SELF_CONSISTENCY, "failed", "error", "bad input", "infrastructure", "skipped: not modelled",
+                   "skipped: lacks unit", "skipped: other")
         counts: dict[str, int] = {}
         per_config: dict[str, dict[str, int]] = {}
         width = min(max((len(n.split("::")[-1]) for n, *_ in self.rows), default=20), 70)
@@ -1121,13 +1274,44 @@ class RegressionSummary:
             for cfg, cc in per_config.items():
                 tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
             tr.write_line("")
-        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes))
+        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
+                                              if k != SELF_CONSISTENCY or counts.get(k)))
+        split = oracle_split(self.rows, self.golden)
+        if split:
+            tr.write_line(split)
         for line in _waves_lines(self.config):
             tr.write_line(line)
         path = self.config.getoption("--nvdla-summary-file", default=None)
         if path:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text("\n".join(lines) + "\n", encoding="utf-8")
+            from ..drivers.errors import write_atomic
+
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, "\n".join(lines) + "\n")  # never a truncated summary
+            except OSError as e:
+                self.config.stash.setdefault(UNWRITTEN_KEY, []).append(f"{e.filename or path}: {e.strerror or e}")
+
+
+#: the outcome of a passing test whose goldens are the reference model's own (golden_source kind model)
+SELF_CONSISTENCY = "passed (self-consistency)"
+
+
+def oracle_split(rows: list[tuple[str, str, float, str]], golden: dict[str, str]) -> str:
+    """The summary's oracle line: passing packed-vector tests checked against an oracle (per
+    golden_source kind) apart from those that only checked self-consistency. Empty without any."""
+    passed = [golden[n] for n, outcome, *_ in rows if n in golden and outcome in ("passed", SELF_CONSISTENCY)]
+    if not passed:
+        return ""
+    kinds: dict[str, int] = {}
+    for k in passed:
+        if k != "model":
+            kinds[k] = kinds.get(k, 0) + 1
+    own = passed.count("model")
+    line = (f"oracle split: of {len(passed)} passing vector tests, {len(passed) - own} checked against an oracle ("
+            + (", ".join(f"{kinds[k]} {k}" for k in sorted(kinds)) or "none") + f"), {own} self-consistency only")
+    if own:
+        line += " (goldens from the reference model itself: not evidence of correctness)"
+    return line
 
 
 def _waves_lines(config: pytest.Config) -> list[str]:

@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["DIAG_FORMAT", "MAX_ELEMENTS", "TestRow", "diag_path", "diagnosis_dict", "write_diagnosis",
-           "read_diagnosis", "lut_info", "parse_junit", "failure_reason", "heatmap_png", "lut_png",
+           "read_diagnosis", "lut_info", "parse_junit", "oracle_counts", "SELF_CONSISTENCY", "failure_reason",
+           "error_reason", "heatmap_png", "lut_png",
            "fp16_errors", "fp16_histogram_png", "render_report", "write_report", "safe_name"]
 
 DIAG_FORMAT = "nvdla-hil-diag/1"
@@ -134,7 +135,7 @@ class TestRow:
     classname: str
     name: str
     time: float
-    outcome: str  # passed / failed / error / skipped: not modelled / skipped: lacks unit / skipped: other
+    outcome: str  # passed / passed (self-consistency) / failed / error / skipped: not modelled / lacks unit / other
     message: str = ""
     text: str = ""
     properties: dict[str, str] = field(default_factory=dict)
@@ -169,6 +170,24 @@ def failure_reason(text: str) -> str:
     return ""
 
 
+_TRACEBACK = re.compile(r'^(>|E |Traceback|  File "|\s{4}|[^\s:]+\.py:\d+)')
+
+
+def error_reason(message: str, bodies: list[str] | tuple[str, ...] = ()) -> str:
+    """The reason of a failure: the first failing check line of the error's message, else of the
+    failure text outside traceback lines (source lines, ``E`` lines, ``File ...``), else the
+    first line of the error's message - never a line of a traceback."""
+    found = failure_reason(message)
+    if found:
+        return found
+    for body in bodies:
+        found = failure_reason("\n".join(ln for ln in (body or "").splitlines() if not _TRACEBACK.match(ln)))
+        if found:
+            return found
+    first = next((ln.strip() for ln in message.splitlines() if ln.strip()), "")
+    return first.removeprefix("Failed: ")
+
+
 def parse_junit(path: str | Path) -> list[TestRow]:
     """Every testcase of a (xunit1) JUnit file."""
     root = ET.parse(path).getroot()
@@ -192,6 +211,8 @@ def parse_junit(path: str | Path) -> list[TestRow]:
                                "skipped: lacks unit" if "lacks unit:" in why[:40] else "skipped: other")
             else:
                 row.outcome = "failed" if kind == "failure" else "error"
+                if props.get("verdict") == "infrastructure":  # harness/boards_health.py: not the hardware's result
+                    row.outcome = "infrastructure"
         for tag in ("system-out", "system-err"):
             el = tc.find(tag)
             if el is not None and el.text:
@@ -199,11 +220,28 @@ def parse_junit(path: str | Path) -> list[TestRow]:
         texts += list(props.values())
         joined = "\n".join(texts)
         row.text = "\n".join(t for t in texts[:2])
-        if row.outcome in ("failed", "error"):
-            row.reason = failure_reason(joined) or (row.message.splitlines()[0] if row.message else "")
+        if row.outcome in ("failed", "error", "infrastructure"):
+            row.reason = error_reason(row.message, texts[1:])
         row.vacuous = [ln.strip() for ln in joined.splitlines() if VACUOUS in ln]
+        if row.outcome == "passed" and props.get("golden_source") == "model":
+            row.outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
         rows.append(row)
     return rows
+
+
+#: outcome of a passing packed-vector test whose goldens are the reference model's own
+SELF_CONSISTENCY = "passed (self-consistency)"
+
+
+def oracle_counts(rows: list[TestRow]) -> dict[str, int]:
+    """Passing packed-vector tests per ``golden_source`` kind (JUnit property ``golden_source``):
+    rtl / cmod / seed / hand are checked against an oracle, model only for self-consistency."""
+    out: dict[str, int] = {}
+    for r in rows:
+        kind = r.properties.get("golden_source")
+        if kind and r.outcome in ("passed", SELF_CONSISTENCY):
+            out[kind] = out.get(kind, 0) + 1
+    return out
 
 
 # ---- pictures -----------------------------------------------------------------------------------
@@ -381,7 +419,7 @@ body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:24px}
 table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
 th{background:#eee;text-align:left}
-.passed{color:#080} .failed,.error{color:#b00;font-weight:bold} .skipped{color:#888}
+.passed{color:#080} .failed,.error{color:#b00;font-weight:bold} .skipped{color:#888} .selfc{color:#a60}
 .counts td{font-size:15px;text-align:right} code,pre{font:12px monospace}
 pre{background:#f6f6f6;padding:6px;white-space:pre-wrap} .vac{color:#a60}
 img{max-width:100%;border:1px solid #ddd;margin:4px 0}
@@ -438,8 +476,16 @@ def _diag_html(d: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def render_report(run_dir: str | Path) -> str:
-    """The HTML of the run directory's report."""
+def _cls(outcome: str) -> str:
+    """CSS class of an outcome (a self-consistency pass is not shown as a pass)."""
+    return "selfc" if outcome == SELF_CONSISTENCY else outcome.split(":")[0]
+
+
+def render_report(run_dir: str | Path, db: str | None = None) -> str:
+    """The HTML of the run directory's report (``db``: the results database for each test's
+    history and cluster; default ``<run_dir>/../results.sqlite`` when it exists)."""
+    from .results.runreport import CONTROLS, CSS, SCRIPT, next_commands, run_extras
+
     run = Path(run_dir)
     meta: dict[str, Any] = {}
     try:
@@ -449,11 +495,17 @@ def render_report(run_dir: str | Path) -> str:
     junit = run / "junit.xml"
     rows = parse_junit(junit) if junit.is_file() else []
     _attach(run, rows)
-    classes = ["passed", "failed", "error", "skipped: not modelled", "skipped: lacks unit", "skipped: other"]
+    extras = run_extras(run, db)
+    for r in rows:  # the reason the recorder took from the error itself, when the database has it
+        rec = extras.rows.get(f"{r.classname}::{r.name}")
+        if rec and rec.get("reason") and r.outcome in ("failed", "error"):
+            r.reason = rec["reason"]
+    classes = ["passed", SELF_CONSISTENCY, "failed", "error", "infrastructure", "skipped: not modelled", "skipped: lacks unit",
+               "skipped: other"]
     counts = {k: sum(r.outcome == k for r in rows) for k in classes}
     n_vac = sum(bool(r.vacuous) for r in rows)
     h: list[str] = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-                    f"<title>nvdla-hil report {_e(run.name)}</title><style>{_CSS}</style></head><body>",
+                    f"<title>nvdla-hil report {_e(run.name)}</title><style>{_CSS}{CSS}</style></head><body>",
                     f"<h1>nvdla-hil regression {_e(run.name)}</h1>"]
     if meta:
         h.append(f"<p>command <code>{_e(' '.join(meta.get('command', [])))}</code>; started {_e(meta.get('started', '?'))}; "
@@ -461,12 +513,20 @@ def render_report(run_dir: str | Path) -> str:
                  f"({_e(meta.get('result', ''))})</p>")
     h.append('<table class="counts" id="summary"><tr>' + "".join(f"<th>{_e(k)}</th>" for k in classes)
              + "<th>vacuous checks</th><th>total</th></tr><tr>"
-             + "".join(f'<td class="{k.split(":")[0]}" data-outcome="{_e(k)}">{counts[k]}</td>' for k in classes)
+             + "".join(f'<td class="{_cls(k)}" data-outcome="{_e(k)}">{counts[k]}</td>' for k in classes)
              + f"<td>{n_vac}</td><td>{len(rows)}</td></tr></table>")
+    oracle = oracle_counts(rows)
+    if oracle:
+        own = oracle.get("model", 0)
+        checked = {k: n for k, n in sorted(oracle.items()) if k != "model"}
+        h.append(f'<p id="oracle-split">oracle split: <b>{sum(checked.values())}</b> checked against an oracle ('
+                 + _e(", ".join(f"{n} {k}" for k, n in checked.items()) or "none") + f'), <b class="selfc">{own}</b> '
+                 "self-consistency only" + (" (goldens from the reference model itself: not evidence of correctness)"
+                                            if own else "") + "</p>")
     if not rows:
         h.append("<p>no junit.xml in this run directory: no test results</p>")
-    h.append('<h2>Tests</h2><table id="tests"><tr><th>test</th><th>target</th><th>profile</th><th>outcome</th>'
-             "<th>time</th><th>reason</th><th>links</th></tr>")
+    h.append('<h2>Tests</h2>' + CONTROLS + '<table id="tests"><tr><th>test</th><th>target</th><th>profile</th><th>outcome</th>'
+             "<th>time</th><th>reason</th><th>links</th><th>history</th><th>cluster</th></tr>")
     order = {"failed": 0, "error": 1}
     for i, r in enumerate(sorted(rows, key=lambda r: (order.get(r.outcome, 2), r.name))):
         reason = r.reason or (r.message if r.outcome.startswith("skipped") else "")
@@ -478,29 +538,48 @@ def render_report(run_dir: str | Path) -> str:
             links.append(f'<a href="{_e(r.bundle)}">bundle</a>')
         if r.diag and r.outcome in ("failed", "error"):
             links.append(f'<a href="#d{i}">diff</a>')
-        h.append(f'<tr><td><code>{_e(r.name)}</code></td><td>{_e(r.target)}</td><td>{_e(r.profile)}</td>'
-                 f'<td class="{r.outcome.split(":")[0]}">{_e(r.outcome)}</td><td>{r.time:.3f}</td>'
-                 f"<td>{_e(reason)}{vac}</td><td>{' '.join(links)}</td></tr>")
+        key = f"{r.classname}::{r.name}"
+        sig = (extras.rows.get(key) or {}).get("signature")
+        cid = extras.cluster_of.get(sig, sig) if sig else ""
+        lab = extras.label(sig)
+        cluster = (f'<code title="{_e(extras.keys.get(sig or "", ""))}">{_e(cid)}</code>' if cid else "") + (
+            f' <span class="label">{_e(lab.get("text"))}</span>' if lab else "")
+        h.append(f'<tr data-outcome="{_e(r.outcome)}"><td><code>{_e(r.name)}</code></td><td>{_e(r.target)}</td><td>{_e(r.profile)}</td>'
+                 f'<td class="{_cls(r.outcome)}">{_e(r.outcome)}</td><td>{r.time:.3f}</td>'
+                 f"<td>{_e(reason)}{vac}</td><td>{' '.join(links)}</td><td>{extras.history_html(key)}</td>"
+                 f"<td>{cluster}</td></tr>")
     h.append("</table>")
     failing = [(i, r) for i, r in enumerate(sorted(rows, key=lambda r: (order.get(r.outcome, 2), r.name)))
                if r.outcome in ("failed", "error")]
     if failing:
         h.append("<h2>Failures</h2>")
     for i, r in failing:
-        h.append(f'<h3 id="d{i}"><code>{_e(r.name)}</code> ({_e(r.profile)} on {_e(r.target)})</h3>')
+        h.append(f'<details class="failure" open><summary><h3 id="d{i}" style="display:inline"><code>{_e(r.name)}</code> '
+                 f'({_e(r.profile)} on {_e(r.target)})</h3></summary>')
         h.append(f"<p>{_e(r.reason)}</p>")
+        sig = (extras.rows.get(f"{r.classname}::{r.name}") or {}).get("signature")
+        if sig:
+            lab = extras.label(sig)
+            h.append(f'<p class="cluster">cluster <code>{_e(extras.cluster_of.get(sig, sig))}</code>: '
+                     f"{_e(extras.keys.get(sig, ''))}"
+                     + (f' <span class="label">known: {_e(lab.get("text"))}</span>' if lab else "")
+                     + (f' <a href="{_e(lab["bug"])}">{_e(lab["bug"])}</a>' if lab and lab.get("bug") else "") + "</p>")
+        cmds = next_commands(run, meta, r.classname, r.name, r.test_id, r.profile, r.target)
+        h.append('<p>next:</p><pre class="next">' + _e("\n".join(cmds)) + "</pre>")
         if r.diag:
             h.append(_diag_html(r.diag))
         else:
             h.append(f"<details><summary>failure text</summary><pre>{_e(r.text[:6000])}</pre></details>")
+        h.append("</details>")
+    h.append(SCRIPT)
     h.append("</body></html>")
     return "\n".join(h)
 
 
-def write_report(run_dir: str | Path, out: str | Path | None = None) -> Path:
+def write_report(run_dir: str | Path, out: str | Path | None = None, db: str | None = None) -> Path:
     """Write ``<run_dir>/report.html`` (or ``out``); returns its path."""
     path = Path(out) if out else Path(run_dir) / "report.html"
-    path.write_text(render_report(run_dir), encoding="utf-8")
+    path.write_text(render_report(run_dir, db), encoding="utf-8")
     return path
 
 

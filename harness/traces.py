@@ -75,6 +75,7 @@ from pathlib import Path
 import numpy as np
 
 from ..drivers.driver import NvdlaDriver
+from ..drivers.errors import InputError
 from ..drivers.regmap import RegisterMapError
 from ..drivers.transport import Transport, TransportError
 from .memory import KnownMemory, RecordingMemory, SparseMemory, close_record, poison_pattern, true_runs
@@ -93,6 +94,7 @@ __all__ = [
     "run_trace",
     "POISON_BYTE",
     "MAX_REGION_BYTES",
+    "check_against_profile",
     "MAX_TRACE_BYTES",
 ]
 
@@ -123,7 +125,7 @@ SETUP_CHUNK = 16 << 20
 SMALL_FILL = 64 << 10
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A malformed trace or data file; the message names file and line."""
 
     def __init__(self, path: Path | str, line: int | None, message: str) -> None:
@@ -991,6 +993,8 @@ def _run_trace(trace: Trace, transport: Transport, driver: NvdlaDriver | None, p
                known: dict[str, KnownMemory], assume: bool) -> TraceResult:
     t0 = time.monotonic()
     drv = driver or NvdlaDriver(transport)
+    check_against_profile(trace, drv.profile)
+    limit = 1 << int(drv.profile.mem_address_width)
     result = TraceResult(name=trace.name, status="passed")
     checks: dict[str, list[CheckResult]] = {}
     for c in trace.of_kind("check_crc", "check_nothing"):
@@ -1022,6 +1026,10 @@ def _run_trace(trace: Trace, transport: Transport, driver: NvdlaDriver | None, p
                 if addr + image.extent > ADDRESS_LIMIT:
                     raise TraceError(trace.path, c.line, f"{rel} ({image.extent:#x} bytes) at {addr:#x} runs "
                                                          f"past the 64-bit address space")
+                if addr + image.extent > limit:
+                    raise TraceError(trace.path, c.line, f"{rel} ({image.extent:#x} bytes) at {addr:#x} runs past "
+                                                         f"{drv.profile.name}'s {drv.profile.mem_address_width}-bit "
+                                                         f"addresses (ends at {addr + image.extent:#x})")
                 pieces.append((port, addr, image))
                 set_up += image.extent
                 if "output" not in rel.lower():
@@ -1161,6 +1169,53 @@ def _run_trace(trace: Trace, transport: Transport, driver: NvdlaDriver | None, p
         result.message = f"the target refused the programmed layer: {type(e).__name__}: {e}"
     result.duration = time.monotonic() - t0
     return result
+
+
+def check_against_profile(trace: Trace, profile) -> None:  # noqa: ANN001 - a HardwareProfile
+    """What a trace asks of the hardware, checked against ``profile`` before anything is sent
+    (a :class:`TraceError` naming file and line):
+
+    * every ``mem_init``, ``mem_load`` base and ``check_crc`` region lies inside the profile's
+      ``mem_address_width``-bit address space (nv_small: 32 bits, ``NVDLA_MEM_ADDRESS_WIDTH`` of
+      its .spec), on a memory port it has (``sec_mem`` needs the feature);
+    * every ``reg_write`` names a register of a unit the profile has, and a read-only register
+      is written only with a value it can hold (bits inside its fields). ``regs write`` refuses
+      every read-only write; a trace may not, because NVDLA's own trace generator writes every
+      register of a layer, status and performance counters included, with the value it expects
+      them to hold (7,194 such writes in nvdla/hw's trace_tests, all of them inside the
+      fields): a read-only write of any other value cannot be that and is refused. Bits set
+      outside the fields of a writable register are accepted as NVDLA's traces set them (the
+      register file drops them)."""
+    limit = 1 << int(profile.mem_address_width)
+    width = int(profile.mem_address_width)
+    for c in trace.commands:
+        if c.kind in ("mem_init", "mem_load", "check_crc"):
+            if c.kind == "mem_init":
+                port, addr, size = c.args[0], c.args[1], c.args[2]
+            elif c.kind == "mem_load":
+                port, addr, size = c.args[0], c.args[1], 1
+            else:
+                port, addr, size = c.args[1], c.args[2], c.args[3]
+            if port == "sec_mem" and not profile.has("sec_mem"):
+                raise TraceError(trace.path, c.line, f"{c.kind} on sec_mem, but {profile.name} has no secondary "
+                                                     "memory port (sec_mem)")
+            if addr + size > limit:
+                raise TraceError(trace.path, c.line, f"{c.kind} {port}[{addr:#x}+{size:#x}] lies outside "
+                                                     f"{profile.name}'s {width}-bit address space "
+                                                     f"(0..{limit - 1:#x})")
+        elif c.kind == "reg_write":
+            try:
+                reg = profile.regmap.register(c.args[0])
+            except RegisterMapError as e:
+                raise TraceError(trace.path, c.line, str(e)) from None
+            if not reg.writable:
+                held = 0
+                for f in reg.fields.values():
+                    held |= ((1 << (f.msb - f.lsb + 1)) - 1) << f.lsb
+                if c.args[1] & ~held:
+                    raise TraceError(trace.path, c.line, f"{reg.full_name} is read-only and cannot hold "
+                                                         f"{c.args[1]:#x} (its fields: {held:#x}); "
+                                                         "regs write refuses it too")
 
 
 def run_traces(paths: Iterable[Path], transport_factory, **kw) -> list[TraceResult]:  # noqa: ANN001

@@ -105,7 +105,58 @@ def _source(row, opts: dict[str, Any]) -> tuple[str, Path]:  # noqa: ANN001
         if not (p / "case.yaml").is_file():
             raise ValueError(f"vector {row.test_id} is not under {root} any more")
         return "vector", p
-    raise ValueError(f"{row.name}: triage reruns trace and vector tests (test_trace[...], test_vector[...])")
+    if row.name.startswith("test_loadable["):
+        from .loadables.check import find_loadables
+
+        root = opts.get("loadables") or os.environ.get("NVDLA_LOADABLES")
+        if not root:
+            raise ValueError("the run names no loadables folder (run.json has no --nvdla-loadables)")
+        for name, path, _golden in find_loadables(root):
+            if row.test_id == name:
+                return "loadable", path
+        raise ValueError(f"loadable {row.test_id} is not under {root} any more")
+    raise ValueError(f"{row.name}: triage reruns trace, vector and loadable tests (test_trace[...], test_vector[...], "
+                     "test_loadable[...])")
+
+
+def _triage_loadable(src: Path, opts: dict[str, Any], target: str, profile: str, bugs: list[str] | None,
+                     semantics: str, folder: Path) -> tuple[str, str, dict[str, Any], list[str]]:
+    """Rerun one loadable through NVDLA's firmware with the register accesses logged, name the
+    first wrong layer against the model (harness/loadables/check.py) and keep its output dump;
+    returns (status, result text, diagnosis, files written)."""
+    from ..drivers.driver import AccessLog
+    from ..drivers.profiles import load_profile
+    from .loadables.check import check_loadable, find_loadables, with_bugs
+    from .targets import TargetSpec, open_target
+
+    sw = opts.get("sw") or os.environ.get("NVDLA_SW")
+    if not sw:
+        raise ValueError("triage of a loadable needs the nvdla/sw checkout its firmware comes from: set NVDLA_SW")
+    root = Path(opts.get("loadables") or os.environ.get("NVDLA_LOADABLES") or "")
+    golden = next((g for _n, p, g in find_loadables(root) if p == src), None)
+    spec = with_bugs(TargetSpec(kind=target, profile=profile, semantics=semantics, nvdla_hw=opts.get("hw"),
+                                lab=opts.get("lab"), board=opts.get("board")), bugs)
+    log = AccessLog(load_profile(profile).regmap)
+
+    def logged(sp):  # noqa: ANN001, ANN202 - every register access of the firmware goes to the access log
+        t = open_target(sp)
+        t.add_observer(log)
+        return t
+
+    v = check_loadable(src, spec=spec, nvdla_sw=sw, golden=golden, open_target=logged)
+    files = []
+    if v.result is not None:
+        (folder / "regions" / "output.actual.dimg").write_bytes(v.result.dump)
+        files.append("regions/output.actual.dimg")
+    if golden is not None:
+        (folder / "regions" / "output.expected.dimg").write_bytes(Path(golden).read_bytes())
+    with open(folder / "access.log", "w", encoding="utf-8") as fh:
+        log.dump(fh)
+    text = f"{v.name} on {v.target} ({v.profile}): {v.status}" + (f"\n{v.message}" if v.message else "") + \
+        (f"\noutput MD5 {v.md5}" + (f", golden {v.expected_md5}" if v.expected_md5 else "") if v.md5 else "")
+    doc: dict[str, Any] = {"first_wrong_layer": v.layer.summary() if v.layer is not None else None,
+                           "comparison": v.comparison}
+    return v.status, text, doc, files
 
 
 def _open(target: str, profile: str, opts: dict[str, Any], bugs: list[str] | None, semantics: str, waves_dir: Path):
@@ -164,6 +215,21 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
     status = "error"
     link = ""
     extra_files: list[str] = []
+    if kind == "loadable":
+        status, result_text, ldoc, _files = _triage_loadable(src, opts, target, profile, bugs, semantics, folder)
+        doc = {"test": row.name, "status": status, "result": result_text, **ldoc}
+        (folder / "diag.json").write_text(json.dumps(doc, indent=1, default=str) + "\n", encoding="utf-8")
+        (folder / "result.txt").write_text(result_text + "\n", encoding="utf-8")
+        shutil.copy2(src, folder / src.name)
+        how = {"run": str(run), "test": row.name, "kind": kind, "source": str(src), "target": target, "profile": profile,
+               "semantics": semantics, "model_bugs": bugs or [], "seconds": round(time.monotonic() - t0, 2),
+               "command": f"nvdla-hil triage '{row.name}' --run {run}" + "".join(f" --model-bug '{b}'" for b in bugs or [])}
+        (folder / "rerun.json").write_text(json.dumps(how, indent=1) + "\n", encoding="utf-8")
+        files = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+        (folder / "index.html").write_text(render_bundle(how, status, result_text, doc, {}, files), encoding="utf-8")
+        log(result_text)
+        log(f"bundle: {folder}")
+        return (1 if status in ("failed", "error") else 0), folder
     with _open(target, profile, opts, bugs, semantics, folder / "sim") as t:
         drv = NvdlaDriver(t, profile)
         alog = drv.record(AccessLog(drv.regmap))
@@ -343,7 +409,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("triage", help="rerun one failing test of a run with everything on; write a bug bundle",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("test", help="test name as in junit.xml (test_trace[...]) or the id in brackets")
+    p.add_argument("test", help="test name as in junit.xml (test_trace[...], test_vector[...], test_loadable[...]) or the id in brackets")
     p.add_argument("--run", required=True, help="the regression run directory the test failed in")
     p.add_argument("--out", help="bundle folder (default RUN_DIR/bundles/<test>)")
     p.add_argument("--target", choices=("model", "verilator", "serial"), help="override the run's target")

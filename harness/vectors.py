@@ -67,12 +67,19 @@ __all__ = [
     "Hex",
     "pack_surface",
     "unpack_surface",
+    "GOLDEN_KINDS",
+    "ORACLE_KINDS",
+    "golden_source_of",
+    "model_golden_source",
 ]
 
 #: what output surfaces hold before a run (``execute_case``); a byte a layer leaves alone keeps it,
 #: and the goldens record it so
 POISON_BYTE = 0xA5
-FORMAT = "nvdla-hil-vector/1"
+#: format 2 added the required ``golden_source`` (where the goldens came from); format 1 had none and
+#: is refused with the way to migrate (a case cannot say whether it was checked against an oracle)
+FORMAT = "nvdla-hil-vector/2"
+FORMAT_V1 = "nvdla-hil-vector/1"
 MANIFEST = "case.yaml"
 MAX_BLOB_BYTES = 64 << 20
 MAX_MANIFEST_BYTES = 4 << 20
@@ -93,12 +100,26 @@ _RESERVED = ("S_POINTER", "D_OP_ENABLE", "S_LUT_ACCESS_CFG", "S_LUT_ACCESS_DATA"
 RAW_LAYOUT = "raw"
 
 _TOP_LAYER = {"format", "name", "kind", "description", "unit", "profile", "features", "launch", "registers",
-              "lut", "convertors", "inputs", "outputs", "statistics", "provenance"}
-_TOP_LAYOUT = {"format", "name", "kind", "description", "family", "profile", "layout", "provenance"}
+              "lut", "convertors", "inputs", "outputs", "statistics", "golden_source", "provenance"}
+_TOP_LAYOUT = {"format", "name", "kind", "description", "family", "profile", "layout", "golden_source", "provenance"}
 _SURFACE_IN = {"name", "layout", "params", "dtype", "shape", "address", "port", "data"}
 _SURFACE_OUT = {"name", "layout", "params", "dtype", "shape", "address", "port", "expected", "crc", "rule",
                 "rule_params"}
 _PROV = {"generator", "suite", "seed", "index", "model_version", "semantics", "note"}
+#: ``golden_source.kind``: where a case's goldens came from. rtl: NVDLA's RTL (a simulator build or a
+#: board); cmod: NVDLA's C model; seed: a fact of a seed document (worked example); hand: a
+#: hand-worked example; model: this project's reference model itself (self-consistency, no oracle)
+GOLDEN_KINDS = ("rtl", "cmod", "seed", "hand", "model")
+ORACLE_KINDS = ("rtl", "cmod", "seed", "hand")
+#: per kind: (required keys, optional keys); every value a non-empty string except model's ``oracle: false``
+_GOLDEN_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "rtl": (("config", "build_key"), ("simulator", "note")),
+    "cmod": (("config", "flavor", "build_key"), ("checkout", "revision", "systemc", "note")),
+    "seed": (("document", "section"), ("note",)),
+    "hand": (("description",), ("note",)),
+    "model": (("oracle", "reason"), ("note",)),
+}
+_GOLDEN_MAX_CHARS = 2000
 
 
 class VectorError(ValueError):
@@ -183,6 +204,7 @@ class Case:
     outputs: tuple[Surface, ...] = ()
     statistics: dict[str, int] | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    golden_source: dict[str, Any] = field(default_factory=dict)
     layout: LayoutPair | None = None
     family: str | None = None
     manifest: dict[str, Any] = field(default_factory=dict, repr=False)
@@ -190,6 +212,16 @@ class Case:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    @property
+    def golden_kind(self) -> str:
+        """``golden_source.kind`` (rtl, cmod, seed, hand, model)."""
+        return str(self.golden_source.get("kind", "model"))
+
+    @property
+    def oracle_checked(self) -> bool:
+        """True when the goldens come from an oracle (not from the reference model itself)."""
+        return self.golden_kind in ORACLE_KINDS
 
 
 # ---- layouts ----------------------------------------------------------------------------------
@@ -433,6 +465,9 @@ def load_case(path: str | Path) -> Case:
     except RecursionError:
         raise ctx.err(None, "not valid YAML: nested too deeply") from None
     top = ctx.mapping(doc, "", required=("format", "name", "kind"))
+    if top["format"] == FORMAT_V1:
+        raise ctx.err("format", f"{FORMAT_V1!r} has no golden_source (where the goldens came from); add "
+                                f"golden_source and set format: {FORMAT} (testvectors/README.md)")
     if top["format"] != FORMAT:
         raise ctx.err("format", f"expected {FORMAT!r}, got {top['format']!r}")
     name = ctx.string(top["name"], "name")
@@ -462,6 +497,79 @@ def _provenance(ctx: _Ctx, v: Any) -> dict[str, Any]:
     if p.get("semantics") is not None:
         ctx.string(p["semantics"], "provenance.semantics", ("rtl", "cmod"))
     return p
+
+
+def _golden_source(ctx: _Ctx, v: Any) -> dict[str, Any]:
+    """``golden_source`` (required): its kind and the kind's keys (:data:`_GOLDEN_KEYS`)."""
+    if v is None:
+        raise ctx.err("golden_source", f"missing (required): where the goldens came from, kind one of "
+                                       f"{', '.join(GOLDEN_KINDS)}")
+    g = ctx.mapping(v, "golden_source", required=("kind",))
+    kind = ctx.string(g["kind"], "golden_source.kind", GOLDEN_KINDS)
+    req, opt = _GOLDEN_KEYS[kind]
+    ctx.mapping(g, "golden_source", allowed={"kind", *req, *opt}, required=req)
+    for k, x in g.items():
+        if k == "oracle":
+            if x is not False:
+                raise ctx.err("golden_source.oracle", f"must be false (a golden from the model itself checks "
+                                                      f"self-consistency only), got {x!r}")
+            continue
+        ctx.string(x, f"golden_source.{k}")
+        if len(x) > _GOLDEN_MAX_CHARS:
+            raise ctx.err(f"golden_source.{k}", f"longer than {_GOLDEN_MAX_CHARS} characters")
+    return g
+
+
+def model_golden_source(reason: str = "") -> dict[str, Any]:
+    """The ``golden_source`` of goldens the reference model computed itself (not an oracle)."""
+    return {"kind": "model", "oracle": False,
+            "reason": reason or "outputs of this project's reference model: self-consistency, no oracle"}
+
+
+def golden_source_of(dut: Any) -> dict[str, Any]:
+    """``golden_source`` of goldens read back from the target ``dut``: NVDLA's C model (its build's
+    configuration, flavor, key and checkout revision when the checkout is a git work tree), a
+    Verilator RTL build (configuration, build key, simulator), a board (the RTL on an FPGA), or
+    the reference model (self-consistency)."""
+    build = getattr(dut, "build", None) or getattr(getattr(dut, "_sim", None), "build", None)
+    if build is not None and getattr(build, "flavor", None):
+        g: dict[str, Any] = {"kind": "cmod", "config": str(build.config), "flavor": str(build.flavor),
+                             "build_key": str(build.key)}
+        rev = _git_revision(Path(str(build.nvdla_hw)))
+        if rev:
+            g["revision"] = rev
+        if getattr(build, "systemc", None):
+            g["systemc"] = str(build.systemc)
+        return g
+    if build is not None and getattr(build, "toplevel", None):
+        g = {"kind": "rtl", "config": str(build.config), "build_key": str(build.key)}
+        if getattr(build, "verilator", None):
+            sim = str(build.verilator)
+            g["simulator"] = sim if sim.lower().startswith("verilator") else f"Verilator {sim}"
+        return g
+    board = getattr(dut, "board_name", None)
+    if board:
+        return {"kind": "rtl", "config": str(getattr(dut, "profile_name", "") or "unknown"),
+                "build_key": f"board {board}", "note": str(getattr(dut, "describe", lambda: board)())}
+    describe = getattr(dut, "describe", None)
+    return model_golden_source(f"outputs of {describe() if describe else type(dut).__name__}: "
+                               f"self-consistency, no oracle")
+
+
+def _git_revision(checkout: Path) -> str | None:
+    """HEAD commit of a git work tree (read from ``.git``, no subprocess), else None."""
+    try:
+        head = (checkout / ".git" / "HEAD").read_text(encoding="utf-8").strip()
+        if head.startswith("ref: "):
+            ref = head[5:]
+            p = checkout / ".git" / ref
+            if p.is_file():
+                return p.read_text(encoding="utf-8").strip()
+            packed = (checkout / ".git" / "packed-refs").read_text(encoding="utf-8")
+            return next((ln.split()[0] for ln in packed.splitlines() if ln.endswith(" " + ref)), None)
+        return head or None
+    except OSError:
+        return None
 
 
 def _load_layout_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
@@ -495,6 +603,7 @@ def _load_layout_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
     return Case(path=ctx.path, name=name, kind="layout", profile=prof, features=frozenset(),
                 description=_description(ctx, top), family=family,
                 provenance=_provenance(ctx, top.get("provenance")),
+                golden_source=_golden_source(ctx, top.get("golden_source")),
                 layout=LayoutPair(lname, params, dt, shape, array, packed, lay["data"], lay["packed"]),
                 manifest=top)
 
@@ -703,7 +812,8 @@ def _load_layer_case(ctx: _Ctx, top: dict[str, Any], name: str) -> Case:
                 description=_description(ctx, top), launch=launch, registers=registers, lut=lut,
                 convertors=convs, inputs=tuple(s for s in inputs if s.data is not None),
                 outputs=tuple(s for s in inputs if s.data is None), statistics=stats,
-                provenance=_provenance(ctx, top.get("provenance")), manifest=top)
+                provenance=_provenance(ctx, top.get("provenance")),
+                golden_source=_golden_source(ctx, top.get("golden_source")), manifest=top)
     feats = frozenset(declared | case_features(case))
     missing = sorted(f for f in feats if not prof.has(f))
     if missing:
@@ -781,9 +891,17 @@ class _Dumper(yaml.SafeDumper):
 _Dumper.add_representer(Hex, lambda d, v: d.represent_scalar("tag:yaml.org,2002:int", f"{int(v):#x}"))
 
 
-def write_case(folder: str | Path, manifest: Mapping[str, Any], blobs: Mapping[str, bytes | np.ndarray]) -> Path:
+def write_case(folder: str | Path, manifest: Mapping[str, Any], blobs: Mapping[str, bytes | np.ndarray], *,
+               dut: Any = None, golden_source: Mapping[str, Any] | None = None) -> Path:
     """Write ``case.yaml`` and the blobs (raw bytes) into ``folder``; returns the manifest path.
-    Output is deterministic: same inputs, same bytes."""
+    Output is deterministic: same inputs, same bytes. ``golden_source`` is, in this order: the
+    one derived from ``dut`` (the target whose outputs are the goldens, :func:`golden_source_of`),
+    the one given, the manifest's own, else the reference model's (self-consistency: a writer
+    that names no oracle never claims one). It is written just before ``provenance``."""
+    gs = golden_source_of(dut) if dut is not None else golden_source or manifest.get("golden_source") \
+        or model_golden_source()
+    manifest = {k: v for k, v in manifest.items() if k not in ("golden_source", "provenance")} | \
+        {"golden_source": dict(gs)} | ({"provenance": manifest["provenance"]} if "provenance" in manifest else {})
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for name, data in blobs.items():

@@ -2,12 +2,21 @@
 
     nvdla-hil vectors gen SUITE --seed N --count K --out DIR
     nvdla-hil vectors gen --from-manifest CASE/case.yaml --out DIR
+    nvdla-hil vectors gen SUITE ... --target cmod|verilator [--nvdla-hw DIR]   # goldens from an oracle
+    nvdla-hil vectors regolden CASE_OR_FOLDER --target cmod|verilator [--nvdla-hw DIR]
     nvdla-hil vectors run CASE_OR_FOLDER [--target model] [--profile P]
     nvdla-hil vectors show CASE
     nvdla-hil vectors diff CASE_A CASE_B
     nvdla-hil vectors list [FOLDER]
 
-Exit codes: 0 success, 1 a case failed / cases differ, 2 bad input (message names file and field).
+``gen`` without ``--target`` stores the reference model's outputs as goldens (``golden_source``
+kind ``model``: self-consistency, never reported as a plain pass); with ``--target`` (or
+``regolden`` on cases that exist) every case is run on that oracle and its outputs and counters
+become the goldens (``golden_source`` names the build); where the old goldens differ from the
+oracle's, each difference is printed (a model bug when the old goldens were the model's).
+
+Exit codes: 0 success, 1 a case failed / cases differ / an oracle run failed, 2 bad input (message
+names file and field).
 ``gen`` refuses to replace a case folder that exists (pass ``--force``), and never writes a case
 over the manifest it regenerates from.
 """
@@ -70,7 +79,71 @@ def _cmd_gen(args: argparse.Namespace) -> int:
         return _err(str(e))
     for path in paths:
         print(path)
+    if args.target and args.target != "model":
+        return _regolden_paths(paths, args)
     return 0
+
+
+# ---- regolden ------------------------------------------------------------------------------------
+
+
+def _regolden_paths(paths: list[Path], args: argparse.Namespace) -> int:
+    """Run each layer case on the oracle ``args.target`` and store its outputs as the goldens."""
+    import time
+
+    from .targets import TargetSpec, open_target
+    from .vectors_gen import regolden
+
+    worst, counts = 0, {"regoldened": 0, "disagreed": 0, "errors": 0, "layout (unchanged, no target runs it)": 0}
+    t0 = time.monotonic()
+    opened: dict[str, Any] = {}
+    try:
+        for p in paths:
+            try:
+                case = load_case(p)
+            except VectorError as e:
+                print(f"{p}: ERROR {e}")
+                worst = max(worst, 2)
+                counts["errors"] += 1
+                continue
+            if case.kind == "layout":
+                counts["layout (unchanged, no target runs it)"] += 1
+                continue
+            prof = args.profile or case.profile or "nv_small"
+            if prof not in opened:
+                spec = TargetSpec(kind=args.target, profile=prof, nvdla_hw=args.nvdla_hw)
+                opened[prof] = open_target(spec).__enter__()
+            target = opened[prof]
+            target.reset()
+            r = regolden(case.folder, target)
+            if r.error:
+                print(f"{case.name}: ERROR (case left unchanged) {r.error}")
+                counts["errors"] += 1
+                worst = max(worst, 1)
+                continue
+            counts["regoldened"] += 1
+            kind = r.golden_source.get("kind")
+            if r.disagreements:
+                counts["disagreed"] += 1
+                print(f"{case.name}: golden from {kind} ({r.seconds:.1f} s); the old golden DISAGREED:")
+                for line in r.disagreements:
+                    print(f"  {line}")
+            else:
+                print(f"{case.name}: golden from {kind} ({r.seconds:.1f} s); the old golden agreed")
+    finally:
+        for t in opened.values():
+            t.__exit__(None, None, None)
+    print(f"regolden on {args.target}: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+          + f" in {time.monotonic() - t0:.1f} s")
+    return worst
+
+
+def _cmd_regolden(args: argparse.Namespace) -> int:
+    root = Path(args.case)
+    paths = find_cases(root)
+    if not paths:
+        return _err(f"no cases (folders with case.yaml) under {root}")
+    return _regolden_paths(paths, args)
 
 
 # ---- run ---------------------------------------------------------------------------------------
@@ -130,6 +203,9 @@ def show_case(case: Case) -> str:
     lines = [f"case {case.name} ({case.kind})  {case.path}"]
     if case.description:
         lines.append(f"  {case.description}")
+    gs = case.golden_source
+    what = "checked against an oracle" if case.oracle_checked else "self-consistency only, not an oracle"
+    lines.append(f"  golden: {gs.get('kind')} ({what}): " + ", ".join(f"{k}={v}" for k, v in gs.items() if k != "kind"))
     prov = case.provenance
     if prov:
         lines.append("  provenance: " + ", ".join(f"{k}={v}" for k, v in prov.items()))
@@ -280,11 +356,23 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--semantics", choices=("rtl", "cmod"), default="rtl")
     g.add_argument("--from-manifest", help="regenerate the case of this case.yaml byte for byte")
     g.add_argument("--force", action="store_true", help="replace case folders that exist")
+    g.add_argument("--target", choices=("model", "verilator", "cmod"), default="model",
+                   help="run each generated case on this oracle and keep its outputs as the goldens "
+                        "(default model: the reference model's own outputs, self-consistency only)")
+    g.add_argument("--profile", default=None, help="with --target: the oracle's configuration (default: the case's)")
+    g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="with --target: the nvdla/hw checkout")
     g.set_defaults(func=_cmd_gen)
+
+    rg = sub.add_parser("regolden", help="re-make the goldens of cases from an oracle (RTL or C model)")
+    rg.add_argument("case", help="a case folder or a folder of cases (rewritten in place)")
+    rg.add_argument("--target", choices=("verilator", "cmod"), required=True)
+    rg.add_argument("--profile", default=None, help="the oracle's configuration (default: the case's)")
+    rg.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="the nvdla/hw checkout")
+    rg.set_defaults(func=_cmd_regolden)
 
     r = sub.add_parser("run", help="run a case or every case below a folder (default: bundled suites)")
     r.add_argument("case", nargs="?")
-    r.add_argument("--target", choices=("model", "verilator", "serial"), default=os.environ.get("NVDLA_HIL_TARGET", "model"))
+    r.add_argument("--target", choices=("model", "verilator", "cmod", "serial"), default=os.environ.get("NVDLA_HIL_TARGET", "model"))
     r.add_argument("--profile", default=None, help="hardware profile (default: the case's)")
     r.add_argument("--model-semantics", choices=("rtl", "cmod"), default="rtl")
     r.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"))

@@ -80,7 +80,7 @@ def test_regress_writes_junit_and_summary(trace_root, tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "nvdla-hil regression on model" in out
-    assert "summary: 2 passed, 0 failed, 0 error, 0 skipped: not modelled, 0 skipped: lacks unit" in out
+    assert "summary: 2 passed, 0 failed, 0 error, 0 bad input, 0 infrastructure, 0 skipped: not modelled, 0 skipped: lacks unit" in out
     suite = ET.parse(junit).getroot()
     cases = suite.iter("testcase")
     assert sorted(c.get("name") for c in cases) == [

@@ -70,9 +70,11 @@ def test_set_overrides_and_errors() -> None:
     with pytest.raises(fuzz.ConstraintError, match="expected key=value"):
         fuzz.load_constraints("sdp-lut", sets=["channels"])
     # the secondary port is not in nv_small's legal space
-    with pytest.raises(fuzz.ConstraintError, match="src_port.value: sec needs sec_mem, which nv_small lacks"):
+    with pytest.raises(fuzz.ConstraintError, match=r"src_port.value: sec needs the secondary memory port .*\(sec_mem\), "
+                       "which nv_small lacks"):
         fuzz.load_constraints("cdp-lrn", profile="nv_small", sets=["src_port=sec"])
-    with pytest.raises(fuzz.ConstraintError, match="profile nv_small lacks sdp_lut"):
+    with pytest.raises(fuzz.UnitUnavailable, match=r"fuzz unit sdp-lut needs the SDP LUT \(sdp_lut\), which profile "
+                       "nv_small lacks"):
         fuzz.load_constraints("sdp-lut", profile="nv_small")
 
 
@@ -118,7 +120,14 @@ def _cli(argv: list[str]) -> int:
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys) -> None:
-    assert _cli(["fuzz", "--unit", "cdp-lrn", "--count", "4", "--seed", "2", "--coverage-out", str(tmp_path / "c.json")]) == 0
+    # the model as the DUT without an injected fault would compare the model with itself: refused
+    assert _cli(["fuzz", "--unit", "cdp-lrn", "--count", "4", "--seed", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "compare the reference model with itself" in err and "--target verilator|cmod|serial" in err
+    assert "--model-bug" in err
+    # a fault in SDP leaves CDP alone: every cdp-lrn case agrees (exit 0) and the summary is printed
+    assert _cli(["fuzz", "--unit", "cdp-lrn", "--count", "4", "--seed", "2", "--model-bug", "SDP.D_CVT_SCALE.CVT_SCALE+1",
+                 "--coverage-out", str(tmp_path / "c.json")]) == 0
     out = capsys.readouterr().out
     assert "summary: 4 cases" in out and "4 passed" in out and "cdp.lut" in out
     assert _cli(["fuzz", "--unit", "sdp-cvt", "--count", "6", "--model-bug", "SDP.D_CVT_SCALE.CVT_SCALE+1",
@@ -126,7 +135,7 @@ def test_cli_exit_codes(tmp_path: Path, capsys) -> None:
     out = capsys.readouterr().out
     assert "FAILED sdp-cvt seed=1 case=" in out and "first (" in out and "worst (" in out
     assert any((tmp_path / "fail").iterdir())
-    assert _cli(["fuzz", "--unit", "sdp-lut", "--set", "channels=0"]) == 2
+    assert _cli(["fuzz", "--unit", "sdp-lut", "--set", "channels=0", "--model-bug", "SDP.D_CVT_SCALE.CVT_SCALE+1"]) == 2
     assert "fields.channels.value: 0 is outside the legal range" in capsys.readouterr().err
     assert _cli(["coverage", "show", str(tmp_path / "c.json")]) == 0
     assert "cdp.lut" in capsys.readouterr().out

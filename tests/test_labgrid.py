@@ -238,18 +238,24 @@ def test_plugin_and_cli_take_the_board_from_labgrid_options(lg, tmp_path):
     acquires the place for each test and leaves it released."""
     env = {**lg.env, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     env.pop("LG_COORDINATOR")  # given as an option here
+    # a place alone says nothing of the board's reset: refused at start, naming what is missing
     r, passed = _suite_run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
                             "--pyargs", "nvdla_hil.harness.suites.test_vectors", "-k", "cdp_lut",
                             "--nvdla-target", "serial", "--nvdla-lg-place", PLACE,
                             "--nvdla-lg-coordinator", lg.coordinator], tmp_path, env)
+    assert r.returncode == 4 and "has no reset: add reset_address" in r.stdout + r.stderr, (r.stdout + r.stderr)[-3000:]
+    assert passed == [] and lg.holder() == "None"
+    lg_env = tmp_path / "env.yaml"
+    lg_env.write_text(f"targets:\n  main:\n    resources:\n      RemotePlace:\n        name: {PLACE}\n"
+                      f"options:\n  coordinator_address: '{lg.coordinator}'\n  nvdla_hil_reset_address: 0xf0000000\n")
+    r, passed = _suite_run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
+                            "--pyargs", "nvdla_hil.harness.suites.test_vectors", "-k", "cdp_lut",
+                            "--nvdla-target", "serial", "--nvdla-lg-env", str(lg_env)], tmp_path, env)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     assert len(passed) >= 2
     lab = tmp_path / "cache" / "nvdla-hil" / "labgrid" / f"labgrid-{PLACE}.lab.yaml"
-    assert PLACE in lab.read_text()
+    assert PLACE in lab.read_text() and "reset_address" in lab.read_text()
     assert lg.holder() == "None"
-    lg_env = tmp_path / "env.yaml"
-    lg_env.write_text(f"targets:\n  main:\n    resources:\n      RemotePlace:\n        name: {PLACE}\n"
-                      f"options:\n  coordinator_address: '{lg.coordinator}'\n")
     res = tmp_path / "results"
     r = subprocess.run([sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())",
                         "regress", "--target", "serial", "--lg-env", str(lg_env), "--suite", "vectors", "-k", "cdp_lut",
@@ -266,3 +272,89 @@ def test_plugin_and_cli_take_the_board_from_labgrid_options(lg, tmp_path):
                         "--suite", "vectors", "-k", "cdp_lut", "--results-dir", str(res)],
                        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     assert r.returncode in (1, 2) and "no-such-place" in (r.stdout + r.stderr), (r.stdout + r.stderr)[-3000:]
+
+
+_HOLD = ("import sys, time\n"
+         "from nvdla_hil.harness.targets import TargetSpec, open_target\n"
+         "with open_target(TargetSpec(kind='serial', profile='nv_small', lab=sys.argv[1], board='farm')) as t:\n"
+         "    t.read32(0x1000)\n"
+         "    print('acquired', flush=True)\n"
+         "    time.sleep(300)\n")
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_signals_leave_the_place_free(lg, tmp_path, sig):
+    """SIGTERM (a CI timeout, a batch system), SIGHUP (a closed terminal) and Ctrl-C each release
+    the place a process holds; SIGKILL cannot be caught, and ``labgrid-client -p PLACE release
+    --kick`` frees what it leaves (the README says so)."""
+    import signal
+
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))], env=lg.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "acquired", p.stderr.read()  # type: ignore[union-attr]
+        assert lg.holder() == "hil-host/nvdla-tester"
+        p.send_signal(getattr(signal, sig))
+        p.wait(60)
+        assert lg.holder() == "None", (sig, p.stderr.read())  # type: ignore[union-attr]
+        assert "released" in p.stderr.read() or sig == "SIGINT"  # type: ignore[union-attr]
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait(10)
+
+
+def test_sigkill_leaves_the_place_acquired_and_kick_frees_it(lg, tmp_path):
+    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))], env=lg.env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "acquired"  # type: ignore[union-attr]
+    p.kill()
+    p.wait(10)
+    assert lg.holder() == "hil-host/nvdla-tester"  # nothing runs on SIGKILL
+    lg.client("-p", PLACE, "release", "--kick", user="lab-admin")  # the README's command, by anyone
+    assert lg.holder() == "None"
+
+
+def test_regress_on_sigterm_and_sighup_leaves_the_place_free(lg, tmp_path):
+    """``nvdla-hil regress`` on a labgrid board, stopped mid-test by SIGTERM or SIGHUP: exit 130
+    (interrupted) and the place is free."""
+    import signal
+
+    lab = _lab_file(tmp_path, lg.coordinator)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        res = tmp_path / f"results-{sig.name}"
+        p = subprocess.Popen([*_CLI, "regress", "--target", "serial", "--lab", str(lab), "--board", "farm", "--suite",
+                              "vectors", "--results-dir", str(res)], env=lg.env, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        try:
+            deadline = time.monotonic() + 300
+            while lg.holder() != "hil-host/nvdla-tester" or not list(res.glob("*/logs/*.log")):
+                assert time.monotonic() < deadline and p.poll() is None, p.stdout.read()  # type: ignore[union-attr]
+                time.sleep(0.05)
+            p.send_signal(sig)
+            out, _ = p.communicate(timeout=120)
+            assert p.returncode == 130, (sig.name, out[-3000:])
+            assert lg.holder() == "None", (sig.name, out[-3000:])
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+
+_CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
+
+
+def test_place_busy_at_start_ends_the_run_at_once_with_exit_2(lg, tmp_path):
+    lg.client("-p", PLACE, "acquire", user="colleague")
+    try:
+        res = tmp_path / "results"
+        r = subprocess.run([*_CLI, "regress", "--target", "serial", "--lab", str(_lab_file(tmp_path, lg.coordinator)),
+                            "--board", "farm", "--suite", "vectors", "--results-dir", str(res)], env=lg.env,
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        out = r.stdout + r.stderr
+        assert r.returncode == 2, out[-3000:]
+        assert f"labgrid place {PLACE!r} is acquired by hil-host/colleague" in out, out[-3000:]
+        assert "passed" not in out.split("nvdla-hil regress")[0] or " 0 passed" in out  # no test ran
+        assert lg.holder() == "hil-host/colleague"  # theirs, untouched
+    finally:
+        lg.client("-p", PLACE, "release", user="colleague")

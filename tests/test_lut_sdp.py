@@ -285,8 +285,10 @@ def scalar_lut(x: int, p: LutParams, le: list[int], lo: list[int], sem: str):
         eo = p.le_index_offset
         if t == "LE" and kind == "UF":
             bias = 0
-            if le_mode == "exp" and eo < 32 and (eo >= 0 if sem == "rtl" else eo > 0):
+            if le_mode == "exp" and sem == "rtl" and 0 <= eo < 32:
                 bias = 2**eo
+            elif le_mode == "exp" and sem == "cmod" and eo > 0:
+                bias = 2 ** (eo % 32)  # C model on x86-64: its undefined 32-bit shift takes the count mod 32
             anchor, sc, sh, y0 = p.le_start + bias, p.le_slope_uflow_scale, p.le_slope_uflow_shift, tab[0]
         elif t == "LE":
             anchor, sc, sh, y0 = p.le_end, p.le_slope_oflow_scale, p.le_slope_oflow_shift, tab[64]

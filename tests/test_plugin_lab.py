@@ -43,7 +43,7 @@ def test_window_the_board_does_not_map_stops_the_run_before_any_test(tmp_path):
         assert _testcases(junit) == []  # nothing ran on a board with the wrong window
         # the same lab with the window the board maps runs the tests (the probe is not in the way)
         lab.write_text(f"lock_dir: {tmp_path}\nboards:\n  arty:\n    url: {emu.url}\n    baud: 3000000\n"
-                       f"    dram_size: 0x10000000\n")
+                       f"    dram_size: 0x10000000\n    reset_address: 0xf0000000\n")
         proc, junit = _regress(tmp_path, lab)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
         assert len(_testcases(junit)) >= 2

@@ -421,6 +421,11 @@ def _ref_table(s, T, start, end, exp, eo, sel, us, ush, os_, osh, sem, is_lo):
         return _clampi(T[i] + _rnd((T[i + 1] - T[i]) * f, 16), 16), state
     if state == "UF":
         anchor = start
+        if exp and eo >= 0 and sem == "cmod":
+            # NV_NVDLA_cdp.cpp: (square_sum - raw_start - ((int64_t)1 << eo)) * slope in int64,
+            # wrapping as x86-64 does ([DIFF], refmodel/cdp.py)
+            prod = _sxi(_sxi(s - start - (1 << (eo & 63)), 64) * us, 64)
+            return _clampi(T[0] + _sshift(prod, ush, 56), 16), state
         if exp and eo >= 0:
             anchor = start + (1 << eo)
             if sem == "rtl":

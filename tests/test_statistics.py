@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from nvdla_hil.drivers.driver import NvdlaDriver
-from nvdla_hil.drivers.precision import ConvertorSetting, LutConfig, Statistics, compare_statistics
+from nvdla_hil.drivers.precision import ConvertorSetting, LutConfig, Statistics, compare_statistics, golden_counters
 from nvdla_hil.harness.targets.model import ModelTarget
 
 SRC, DST = 0x80000000, 0x80001000
@@ -109,3 +109,14 @@ def test_cdp_statistics_of_an_nvdla_trace(trace_root, semantics, saturated):
         st = drv.precision.read_statistics("CDP", group=0)
     assert (st.lut_hybrid, st.lut_le_hit, st.out_saturation) == (133, 1915, saturated)
     assert st.lut_hybrid + st.lut_le_hit + st.lut_lo_hit + st.lut_uflow + st.lut_oflow == 2048
+
+
+def test_golden_counters_from_the_rtl_leave_out_the_cycle_counted_lut_flags() -> None:
+    """A golden read from the RTL (fuzz --keep, vectors regolden) never records the SDP LUT counters,
+    which the RTL sums every clock; the C model's and CDP's are per element and kept."""
+    st = Statistics("SDP", 0, lut_le_hit=9, lut_lo_hit=4, lut_uflow=2, lut_oflow=0, lut_hybrid=70, out_saturation=3)
+    rtl = golden_counters(st, "rtl")
+    assert "out_saturation" in rtl and not any(k.startswith("lut_") for k in rtl)
+    assert golden_counters(st, "cmod")["lut_hybrid"] == 70
+    assert golden_counters(st, "rtl", ["out_saturation", "lut_uflow"]) == {"out_saturation": 3}
+    assert golden_counters(Statistics("CDP", 0, lut_hybrid=5), "rtl")["lut_hybrid"] == 5

@@ -121,29 +121,78 @@ def _fit_kernel(g: dict[str, int]) -> None:
                 g[k] -= 1
 
 
+def _out_w(g: dict[str, int]) -> int:
+    return (g["width"] + g["pad_left"] + g["pad_right"] - _eff(g["kernel_w"], g["dilation_x"])) // g["stride_x"] + 1
+
+
+def _span(s: Sampler, name: str) -> tuple[int, int]:
+    """The values the constraints let ``name`` take: a range's bounds, the choices' extremes, a
+    fixed value (also a field the constraints do not draw: its default) only itself."""
+    spec = s.c.fields.get(name)
+    if spec is None:
+        return int(s[name]), int(s[name])
+    if spec.kind == "range":
+        return spec.lo, spec.hi
+    vals = [int(v) for v in spec.values]
+    return min(vals), max(vals)
+
+
+def _even_out_w(g: dict[str, int], span: dict[str, tuple[int, int]]) -> None:
+    """Make the output width even (so at least 2), which a batch of more than one cube needs
+    (:func:`_batches`): first by the right padding (within the kernel's reach), else by the
+    input width (the nearest that works), each within what the constraints allow (``span``);
+    where neither can, the width stays odd and the case says why it ran one batch."""
+    def even(ow: int) -> bool:
+        return ow >= 2 and ow % 2 == 0
+
+    if even(_out_w(g)):
+        return
+    reach = _eff(g["kernel_w"], g["dilation_x"]) - 1
+    lo, hi = span["pad_right"]
+    for pr in sorted(range(lo, min(reach, hi, 63) + 1), key=lambda v: abs(v - g["pad_right"])):
+        if even(_out_w({**g, "pad_right": pr})):
+            g["pad_right"] = pr
+            return
+    lo, hi = span["width"]
+    for w in sorted(range(max(lo, 1), hi + 1), key=lambda v: (abs(v - g["width"]), v)):
+        if even(_out_w({**g, "width": w})):
+            g["width"] = w
+            return
+
+
 def _geometry(s: Sampler, prof: HardwareProfile, bpe: int) -> dict[str, int]:
-    """Draw the layer geometry and shrink it until the output exists and the CBUF holds it."""
+    """Draw the layer geometry and shrink it until the output exists and the CBUF holds it. With
+    ``batch`` above 1 asked for, the CBUF must hold ``batch`` cubes and the output width is made
+    even (:func:`_even_out_w`), so the layer runs every batch asked for wherever it can."""
     g = {k: int(s[k]) for k in ("width", "height", "channels", "kernels", "kernel_w", "kernel_h", "stride_x", "stride_y",
                                 "dilation_x", "dilation_y", "pad_left", "pad_right", "pad_top", "pad_bottom")}
+    nb = max(int(s.v.get("batch", 1)), 1)
+    span = {k: _span(s, k) for k in ("width", "pad_right")}
     _fit_kernel(g)
     opts = ModelOptions.for_profile(prof)
     for _ in range(64):
-        if _cbuf_banks(g, prof, opts, bpe) is not None:
+        if nb > 1:
+            _even_out_w(g, span)
+        if _cbuf_banks(g, prof, opts, bpe, batch=nb) is not None:
             break
         big = max(("height", "channels", "kernels", "width"), key=lambda n: g[n] * (2 if n != "width" else 1))
         g[big] = max(1, g[big] // 2)
         _fit_kernel(g)
-    g["out_w"] = (g["width"] + g["pad_left"] + g["pad_right"] - _eff(g["kernel_w"], g["dilation_x"])) // g["stride_x"] + 1
+    if _cbuf_banks(g, prof, opts, bpe) is None:  # not even one cube: back to the plain geometry's limits
+        raise AssertionError(f"conv: no geometry fits the CBUF of {prof.name}: {g}")
+    g["out_w"] = _out_w(g)
     g["out_h"] = (g["height"] + g["pad_top"] + g["pad_bottom"] - _eff(g["kernel_h"], g["dilation_y"])) // g["stride_y"] + 1
     return g
 
 
-def _cbuf_banks(g: dict[str, int], prof: HardwareProfile, opts: ModelOptions, bpe: int) -> tuple[int, int, int] | None:
-    """(entries per slice, data banks, weight banks), or None when the layer does not fit."""
+def _cbuf_banks(g: dict[str, int], prof: HardwareProfile, opts: ModelOptions, bpe: int, *,
+                batch: int = 1) -> tuple[int, int, int] | None:  # fmt: skip
+    """(entries per slice, data banks, weight banks), or None when the layer (``batch`` input
+    cubes: ``batch * H`` slices, cmod CSC ``required_slice_num``) does not fit."""
     entries = feature_entries_per_slice(g["width"], g["channels"], opts, bpe)
     entry_bytes = max(opts.cbuf_entry_bytes, opts.mac_atomic_c * bpe)
     per_bank = prof.cbuf_bank_bytes // entry_bytes
-    data_banks = -(-entries * g["height"] // per_bank)
+    data_banks = -(-entries * g["height"] * batch // per_bank)
     wbytes = -(-g["kernels"] * g["channels"] * g["kernel_w"] * g["kernel_h"] * bpe // 128) * 128
     wt_banks = -(-wbytes // prof.cbuf_bank_bytes)
     if data_banks + wt_banks > prof.cbuf_banks or entries > 0x3FFF:
@@ -305,7 +354,7 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     line, surf = _feature_geo(W, H, atom, bool(s["gaps"]), rng)
     opts = ModelOptions.for_profile(prof)
     per_bank = prof.cbuf_bank_bytes // max(opts.cbuf_entry_bytes, opts.mac_atomic_c * bpe)
-    nb = _batches(s, prof, H, entries, per_bank, wt_banks, OW * OH, OW)
+    nb, short = _batches(s, prof, H, entries, per_bank, wt_banks, OW * OH, OW)
     if nb > 1:
         data_banks = -(-entries * H * nb // per_bank)
         xs = [x] + [_values(s, (C, H, W), prec, weight=False) for _ in range(nb - 1)]
@@ -406,26 +455,30 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         xs = ev.get("sdp_out", [{}])[0].get("x", np.zeros(1))
         d.convertors["sdp_out"] = _pick_cvt(s, xs, mode=s["cvt"], shift=s["cvt_shift"],
                                             out_max=127 if bpe == 1 else 32767)
+    asked = s.v.get("batch", 1)
     d.description = (f"fuzz conv {prec} direct: in {C}x{H}x{W}, {K} kernels {KH}x{KW}, stride {g['stride_x']}x{g['stride_y']}, "
                      f"dilation {g['dilation_x']}x{g['dilation_y']}, pad l{g['pad_left']} r{g['pad_right']} t{g['pad_top']} "
                      f"b{g['pad_bottom']} value {pad}, out {K}x{OH}x{OW}, CDMA cvt {'on' if cvt_en else 'off'}, truncate {trunc}"
-                     f"{f', {nb} batches' if nb > 1 else ''}")
+                     f"{f', {nb} batches' if nb > 1 else ''}{f' (batch {asked} asked: {short})' if short else ''}")
     return d
 
 
 def _batches(s: Sampler, prof: HardwareProfile, h: int, entries: int, per_bank: int, wt_banks: int, out_atoms: int,
-             out_w: int) -> int:  # fmt: skip
-    """Batch count: ``s["batch"]`` reduced until the CBUF holds ``batch * H`` input slices (cmod CSC
-    ``required_slice_num = cube_in_height * batch_num``); 1 for a 1x1 output (SDP packs it) and for an
-    odd output width: the cmod CACC hands SDP 2 atoms per batch from 64-byte aligned bases
-    (``NV_NVDLA_cacc.cpp`` ``atom_num_batch_2sdp = 2*batch_num``) across line ends while its SDP
-    (``SdpDataOperationBatch``) pairs atoms within a line only: the two disagree on odd widths."""
-    nb = int(s.v.get("batch", 1))
-    if out_atoms <= 1 or out_w % 2:
-        return 1
+             out_w: int) -> tuple[int, str]:  # fmt: skip
+    """Batch count and, when it is below ``s["batch"]``, why: reduced until the CBUF holds ``batch * H``
+    input slices (cmod CSC ``required_slice_num = cube_in_height * batch_num``); 1 for a 1x1 output (SDP
+    packs it) and for an odd output width: the cmod CACC hands SDP 2 atoms per batch from 64-byte aligned
+    bases (``NV_NVDLA_cacc.cpp`` ``atom_num_batch_2sdp = 2*batch_num``) across line ends while its SDP
+    (``SdpDataOperationBatch``) pairs atoms within a line only: the two disagree on odd widths.
+    :func:`_geometry` shapes the layer so that neither happens when a batch is asked for."""
+    want = nb = int(s.v.get("batch", 1))
+    if nb > 1 and out_atoms <= 1:
+        return 1, "a 1x1 output is packed"
+    if nb > 1 and out_w % 2:
+        return 1, "odd output width"
     while nb > 1 and -(-entries * h * nb // per_bank) + wt_banks > prof.cbuf_banks:
         nb -= 1
-    return nb
+    return nb, (f"the CBUF holds {nb}" if nb < want else "")
 
 
 def _batch_surfaces(d: Draft, mem: _Mem, name: str, cubes: list[Any], port: str, atom: int, line: int, surf: int,

@@ -1,13 +1,15 @@
-"""Fuzz units ``conv-image``, ``conv-compressed`` and ``conv-winograd`` (nv_full): special convolutions.
+"""Fuzz units ``conv-image`` (every profile), ``conv-compressed`` and ``conv-winograd`` (nv_full: weight
+compression, Winograd): special convolutions.
 
-``conv-image``: a flying convolution whose input is an image in any pixel format of seed 000
-(``nvdla.pixel.T_*``, pitch linear, 1 or 2 planes), with a random X offset and line strides,
+``conv-image``: a flying convolution whose input is an image in a pixel format of seed 000 the profile
+decodes (``nvdla.pixel.T_*``, pitch linear, 1 or 2 planes; the v2 INT8-only builds: the 8-bit formats,
+nv_full: all), with a random X offset within the profile's memory atom and line strides,
 the CDMA convertor (offset or per-channel mean, scale, truncation, sign override) into INT8,
 INT16 or FP16 where seed 000 allows it, left/right padding by CDMA and top/bottom by CSC. The
 weights are the image-input format (channel pre-extension, ``nvdla.weight.image``); the CSC
 registers describe the pre-extended 1-wide kernel (``refmodel/conv/image.py``). Optionally the
 weights are compressed (``weight_format``) and, for 1- and 4-component formats, the CSC
-post-extends 2 or 4 lines (``post_extension``; the C model's consistent case: 64/post channels).
+post-extends 2 or 4 lines (``post_extension``; the consistent case: atomic C / post channels).
 ``weights=identity`` probes the pixel path alone (output channel k = converted component k).
 
 ``conv-compressed``: the direct convolution of the ``conv`` unit with its weights made sparse
@@ -33,6 +35,7 @@ import numpy as np
 from ...drivers.profiles import HardwareProfile
 from ..fuzz import PORTS, EnumF, IntF, Sampler, _Mem, _pick_cvt, register_unit
 from ..layouts.nvdla import PIXEL_FORMATS, compressed_offsets
+from ..refmodel.conv.image import x_offset_max
 from ..vectors import Hex, pack_surface, packed_size
 from ..vectors_gen import Draft, _reg
 from .conv import SCHEMA as CONV_SCHEMA
@@ -43,11 +46,20 @@ __all__ = ["gen_conv_image", "gen_conv_compressed", "gen_conv_winograd", "IMAGE_
 _PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
 _PREC = {"int8": 0, "int16": 1, "fp16": 2}
 _FORMATS = tuple(PIXEL_FORMATS)
-_CBUF_ENTRY = 128
-_ENTRIES_PER_BANK = 256  # nv_full: 32 KiB banks of 128-byte entries
+
+
+def _format_needs(name: str) -> str | None:
+    """The profile feature a pixel format needs: FP16 formats ``fp16``; formats with 10-, 12- or
+    16-bit components ``int16`` (the v2 RTL built with ``FEATURE_DATA_TYPE_INT8`` decodes only the
+    8-bit formats: ``NV_NVDLA_CDMA_IMG_ctrl.v`` keeps the others under ``#ifndef
+    NVDLA_FEATURE_DATA_TYPE_INT8``); 8-bit formats nothing."""
+    f = PIXEL_FORMATS[name]
+    if f.float:
+        return "fp16"
+    return None if {w for _, w in f.fields} <= {8} else "int16"
 
 IMAGE_SCHEMA: dict[str, Any] = {
-    "format": EnumF(_FORMATS, "T_R8"),
+    "format": EnumF(_FORMATS, "T_R8", needs={n: f for n in _FORMATS if (f := _format_needs(n))}),
     "precision": EnumF(("int8", "int16", "fp16"), "int8", needs={"int16": "int16", "fp16": "fp16"}),
     "width": IntF(1, 8192, 8), "height": IntF(1, 8192, 4), "kernels": IntF(1, 8192, 8),
     "kernel_w": IntF(1, 32, 3), "kernel_h": IntF(1, 32, 3), "stride_x": IntF(1, 8, 1), "stride_y": IntF(1, 8, 1),
@@ -59,7 +71,7 @@ IMAGE_SCHEMA: dict[str, Any] = {
     "src_port": _PORT, "wt_port": _PORT, "dst_port": _PORT,
     "sdp_cvt": EnumF(("fit", "saturate", "random")),
     "post_extension": EnumF((1, 2, 4), 1, doc="CSC channel post-extension (1-, 3- and 4-channel formats: 1 and 4 only)"),
-    "weight_format": EnumF(("uncompressed", "compressed"), "uncompressed"),
+    "weight_format": EnumF(("uncompressed", "compressed"), "uncompressed", needs={"compressed": "weight_compression"}),
     "density": EnumF(("sparse", "half", "dense", "empty"), "half"),
     "zero_groups": EnumF((0, 1), 0, doc="make whole kernel groups all-zero"),
     "fp_specials": EnumF((0, 1), 0, doc="FP16 images: NaN/INF/denormal/-0 components"),
@@ -116,24 +128,31 @@ def _pixels(s: Sampler, name: str, shape: tuple[int, int, int]) -> np.ndarray:
     return out.view(np.int16) if f.signed else out
 
 
-def _image_geo(s: Sampler, name: str, esize: int) -> dict[str, int]:
+def _image_geo(s: Sampler, prof: HardwareProfile, name: str, esize: int) -> dict[str, int]:
+    """Geometry within the profile's CBUF: lines of ``ceil(padded width * E * esize / entry)``
+    entries (``cbuf_entry_bytes``), data + weight banks within ``cbuf_banks``; the X offset within
+    the first memory atom (``refmodel/conv/image.py`` ``x_offset_max``)."""
     f = PIXEL_FORMATS[name]
     E = f.channels
+    entry = prof.cbuf_entry_bytes
+    per_bank = prof.cbuf_bank_bytes // entry
     g = {k: int(s[k]) for k in ("width", "height", "kernels", "kernel_w", "kernel_h", "stride_x", "stride_y",
                                 "pad_left", "pad_right", "pad_top", "pad_bottom")}
-    g["x_offset"] = min(int(s["x_offset"]), f.x_offset_max)
+    xmax = x_offset_max(f, prof.atom_bytes)
+    # beyond the format's range on this atom: redraw within it (clamping would pile the draw on xmax)
+    g["x_offset"] = int(s["x_offset"]) if int(s["x_offset"]) <= xmax else int(s.rng.integers(0, xmax + 1))
     for w, k, p0, p1 in (("width", "kernel_w", "pad_left", "pad_right"), ("height", "kernel_h", "pad_top", "pad_bottom")):
         g[p0], g[p1] = min(g[p0], g[k] - 1), min(g[p1], g[k] - 1)
         while g[k] > g[w] + g[p0] + g[p1]:
             g[k] -= 1
             g[p0], g[p1] = min(g[p0], g[k] - 1), min(g[p1], g[k] - 1)
-    for _ in range(64):  # CBUF: data lines + weights within 16 banks
+    for _ in range(64):  # CBUF: data lines + weights within the banks
         wp = g["pad_left"] + g["width"] + g["pad_right"]
-        entries = -(-wp * E * esize // _CBUF_ENTRY)
-        dbanks = -(-entries * g["height"] // _ENTRIES_PER_BANK)
+        entries = -(-wp * E * esize // entry)
+        dbanks = -(-entries * g["height"] // per_bank)
         wbytes = -(-g["kernels"] * g["kernel_h"] * g["kernel_w"] * E * esize // 128) * 128
-        wbanks = -(-wbytes // (_CBUF_ENTRY * _ENTRIES_PER_BANK))
-        if dbanks + wbanks <= 16:
+        wbanks = -(-wbytes // prof.cbuf_bank_bytes)
+        if dbanks + wbanks <= prof.cbuf_banks:
             break
         big = max(("height", "width", "kernels"), key=lambda n: g[n])
         g[big] = max(1, g[big] // 2)
@@ -172,16 +191,18 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     if s["weights"] == "identity":  # probe the pixel path: output channel k = input component k
         s.v.update(kernel_w=1, kernel_h=1, kernels=fmt.channels, pad_top=0, pad_bottom=0, stride_y=1, post_extension=1)
     post = int(s["post_extension"])
-    if post > 1 and fmt.channels in (1, 4):
-        # the C model's post-extension is consistent for Ce = 64/post pre-extended channels (refmodel/conv/image.py):
-        # kernel width 64/post/C, height a multiple of post
-        kw = 64 // post // fmt.channels
+    if post > 1 and fmt.channels in (1, 4) and prof.mac_atomic_c // post // fmt.channels >= 1:
+        # post-extension is consistent for Ce = atomicC/post pre-extended channels (refmodel/conv/image.py
+        # _check_post): kernel width atomicC/post/C, height a multiple of post; the RTL's rule holds while an
+        # output position advances post * C * SX <= atomicC elements, i.e. SX <= the kernel width
+        kw = prof.mac_atomic_c // post // fmt.channels
         kh = post * max(1, int(s["kernel_h"]) // post)
-        s.v.update(kernel_w=kw, kernel_h=kh, width=max(int(s["width"]), kw), height=max(int(s["height"]), kh))
+        s.v.update(kernel_w=kw, kernel_h=kh, width=max(int(s["width"]), kw), height=max(int(s["height"]), kh),
+                   stride_x=min(int(s["stride_x"]), kw))
     else:
         post = 1
-    g = _image_geo(s, name, esize)
-    if post > 1 and (g["kernel_w"] * fmt.channels * post != 64 or g["kernel_h"] % post):
+    g = _image_geo(s, prof, name, esize)
+    if post > 1 and (g["kernel_w"] * fmt.channels * post != prof.mac_atomic_c or g["kernel_h"] % post):
         post = 1  # the geometry had to shrink
     W, H, E, K = g["width"], g["height"], g["E"], g["kernels"]
     S, R, OW, OH = g["kernel_w"], g["kernel_h"], g["out_w"], g["out_h"]
@@ -204,7 +225,7 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
                       "shape": list(comps.shape), "address": Hex(src), "port": PORTS[s["src_port"]]}, comps))
     base1 = 0
     if fmt.planes == 2:
-        base1 = src + params["uv_offset"] + 32 * ((xo * bpp[1]) // 32)
+        base1 = src + params["uv_offset"] + atom * ((xo * bpp[1]) // atom)  # the atom holding pixel xo
     # weights: image-input format (channel pre-extension) of (K, E, R, S) kernels
     wt = _weights_values(s, (K, E, R, S), prec)
     if s["weights"] == "identity":
@@ -429,7 +450,7 @@ def _wino_geometry(s: Sampler, prof: HardwareProfile, bpe: int) -> dict[str, int
         surf = -(-g["channels"] // lanes)
         ce = st * st * surf * lanes
         entries = (tw // (4 * st)) * surf * st * st
-        data_banks = -(-he * entries // _ENTRIES_PER_BANK)
+        data_banks = -(-he * entries // (prof.cbuf_bank_bytes // prof.cbuf_entry_bytes))
         wt_banks = -(-(-(-g["kernels"] * ce * 16 * bpe // 128) * 128) // prof.cbuf_bank_bytes)
         if data_banks + wt_banks <= prof.cbuf_banks and entries <= 0x3FFF:
             break
@@ -557,4 +578,5 @@ def gen_conv_winograd(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
 
 register_unit("conv-winograd", schema=WINOGRAD_SCHEMA, needs=("winograd",), groups=("conv.mode",), generator=gen_conv_winograd)
 register_unit("conv-image", schema=IMAGE_SCHEMA, needs=(), groups=("conv.mode", "conv.pixel"), generator=gen_conv_image)
-register_unit("conv-compressed", schema=COMPRESSED_SCHEMA, needs=(), groups=("conv.mode",), generator=gen_conv_compressed)
+register_unit("conv-compressed", schema=COMPRESSED_SCHEMA, needs=("weight_compression",), groups=("conv.mode",),
+              generator=gen_conv_compressed)

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...drivers.profiles import HardwareProfile
-from ..fuzz import (RAM_TYPE, SCHEMAS, EnumF, IntF, Sampler, _data, _Geo, _geometry, _Mem, _feature, _pick_cvt, gen_sdp_bsbn,
-                    load_constraints, register_unit)
+from ..fuzz import (RAM_TYPE, SCHEMAS, EnumF, IntF, Sampler, _data, _Geo, _geometry, _Mem, _feature, _pick_cvt, gen_cdp_lrn,
+                    gen_sdp_bsbn, load_constraints, register_unit)
 from ..vectors import DEFAULT_LAUNCH
 from ..vectors_gen import Draft, _bypass, _rdma_off, _reg
 from .conv import gen_conv
@@ -524,9 +524,20 @@ register_unit(
     schema={**SCHEMAS["sdp-bsbn"], **SCHEMAS["sdp-fp16"], **{k: _PDP_SCHEMA[k] for k in _POOL_FIELDS},
             "path": EnumF(tuple(_PATHS), "int8_to_int8", needs={p: _PATHS[p] for p in _PATHS if _PATHS[p]}), "pdp_nan_to_zero": _ONOFF,
             "done": EnumF(("pdp", "sdp")),
-            # sdp-fp16's ports have no profile needs; the secondary port only where the profile has it (nv_small not)
+            # the secondary port only where the profile has it (nv_small not)
             "src_port": _PORT, "dst_port": _PORT, "op_port": _PORT},
     needs=("pdp",),
     groups=("sdp.prec", "sdp.fp16", "pdp.pool", "pdp.ports"),
     generator=gen_sdp_pdp,
+)
+
+
+# ---- cdp-int16: the cdp-lrn generator in INT16 -----------------------------------------------------------
+
+register_unit(
+    "cdp-int16",
+    schema=SCHEMAS["cdp-lrn"],  # constraints/cdp-int16.yaml fixes precision: int16
+    needs=("cdp", "int16"),
+    groups=("cdp.lut", "cdp.cvt", "cdp.cube", "cdp.ports"),
+    generator=gen_cdp_lrn,
 )

@@ -280,23 +280,27 @@ def gen_sdp_fp16(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
 
 
 _ONOFF = EnumF((0, 1), 0)
+_PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
 register_unit(
     "sdp-fp16",
     schema={
         "shape": EnumF(("cube", "1x1xC", "single_line")), "width": IntF(1, 8192, 1), "height": IntF(1, 8192, 1),
-        "channels": IntF(1, 8192, 1), "gaps": _ONOFF, "src_port": EnumF(("pri", "sec")), "dst_port": EnumF(("pri", "sec")),
-        "op_port": EnumF(("pri", "sec")), "mode": EnumF(("fp16_to_fp16", "fp16_to_int16", "int16_to_fp16")),
+        "channels": IntF(1, 8192, 1), "gaps": _ONOFF, "src_port": _PORT, "dst_port": _PORT, "op_port": _PORT,
+        "mode": EnumF(("fp16_to_fp16", "fp16_to_int16", "int16_to_fp16"),
+                      needs={"fp16_to_int16": "int16", "int16_to_fp16": "int16"}),
         "special_pct": IntF(0, 100, 0), "exp_lo": IntF(0, 31, 0), "exp_hi": IntF(0, 31, 30),
         "op_exp_lo": IntF(0, 31, 0), "op_exp_hi": IntF(0, 31, 30), "nan_to_zero": _ONOFF, "nan_count_en": EnumF((0, 1), 1),
-        "bs_on": _ONOFF, "bn_on": _ONOFF, "ew_on": _ONOFF,
+        "bs_on": EnumF((0, 1), 0, needs={1: "sdp_bs"}), "bn_on": EnumF((0, 1), 0, needs={1: "sdp_bn"}),
+        "ew_on": EnumF((0, 1), 0, needs={1: "sdp_ew"}),
         "alu": EnumF(("off", "max", "min", "sum")), "mul": EnumF(("off", "mul", "prelu")), "relu": _ONOFF,
         "alu_src": EnumF(("reg", "mem")), "mul_src": EnumF(("reg", "mem")), "op_mode": EnumF(("channel", "element")),
         "ew_alu": EnumF(("off", "max", "min", "sum", "eql")), "ew_mul": EnumF(("off", "mul", "prelu")),
         "ew_alu_src": EnumF(("reg", "mem")), "ew_mul_src": EnumF(("reg", "mem")),
         "cvt": EnumF(("fit", "saturate", "random")), "cvt_shift": IntF(0, 63, 0),
-        "lut": _ONOFF, "le_function": EnumF(("exponent", "linear")), "lut_table": EnumF(("smooth", "random", "special")),
+        "lut": EnumF((0, 1), 0, needs={1: "sdp_lut"}), "le_function": EnumF(("exponent", "linear")),
+        "lut_table": EnumF(("smooth", "random", "special")),
     },
-    needs=(),
+    needs=("fp16",),
     groups=("sdp.bs", "sdp.bn", "sdp.ew", "sdp.lut", "sdp.out", "sdp.cube", "sdp.ports", "sdp.prec", "sdp.fp16"),
     generator=gen_sdp_fp16,
 )

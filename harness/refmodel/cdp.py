@@ -204,9 +204,13 @@ def _linear_index(d: np.ndarray, sel: int, depth: int, semantics: str, rtl_abs_b
     return of, np.minimum(idx, depth - 1), frac
 
 
-def _extrapolate(diff: np.ndarray, scale: int, shift: int) -> np.ndarray:
+def _extrapolate(diff: np.ndarray, scale: int, shift: int, *, wrap: bool = False) -> np.ndarray:
     """``SSHIFT(diff * scale, shift, 56)`` (6.4). ``|diff|`` is clipped to 2^47 first so the
-    product stays in int64; any clipped value saturates the final 16-bit sum anyway."""
+    product stays in int64; any clipped value saturates the final 16-bit sum anyway.
+    ``wrap``: the C model's int64 product as it wraps on overflow (x86-64), no clipping."""
+    if wrap:
+        with np.errstate(over="ignore"):
+            return sshift(np.asarray(diff, dtype=I64) * I64(scale), shift, _INTERP_BITS)
     lim = I64(1) << 47
     return sshift(np.clip(diff, -lim, lim) * I64(scale), shift, _INTERP_BITS)
 
@@ -233,6 +237,7 @@ def _table(
     uf = s <= cmp_start
     d = np.where(uf, 1, s - cmp_start)
     anchor_u = start
+    uf_diff = None  # the C model's wrapped int64 UF difference (index offsets 64..127, below)
     if exponent:
         k = _floor_log2(d)
         uf = uf | (k < index_offset)
@@ -242,9 +247,18 @@ def _table(
         kk = np.clip(k, 0, 62)
         frac = _frac16(d - (I64(1) << kk), kk)
         if index_offset >= 0:
-            # RTL: 39-bit sum (NV_NVDLA_CDP_DP_intp.v); cmod: int64 (undefined for >= 63)
+            # UF anchor START + 2^offset. RTL: a 39-bit sum (NV_NVDLA_CDP_DP_intp.v). cmod: int64
+            # ``(square_sum - raw_start - ((int64_t)1 << le_index_offset)) * slope`` (NV_NVDLA_cdp.cpp
+            # lookup_lut / lookup_lut_int8, le_index_offset_uflow). [DIFF] In the C model the
+            # product overflows int64 for large offsets (wraps on x86-64: fuzz cdp-int16 seed 3
+            # case 69, offset 55), and a shift by 64..127 is undefined in C: x86-64 shifts by the
+            # count's low 6 bits (SAL), 2^(offset - 64) (seed 1 case 80, offset 66; 63 gives
+            # INT64_MIN). The cmod semantics computes exactly that, wrapping, in int64.
             anchor_u = start + (1 << index_offset)
-            if semantics == "rtl" or index_offset >= 63:
+            if semantics == "cmod":
+                with np.errstate(over="ignore"):
+                    uf_diff = (s - I64(start)) - (I64(1) << I64(index_offset & 63))
+            else:
                 anchor_u = sx(anchor_u, 39)
     else:
         of, idx, frac = _linear_index(d, select, depth, semantics, rtl_abs_bits)
@@ -255,7 +269,10 @@ def _table(
     t0 = tt[idx]
     t1 = tt[np.minimum(idx + 1, depth - 1)]
     v_hit = sat(t0 + rnd((t1 - t0) * np.where(hit, frac, 0), 16), 16)
-    v_uf = sat(tt[0] + _extrapolate(s - anchor_u, uflow_scale, uflow_shift), 16)
+    if uf_diff is None:
+        v_uf = sat(tt[0] + _extrapolate(s - anchor_u, uflow_scale, uflow_shift), 16)
+    else:
+        v_uf = sat(tt[0] + _extrapolate(uf_diff, uflow_scale, uflow_shift, wrap=True), 16)
     v_of = sat(tt[-1] + _extrapolate(s - end, oflow_scale, oflow_shift), 16)
     state = np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8)
     value = np.where(uf, v_uf, np.where(of, v_of, v_hit))

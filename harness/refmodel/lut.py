@@ -27,6 +27,7 @@ __all__ = [
     "LutParams",
     "LutStats",
     "decode_sdp_lut_params",
+    "le_uflow_bias",
     "lut_stats",
     "program_error",
     "sdp_lut",
@@ -126,6 +127,23 @@ def _sshift32(v: np.ndarray, s: int) -> np.ndarray:
     return lsat(v, -s, 32)
 
 
+def le_uflow_bias(eo: int, semantics: str) -> int:
+    """Anchor bias of an LE-exponent underflow (section 5.5): the anchor is ``LE_START + bias``.
+
+    RTL (``NV_NVDLA_SDP_CORE_Y_lut.v``, ``out_bias = offset[7] ? 0 : (1 << offset)`` into a
+    32-bit reg): ``2^eo`` for ``0 <= eo < 32``, 0 for a negative ``eo`` and for ``eo >= 32``
+    (the 32-bit shift result is 0). C model (``cmod/hls_wrapper/sdp_hls_wrapper.cpp`` ``sdp_y``,
+    ``((uint32_t)0x1) << sdp_cfg_y_lut_le_index_offset`` when the int8 offset is > 0): ``2^eo``
+    for ``0 < eo < 32``; for ``eo >= 32`` the C shift is undefined and the x86-64 build shifts
+    by ``eo mod 32`` (the ``shl`` count is 5 bits), e.g. eo = 115 gives ``2^19``; measured
+    against the nvdlav1 C model (fuzz sdp-ew seed 303 case 5) and the nv_small_256_full RTL
+    (testvectors/sdp_ew_rtl). [DIFF] sims/cmod/README.md.
+    """
+    if semantics == "rtl":
+        return (1 << eo) if 0 <= eo < 32 else 0
+    return (1 << (eo & 31)) if eo > 0 else 0
+
+
 def sdp_lut(
     x: np.ndarray,
     p: LutParams,
@@ -223,14 +241,7 @@ def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
             y[m] = np.clip(rnd(acc, FRAC_BITS), -(1 << 31), (1 << 31) - 1)
 
     # UF / OF: extrapolation from the table edge (5.5)
-    eo = p.le_index_offset
-    if p.le_function == "exponent":
-        if semantics == "rtl":
-            bias = (1 << eo) if 0 <= eo < 32 else 0
-        else:
-            bias = (1 << eo) if 0 < eo < 32 else 0  # eo >= 32: undefined in the cmod
-    else:
-        bias = 0
+    bias = le_uflow_bias(p.le_index_offset, semantics) if p.le_function == "exponent" else 0
     cases = (
         (~use_lo, KIND_UF, le[0], p.le_start + bias, p.le_slope_uflow_scale, p.le_slope_uflow_shift),
         (~use_lo, KIND_OF, le[LE_ENTRIES - 1], p.le_end, p.le_slope_oflow_scale, p.le_slope_oflow_shift),

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...drivers.errors import ConfigError
 from ...drivers.regmap import RegisterMap, RegisterMapError
 
 __all__ = ["Bug", "FaultyView", "parse_bug", "apply_stuck_bits"]
@@ -66,16 +67,16 @@ def parse_bug(spec: str, regmap: RegisterMap) -> Bug:
     if m:
         bit = int(m.group(3))
         if bit > 15:
-            raise ValueError(f"bug {spec!r}: bit {bit} is outside a 16-bit element")
+            raise ConfigError(f"bug {spec!r}: bit {bit} is outside a 16-bit element")
         return Bug(spec=s, unit=m.group(1), channel=int(m.group(2)), bit=bit)
     m = _REG.match(s)
     if m is None:
-        raise ValueError(f"bug {spec!r}: expected BLOCK.REGISTER.FIELD{{+,-,^,=}}N or stuck:UNIT:CHANNEL:BIT")
+        raise ConfigError(f"bug {spec!r}: expected BLOCK.REGISTER.FIELD{{+,-,^,=}}N or stuck:UNIT:CHANNEL:BIT")
     block, reg, fld, op, val = m.groups()
     try:
         regmap.register(block, reg).field(fld)
     except RegisterMapError as e:
-        raise ValueError(f"bug {spec!r}: {e}") from None
+        raise ConfigError(f"bug {spec!r}: {e}") from None
     return Bug(spec=s, block=block, register=reg, field=fld, op=op, value=int(val, 0))
 
 

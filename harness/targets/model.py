@@ -70,6 +70,13 @@ class _Layer:
     blocks: tuple[str, ...]
     done: tuple[str, ...]
     runner: str  # "module:function" in nvdla_hil.harness.refmodel
+    #: (block, group) where a block executes another group than the one enabled (a fused conv:
+    #: NVDLA's firmware assigns groups per processor, so its SDP may run group 0 while the
+    #: conv pipeline runs group 1); empty: every block in the enabled group
+    groups: tuple[tuple[str, int], ...] = ()
+
+    def group_map(self, group: int) -> dict[str, int]:
+        return {b: group for b in self.blocks} | dict(self.groups)
 
 
 def _load_runner(spec: str) -> Callable[..., LayerResult]:
@@ -113,6 +120,25 @@ class _GroupView:
 
     def has(self, feature: str) -> bool:
         return self._t.profile.has(feature)
+
+
+class _RdmaIdleView:
+    """SDP_RDMA fetches no operand while it is not enabled in the layer's group: a fused
+    convolution whose SDP takes its operands from registers (NVDLA's firmware, sdp.c, leaves
+    D_BRDMA_CFG at 0 = DISABLE NO, RAM_TYPE CV when SDP_RDMA is not needed)."""
+
+    _ENGINES = ("D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG")
+
+    def __init__(self, view: RegisterView) -> None:
+        self._v = view
+
+    def field(self, block: str, register: str, field: str) -> int:
+        if block == "SDP_RDMA" and register in self._ENGINES and field.endswith("_DISABLE"):
+            return 1
+        return self._v.field(block, register, field)
+
+    def __getattr__(self, name: str):  # reg, lut, has: as the wrapped view
+        return getattr(self._v, name)
 
 
 class ModelTarget(Transport):
@@ -322,13 +348,25 @@ class ModelTarget(Transport):
         """OP_EN set in ``group`` of ``block``: run the layer once all its engines are enabled
         and the group is the one the unit consumes next."""
         self._clear_stats(block, group)
+        self._try_start(block, group)
+
+    def _try_start(self, block: str, group: int) -> tuple[str, ...]:
+        """Run the layer of ``block``'s ``group`` if every engine is enabled in the group it
+        executes; returns the blocks of the layer started (empty: it waits)."""
         layer = self._layer_of(block, group)
         if layer is None:
-            return
-        if any(self._field(b, "S_POINTER", "CONSUMER") != group for b in layer.blocks):
-            return  # waits until the consumer pointer reaches this group
-        if all(self._field(b, "D_OP_ENABLE", "OP_EN", group) for b in layer.blocks):
+            return ()
+        gmap = layer.group_map(group)
+        if gmap.get(block, group) != group:
+            return ()
+        if any(self._field(b, "S_POINTER", "CONSUMER") != gmap[b] for b in layer.blocks):
+            return ()  # waits until the consumer pointer reaches this group
+        if layer.runner == "conv:run_conv" and self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", gmap["SDP"]) != 1:
+            return ()  # the SDP still has a standalone layer in the group it executes next
+        if all(self._field(b, "D_OP_ENABLE", "OP_EN", gmap[b]) for b in layer.blocks):
             self._run(layer, group)
+            return layer.blocks
+        return ()
 
     def _layer_of(self, block: str, group: int) -> _Layer | None:
         """The layer that ``block``'s OP_EN belongs to, decoded from the group's registers."""
@@ -339,9 +377,20 @@ class ModelTarget(Transport):
         sdp_to_pdp = f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 1
         pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
         if block in CONV_BLOCKS or (block == "SDP" and sdp_flying):
-            blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if sdp_to_pdp else ())
-            done = ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if sdp_to_pdp else ())
-            return _Layer(blocks, done, "conv:run_conv")
+            # each engine of a fused conv executes the group its own consumer pointer names
+            # (the enabled block: ``group``); the same group for all of them in lockstep
+            cons = lambda b: group if b == block or (b in CONV_BLOCKS and block in CONV_BLOCKS) \
+                else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
+            gs = cons("SDP")
+            to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", gs) == 1
+            blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if to_pdp else ())
+            if self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", cons("SDP_RDMA")):
+                # a fused conv whose SDP reads operands (NVDLA's firmware enables SDP_RDMA):
+                # SDP_RDMA completes with the layer (OP_EN cleared, its pointer toggled)
+                blocks += ("SDP_RDMA",)
+            groups = tuple((b, cons(b)) for b in blocks if cons(b) != group)
+            done = ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ())
+            return _Layer(blocks, done, "conv:run_conv", groups)
         if block in ("SDP", "SDP_RDMA") or (block == "PDP" and pdp_from_sdp):
             if sdp_to_pdp:
                 return _Layer(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
@@ -365,7 +414,10 @@ class ModelTarget(Transport):
 
     def _run(self, layer: _Layer, group: int) -> None:
         runner = _load_runner(layer.runner)
-        view: RegisterView = _GroupView(self, {b: group for b in self.regmap.blocks})
+        gmap = layer.group_map(group)
+        view: RegisterView = _GroupView(self, {b: group for b in self.regmap.blocks} | gmap)
+        if "SDP" in layer.blocks and "SDP_RDMA" not in layer.blocks and not self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", gmap["SDP"]):
+            view = _RdmaIdleView(view)
         if self.bugs:
             from .faults import FaultyView
 
@@ -407,7 +459,8 @@ class ModelTarget(Transport):
                        stats=result.stats)
         status = self.regmap.register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
-        bits = [status.field(f"{u}_DONE_STATUS{group}").mask for u in units]
+        unit_block = {"CDMA_DAT": "CDMA", "CDMA_WT": "CDMA"}
+        bits = [status.field(f"{u}_DONE_STATUS{gmap.get(unit_block.get(u, u), group)}").mask for u in units]
         self._events.append((bits[0], lambda: self._complete(layer, group, result)))
         self._events.extend((b, None) for b in bits[1:])
 
@@ -417,20 +470,27 @@ class ModelTarget(Transport):
     def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
         """The layer finishes: statistics loaded, OP_EN cleared, consumer pointers toggled; a
         layer already enabled in the other group starts."""
+        gmap = layer.group_map(group)
         for (b, reg), v in result.stats.items():
             try:
-                self._set(b, reg, int(v) & 0xFFFFFFFF, group)
+                self._set(b, reg, int(v) & 0xFFFFFFFF, gmap.get(b, group))
             except RegisterMapError:
                 pass
         for b in layer.blocks:
-            self._set(b, "D_OP_ENABLE", 0, group)
+            self._set(b, "D_OP_ENABLE", 0, gmap[b])
             ptr = self.regmap.register(b, "S_POINTER")
             key = (ptr.address, 0)
-            self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], group ^ 1)
-        other = group ^ 1
-        nxt = self._layer_of(layer.blocks[0], other)
-        if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
-            self._run(nxt, other)
+            self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], gmap[b] ^ 1)
+        if not layer.groups:
+            other = group ^ 1
+            nxt = self._layer_of(layer.blocks[0], other)
+            if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
+                self._run(nxt, other)
+            return
+        started: set[str] = set()  # engines in different groups: each may have a layer waiting
+        for b in layer.blocks:
+            if b not in started and self._field(b, "D_OP_ENABLE", "OP_EN", gmap[b] ^ 1):
+                started.update(self._try_start(b, gmap[b] ^ 1))
 
     # ---- BDMA: a command queue, not a ping-pong unit (refmodel/bdma.py docstring) ------------
     def _bdma_write(self, r: Register, value: int) -> None:
@@ -515,8 +575,11 @@ class ModelTarget(Transport):
         if "SDP" in layer.blocks:
             if "SDP_RDMA" in layer.blocks:
                 engines.append(("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"))
+            # an operand engine's RAM type matters only when SDP_RDMA runs in this group (NVDLA's
+            # firmware leaves D_BRDMA_CFG = 0, DISABLE=NO RAM_TYPE=CV, on a fused conv without operands)
+            rdma_on = "SDP_RDMA" in layer.blocks or f("SDP_RDMA", "D_OP_ENABLE", "OP_EN")
             for eng in ("BRDMA", "NRDMA", "ERDMA"):
-                if not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
+                if rdma_on and not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
                     engines.append(("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_RAM_TYPE"))
             if f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 0:
                 engines.append(("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"))

@@ -23,12 +23,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...drivers.transport import TransportError
+from ...drivers.transport import Transport, TransportError
 from ...drivers.uartbone import BoardConfigError, BoardDeadError, SerialTransport
 from ..lab import BoardBusyError, BoardConfig, BoardLock, LabError, resolve_board, run_reset
 from ..memory import KnownMemory
 
-__all__ = ["BoardDeadError", "BoardMemoryBook", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board"]
+__all__ = ["BoardDeadError", "BoardMemoryBook", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board",
+           "restore_known_state"]
 
 
 class BoardMemoryBook:
@@ -151,19 +152,140 @@ def probe_board(lab_path: str | os.PathLike[str] | None, board_name: str | None)
     does not map raises :class:`~nvdla_hil.harness.lab.LabError` naming both windows: a
     configuration error (``nvdla-hil regress`` exit 2), not a link fault."""
     lab, cfg = resolve_board(lab_path, board_name)
-    if not cfg.probe_window or cfg.labgrid_place:
-        return  # a labgrid place is probed when a test acquires it
-    with make_serial_transport(cfg) as t:
-        try:
-            t.probe_window()
-        except BoardConfigError as e:
-            raise _window_error(lab.path, cfg, e) from None
+    if cfg.labgrid_place:
+        _probe_place(lab.path, cfg)
+    elif cfg.probe_window:
+        with make_serial_transport(cfg) as t:
+            try:
+                t.probe_window()
+            except BoardConfigError as e:
+                raise _window_error(lab.path, cfg, e) from None
+
+
+def check_reset(lab_path: object, cfg: BoardConfig) -> None:
+    """A regression's boards must come back to a known state before every test: a reset
+    (``reset_address`` or ``reset_command``), or, accepted explicitly with ``reset: registers``,
+    :func:`restore_known_state`. Registers alone are not equivalent to a reset: a unit's
+    register-group consumer pointer and the state a layer leaves inside NVDLA (the convolution
+    buffer, a flying SDP->PDP pipeline) persist; on nv_small, pdp_flying_rtl/fuzz-sdp-pdp-s2-00001
+    times out after -00000 with every register restored (``tests/test_lab_reset.py``). So a board
+    with no reset is refused (:class:`LabError`, exit 2) naming what is missing."""
+    if cfg.reset_address is not None or cfg.reset_command or cfg.reset == "registers":
+        return
+    raise LabError(
+        f"{lab_path}: board {cfg.name!r} ({cfg.url}) has no reset: add reset_address (the SoC's reset register, "
+        f"e.g. LiteX ctrl_reset 0xf0000000) or reset_command to its lab entry. Without one nothing brings NVDLA "
+        f"back to a known state between tests, and its registers alone cannot (a unit's group pointers and "
+        f"what a layer leaves inside it persist: pdp_flying_rtl/fuzz-sdp-pdp-s2-00001 fails after -00000); "
+        f"'reset: registers' runs anyway with the register-level known state")
+
+
+def _probe_place(lab_path: object, cfg: BoardConfig) -> None:
+    """A labgrid board at session start: acquire its place (a place someone else holds is a
+    :class:`LabError` naming the holder: the run stops at once, exit 2), prove its window through
+    the place's serial endpoint, and release it again (each test acquires it for itself)."""
+    import dataclasses
+
+    from ..labgrid_place import LabgridPlace
+
+    place = LabgridPlace(cfg.labgrid_place or "", cfg.labgrid_coordinator)
+    try:
+        lease = place.acquire()
+    except BoardBusyError as e:
+        raise LabError(f"{lab_path}: board {cfg.name!r}: {e}") from None
+    try:
+        if cfg.probe_window:
+            with make_serial_transport(dataclasses.replace(cfg, url=lease.url, labgrid_place=None)) as t:
+                try:
+                    t.probe_window()
+                except BoardConfigError as e:
+                    raise _window_error(lab_path, cfg, e) from None
+    finally:
+        place.release()
+
+
+#: registers the known-state routine never writes: triggers and pointers are handled apart, a
+#: LUT data port pops, and the interrupt status is write-1-to-clear
+_KNOWN_STATE_SKIP = ("S_POINTER", "D_OP_ENABLE", "S_LUT_ACCESS_DATA", "S_INTR_STATUS")
+
+
+def restore_known_state(t: Transport, profile: str, *, idle_timeout: float = 5.0) -> dict[str, int]:
+    """Bring NVDLA back to the state a reset leaves, by its registers (a board without a reset):
+
+    1. every unit idle: each unit's ``S_STATUS`` reads IDLE for both register groups (a layer still
+       running is waited for, up to ``idle_timeout``, then a :class:`TransportError`: without a
+       reset nothing else stops it);
+    2. every plain read-write register (all fields ``rw``, no trigger) at its reset value from the
+       profile's register map, in both register groups of a per-group (``dual``) register: what a
+       layer leaves behind there (a test that leaves a field at its reset value relies on it);
+    3. each unit's producer pointer where its consumer is: the group the unit runs next (the
+       consumer is read-only; it only moves when a layer completes, so it is reported, not set);
+    4. GLB ``S_INTR_STATUS`` cleared (write 1 to clear every set bit), and read back as 0.
+
+    Returns each unit's consumer group. The register map comes from ``drivers/data`` (NVDLA's
+    RDL/manual), the order (idle, registers, pointers, interrupts) from NVDLA's programming flow
+    (``sw/kmd`` programs a group only while its unit is idle and clears the status it handled)."""
+    from ...drivers.profiles import load_profile
+    from ...drivers.transport import Timeout
+
+    regmap = load_profile(profile).regmap
+    units = [b for b in sorted(regmap.blocks.values(), key=lambda b: b.base)
+             if regmap.has_block(b.name) and "S_POINTER" in b.registers]
+    deadline = Timeout(idle_timeout)
+    for b in units:
+        st = b.registers.get("S_STATUS")
+        if st is None:
+            continue
+        while True:
+            v = t.read32(st.address)
+            if (v & 0x3) == 0 and ((v >> 16) & 0x3) == 0:
+                break
+            if deadline.expired():
+                raise TransportError(f"{b.name} is still busy after {idle_timeout:g} s (S_STATUS={v:#010x}): NVDLA "
+                                     f"cannot be brought to a known state without a reset")
+            time.sleep(0.001)
+    plain = [r for r in regmap.registers() if r.writable and not r.trigger and r.fields
+             and r.name not in _KNOWN_STATE_SKIP and all(f.access == "rw" for f in r.fields.values())]
+
+    def write_runs(regs: list) -> None:  # noqa: ANN001
+        run: list = []
+        for r in regs + [None]:
+            if r is not None and run and r.address == run[-1].address + 4:
+                run.append(r)
+                continue
+            if run:
+                t.write_burst(run[0].address, [int(x.reset) & 0xFFFF_FFFF for x in run])
+            run = [r] if r is not None else []
+
+    write_runs([r for r in plain if not r.dual])
+    consumers: dict[str, int] = {}
+    for b in units:
+        ptr = b.registers["S_POINTER"]
+        dual = [r for r in plain if r.dual and r.block == b.name]
+        cons = (t.read32(ptr.address) >> 16) & 1
+        for g in (0, 1):
+            if dual:
+                t.write32(ptr.address, g, posted=False)
+                write_runs(dual)
+        t.write32(ptr.address, cons, posted=False)
+        consumers[b.name] = cons
+    glb = regmap.register("GLB.S_INTR_STATUS")
+    for _ in range(3):
+        v = t.read32(glb.address)
+        if not v:
+            break
+        t.write32(glb.address, v, posted=False)
+    sync = getattr(t, "sync", None)
+    if sync is not None:
+        sync()
+    return consumers
 
 
 class SerialTarget(SerialTransport):
     """A lab board as a :class:`~nvdla_hil.drivers.transport.Transport`: ``open()`` takes the
     board (its lock, or inside a regression the session's per-use lock), opens the link and
-    resets NVDLA (when the board has a ``reset_address``); ``close()`` releases all of it, also
+    resets NVDLA (``reset_address``, else ``reset_command``; with neither, NVDLA is brought to the
+    register-level known state of :func:`restore_known_state`); ``close()`` releases all of it, also
     after an error. Use it as a context manager (``with open_target(spec) as t``), like every
     other target.
 
@@ -207,10 +329,9 @@ class SerialTarget(SerialTransport):
     def _make_port(self):  # noqa: ANN202 - a pyserial-like port
         """The board's port: Etherbone to litex_server for ``transport: litex_server``."""
         if self.cfg.transport == "litex_server":
-            from ...drivers.etherbone import EtherbonePort, parse_tcp_url
+            from ...drivers.etherbone import make_port
 
-            host, port = parse_tcp_url(self.url)
-            return EtherbonePort(host, port, connect_timeout=max(1.0, self.response_timeout + 1.0))
+            return make_port(self.url, self.response_timeout)
         return super()._make_port()
 
     def describe(self) -> str:
@@ -299,8 +420,10 @@ class SerialTarget(SerialTransport):
             if self.cfg.labgrid_place:
                 self._lease_place()
             super().open()
-            if self.cfg.reset_address is not None:
+            if self.cfg.reset_address is not None or self.cfg.reset_command:
                 self.reset()  # every test starts from a reset NVDLA, as NVDLA's own flow does
+            else:  # no reset line: as near to it as registers go (check_reset refuses it unless accepted)
+                restore_known_state(self, self.cfg.profile)
             if self.cfg.probe_window:
                 self.probe_window()
         except BaseException as e:

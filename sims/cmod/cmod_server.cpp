@@ -62,12 +62,21 @@ using namespace sc_core;
 static const uint64_t kWindow = 1ull << 32;
 
 // ---- memory ------------------------------------------------------------------------------
+// The C model's CVIF (cvif/gen/NV_NVDLA_cvif.cpp, every WriteRequest_*2cvif) builds a write that
+// starts on the second 32-byte atom of a 64-byte AXI beat with its data buffer laid out from the
+// aligned beat (bytes 0-31 disabled, zeroed) but moves the payload's address up by 32 bytes;
+// MCIF sends the aligned address. Taken by the letter of TLM-2.0 (data[i] belongs at address+i)
+// every such atom would land one atom late. The secondary-port memory therefore places a write
+// whose address is 32 past a 64-byte boundary and whose first 32 byte enables are off from the
+// aligned beat, as the CVIF's own buffer intends and as the RTL writes it (cvif_aligned_origin).
 struct HilMemory : sc_module {
     tlm_utils::simple_target_socket<HilMemory> socket;
     uint8_t* base;
     uint64_t reads, writes;
+    bool cvif_aligned_origin;
 
-    HilMemory(sc_module_name n, int fd) : sc_module(n), socket("socket"), base(nullptr), reads(0), writes(0) {
+    HilMemory(sc_module_name n, int fd, bool cvif = false)
+        : sc_module(n), socket("socket"), base(nullptr), reads(0), writes(0), cvif_aligned_origin(cvif) {
         void* p;
         if (fd >= 0)
             p = mmap(nullptr, kWindow, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -93,6 +102,11 @@ struct HilMemory : sc_module {
         unsigned be_len = gp.get_byte_enable_length();
         if (gp.is_write()) {
             ++writes;
+            if (cvif_aligned_origin && be && be_len >= 32 && (addr & 63) == 32) {
+                bool lead_off = true;
+                for (unsigned i = 0; i < 32 && lead_off; ++i) lead_off = be[i % be_len] != TLM_BYTE_ENABLED;
+                if (lead_off) addr -= 32;  // the CVIF's buffer starts at the aligned beat
+            }
             if (!be || !be_len) {
                 memcpy(base + addr, data, len);
             } else {
@@ -300,7 +314,7 @@ int sc_main(int argc, char* argv[]) {
     sc_report_handler::set_actions(SC_ID_INSTANCE_EXISTS_, SC_DO_NOTHING);
     scsim::cmod::NV_nvdla* nvdla = new scsim::cmod::NV_nvdla("nvdla", 0);
     HilMemory* dbb = new HilMemory("pri_mem", env_fd("NVDLA_HIL_MEM0_FD"));
-    HilMemory* cvsram = new HilMemory("sec_mem", env_fd("NVDLA_HIL_MEM1_FD"));
+    HilMemory* cvsram = new HilMemory("sec_mem", env_fd("NVDLA_HIL_MEM1_FD"), true);
     // the cmod's GLB drives nvdla_intr from one SC_METHOD per interrupt source
     sc_signal<bool, SC_MANY_WRITERS>* irq = new sc_signal<bool, SC_MANY_WRITERS>("irq");
     HilHost* host = new HilHost("host", in, out, dbb, cvsram, csb_time);

@@ -1,33 +1,48 @@
-"""CDMA pixel (image) input and the CSC image-mode channel pre-extension (nv_full).
+"""CDMA pixel (image) input and the CSC image-mode channel pre-extension (every configuration).
 
 Rules (nvdlav1 cmod ``cdma/NV_NVDLA_cdma.cpp`` ``ImageConvDataRequest/ResponseSequencerCommon``,
 ``process_one_element_8/16``, ``hls_convertor``; ``hls/cdma_libs/cdma_cvt.cpp``; ``csc/NV_NVDLA_csc.cpp``
 ``SendImageDataToMacSequencerConvCommon`` / ``csc_read_one_image_entry``; seed 000 "Pixel Format",
-"Basic Weight for image input", "Precision Conversion"):
+"Basic Weight for image input", "Precision Conversion"; checked bit for bit against the nv_small,
+nv_small_256_full and nv_large RTL: ``NV_NVDLA_CDMA_IMG_ctrl/sg/pack.v``, ``NV_NVDLA_CDMA_cvt.v``,
+``NV_NVDLA_CSC_dl.v``). The memory atom and the CBUF entry come from the profile (``atom_bytes``,
+``cbuf_entry_bytes``: 8/8 bytes on nv_small, 8/32 on nv_small_256*, 32/64 on nv_large, 32/128 on
+nv_full):
 
 * Pitch linear only. Plane 0 pixel ``x`` of line ``h`` is at ``DAIN_ADDR_0 + h*LINE_STRIDE +
   (PIXEL_X_OFFSET + x)*bpp0``; the UV plane of the semi-planar formats at ``DAIN_ADDR_1 +
-  h*LINE_UV_STRIDE + (PIXEL_X_OFFSET*bpp1 mod 32) + x*bpp1`` (the fetch of plane 1 starts at its
-  base and takes the first atom for pixel ``32/bpp1`` when the offset reaches a whole atom).
-  The bit fields and the component order come from the layouts' ``nvdla.pixel.T_*`` unpacking;
-  components go to CBUF as R,G,B,A / Y,U,V,A (channel 0..3).
+  h*LINE_UV_STRIDE + (PIXEL_X_OFFSET*bpp1 mod atom) + x*bpp1`` (RTL ``NV_NVDLA_CDMA_IMG_ctrl.v``
+  ``pixel_planar1_x_offset = PIXEL_X_OFFSET & (atom/bpp1 - 1)``: plane 1's base points at the atom
+  that holds pixel ``PIXEL_X_OFFSET``). ``PIXEL_X_OFFSET`` lies in the first atom of plane 0
+  (:func:`x_offset_max`). The bit fields and the component order come from the layouts'
+  ``nvdla.pixel.T_*`` unpacking; components go to CBUF as R,G,B,A / Y,U,V,A (channel 0..3).
+* The v2 RTL built with ``FEATURE_DATA_TYPE_INT8`` (every public v2 .spec) decodes only the formats
+  with 8-bit components (T_R8, the 8-bit RGB/YUV packed and the 8-bit semi-planar ones;
+  ``NV_NVDLA_CDMA_IMG_ctrl.v`` keeps the others under ``#ifndef NVDLA_FEATURE_DATA_TYPE_INT8``); the
+  fuzz generator draws the others only on a profile with INT16 (nv_full).
 * 10-bit packed formats: each 10-bit component is left-aligned in 16 bits (``<< 6``), the 2-bit
   alpha too (``<< 14``); other formats take the container as is (T_R10, Y10: no shift).
 * Convertor (``D_CVT_CFG.CVT_EN``): integer input is unsigned, or signed with
   ``D_DATAIN_FORMAT.PIXEL_SIGN_OVERRIDE`` (the format's own ``_I`` / YUV16 signedness is
   ignored by the cmod); offset = ``D_CVT_OFFSET`` or, with ``D_MEAN_FORMAT`` enabled, the
   channel's ``MEAN_RY/GU/BV/AX``; ``v17 = clamp(rnd((x - offset) * CVT_SCALE, CVT_TRUNCATE), 17)``,
-  then INT8/INT16 saturate, FP16 ``int->fp16`` round to nearest even with overflow to +-65504
-  (``FpIntToFloat``/``SetToInf``). FP16 input (``IN_PRECISION`` FP16) passes unchanged.
-  Without the convertor the container bits are taken as the output element (low 8/16 bits).
+  then INT8/INT16 saturate (RTL ``NV_NVDLA_CDMA_CVT_cell.v``: 18-bit difference, 34-bit product,
+  ``NV_NVDLA_HLS_shiftrightsu`` to 17 bits, ``NV_NVDLA_HLS_saturate``), FP16 ``int->fp16`` round to
+  nearest even with overflow to +-65504 (``FpIntToFloat``/``SetToInf``). FP16 input
+  (``IN_PRECISION`` FP16) passes unchanged. Without the convertor the container bits are taken as
+  the output element (low 8/16 bits).
 * ``D_NAN_FLUSH_TO_ZERO`` flushes NaN of FP16 input to +0 before anything else.
 * Left/right padding: ``CDMA.D_ZERO_PADDING`` PAD_LEFT/PAD_RIGHT pixels of the raw
-  ``CDMA.D_ZERO_PADDING_VALUE`` (low 8 bits at INT8), not converted. One CBUF line holds the
-  ``(PAD_LEFT + W + PAD_RIGHT) * E`` elements (``E`` components per pixel) followed by zeros up
-  to the 128-byte entry.
+  ``CDMA.D_ZERO_PADDING_VALUE`` (low 8 bits at INT8), not converted (RTL ``NV_NVDLA_CDMA_cvt.v``
+  ``cvt_out_pad_mask``). One CBUF line holds the ``(PAD_LEFT + W + PAD_RIGHT) * E`` elements (``E``
+  components per pixel) followed by zeros up to its last entry: ``D_ENTRY_PER_SLICE.ENTRIES + 1 =
+  ceil(line bytes / cbuf_entry_bytes)`` (nvdla/sw ``ConvCoreNode::calculateEPS``: ``width_ext * cpa *
+  bpe / bufEntryWidth``).
 * CSC (image mode, kernel width 1 after pre-extension): output ``(ox, oy)`` and kernel row ``r``
   see the ``WEIGHT_CHANNEL_EXT + 1`` elements of line ``oy*SY + r - PAD_TOP`` starting at element
-  ``ox * SX * (DATAIN_CHANNEL_EXT + 1)``; lines outside the image carry ``CSC.D_ZERO_PADDING_VALUE``.
+  ``ox * SX * (DATAIN_CHANNEL_EXT + 1)`` (RTL ``NV_NVDLA_CSC_dl.v`` ``pixel_w_cnt``: a window of
+  ``atomic C`` elements per MAC step, the next step ``atomic C`` further, shifted out of two CBUF
+  entries); lines outside the image carry ``CSC.D_ZERO_PADDING_VALUE``.
 
 :func:`fetch_image` returns that pre-extended cube ``(Ce, H, OW)`` (``d[e, y, ox]`` = element
 ``ox*SX*C + e`` of line ``y``), which :func:`image_conv_config` turns into an ordinary
@@ -36,8 +51,8 @@ i.e. the direct-convolution format of the pre-extended ``(K, Ce, R, 1)`` kernels
 Values are int64: INT8 elements sign-extended, INT16 and FP16 the 16-bit pattern sign-extended
 (as the feature fetch delivers them).
 
-Channel post-extension (``CSC.D_POST_Y_EXTENSION``, C model semantics, see :func:`_check_post`)
-stacks ``post`` lines into one 64-channel MAC step; :func:`image_conv_config` describes it as a
+Channel post-extension (``CSC.D_POST_Y_EXTENSION``, see :func:`_check_post`) stacks ``post`` lines
+into one MAC step of atomic C channels; :func:`image_conv_config` describes it as a
 convolution over the stacked cube. Compressed image weights need nothing here: the image weight
 format is the direct-convolution format of the (stacked) pre-extended kernels.
 """
@@ -60,7 +75,6 @@ __all__ = ["ImageGeometry", "fetch_image", "image_conv_config", "image_geometry"
 #: ``D_DATAIN_FORMAT.PIXEL_FORMAT`` codes in register order (cmod ``NVDLA_CDMA_D_DATAIN_FORMAT_0_PIXEL_FORMAT_T_*``
 #: 0..35 = seed 000's table order, which ``PIXEL_FORMATS`` keeps)
 PIXEL_CODES: tuple[str, ...] = tuple(PIXEL_FORMATS)
-CBUF_ENTRY = 128  # nvdlav1 cmod CBUF_ENTRY_SIZE
 _MAX_ELEMS = 1 << 26  # bound on the pixels one layer may ask the model to materialise
 
 
@@ -102,10 +116,21 @@ class ImageGeometry:
     channels_csc: int
     kernel_channels: int
     post: int = 1  # channel post-extension: lines combined per MAC step (1, 2, 4)
+    atom: int = 32  # memory atom in bytes (profile ``atom_bytes``): the X offset and plane-1 start rules
 
 
-def image_geometry(view: RegisterView) -> ImageGeometry:
-    """Decode and check the CDMA/CSC registers of an image layer (every value is untrusted)."""
+def x_offset_max(fmt: PixelFormat, atom: int) -> int:
+    """Largest ``PIXEL_X_OFFSET``: the offset lies within the first memory atom of plane 0,
+    ``atom / bpp0 - 1`` pixels (RTL ``NV_NVDLA_CDMA_IMG_ctrl.v``: ``pixel_planar0_mask`` =
+    atom/bytes-per-pixel - 1, ``pixel_element_sft`` is ``log2(atom)`` bits wide; seed 000's ranges
+    are this rule for 32-byte atoms: 31 for T_R8, 7 for 4-byte pixels, 3 for 8-byte pixels)."""
+    return max(atom // _plane_bytes(fmt)[0] - 1, 0)
+
+
+def image_geometry(view: RegisterView, options: ModelOptions | None = None) -> ImageGeometry:
+    """Decode and check the CDMA/CSC registers of an image layer (every value is untrusted).
+    ``options`` gives the memory atom (default 32 bytes, nv_full's)."""
+    atom = options.atom_bytes if options is not None else 32
     f = lambda b, r, n: int(view.field(b, r, n))  # noqa: E731
     fmt = pixel_format(view)
     if f("CDMA", "D_DATAIN_FORMAT", "PIXEL_MAPPING") != 0:
@@ -140,8 +165,10 @@ def image_geometry(view: RegisterView) -> ImageGeometry:
     if w * h > _MAX_ELEMS:
         raise InvalidLayer(f"CDMA.D_DATAIN_SIZE_0: {w}x{h} image exceeds the model's {_MAX_ELEMS} pixel bound")
     xo = f("CDMA", "D_PIXEL_OFFSET", "PIXEL_X_OFFSET")
-    if xo > fmt.x_offset_max:
-        raise InvalidLayer(f"CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET = {xo} outside 0~{fmt.x_offset_max} for {fmt.name} (seed 000)")
+    xmax = x_offset_max(fmt, atom)
+    if xo > xmax:
+        raise InvalidLayer(f"CDMA.D_PIXEL_OFFSET.PIXEL_X_OFFSET = {xo} outside 0~{xmax} for {fmt.name} with {atom}-byte "
+                           "memory atoms (the offset lies in the line's first atom; seed 000, RTL NV_NVDLA_CDMA_IMG_ctrl.v)")
     if f("CDMA", "D_PIXEL_OFFSET", "PIXEL_Y_OFFSET"):
         raise UnitNotModelled("CDMA.D_PIXEL_OFFSET.PIXEL_Y_OFFSET (block-linear only) not modelled")
     return ImageGeometry(
@@ -153,7 +180,7 @@ def image_geometry(view: RegisterView) -> ImageGeometry:
         pad_left=f("CDMA", "D_ZERO_PADDING", "PAD_LEFT"), pad_right=f("CDMA", "D_ZERO_PADDING", "PAD_RIGHT"),
         in_prec=in_prec, proc=proc,
         channels_csc=f("CSC", "D_DATAIN_SIZE_EXT_1", "DATAIN_CHANNEL_EXT") + 1,
-        kernel_channels=f("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT") + 1, post=1 << yext,
+        kernel_channels=f("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT") + 1, post=1 << yext, atom=atom,
     )  # fmt: skip
 
 
@@ -194,7 +221,7 @@ def read_pixels(mem: MemoryPort, g: ImageGeometry) -> np.ndarray:
     params: dict[str, object] = {"x_offset": 0, "line_stride": ls0}
     if fmt.planes == 2:
         ls1 = -(-W * bpp[1] // 32) * 32
-        first = (xo * bpp[1]) % 32
+        first = (xo * bpp[1]) % g.atom  # RTL pixel_planar1_x_offset = PIXEL_X_OFFSET & (atom / bpp1 - 1)
         if g.uv_line_stride < first + W * bpp[1]:
             raise InvalidLayer(f"CDMA.D_LINE_UV_STRIDE = {g.uv_line_stride} is smaller than the {first + W * bpp[1]} bytes "
                                "a UV line needs (cmod: 'Incorrect configuration on uv_line_stride')")
@@ -263,31 +290,39 @@ def convert_pixels(view: RegisterView, g: ImageGeometry, bits: np.ndarray) -> np
     return sx(np.asarray(out, dtype=I64), ebits)
 
 
-def _check_post(view: RegisterView, g: ImageGeometry, semantics: str) -> None:
-    """Channel post-extension as the nvdlav1 C model computes it (csc ``SendImageDataToMacSequencerConvCommon``):
-    the ``post`` lines of one kernel step go to MAC lanes ``j * 64/post`` (INT8: 32/16 bytes, INT16/FP16: 64/32
-    bytes of each line), lanes past ``WEIGHT_CHANNEL_EXT + 1`` of a line zero, while the CSC packs the step's
-    weights at ``j * Ce`` (``input_atom_channel_num = Ce * post``): consistent only for ``Ce = 64/post`` (the
-    pre-extended kernel padded with zero weights to 32 or 16 channels). The last step of a kernel whose height is
-    not a multiple of ``post`` carries fewer weights (seed 000: no 0s appended) -- not modelled, nor the RTL
-    (``NV_NVDLA_CSC_dl.v`` combines neighbouring output positions instead)."""
+def _check_post(view: RegisterView, g: ImageGeometry, semantics: str, lanes: int = 64) -> None:
+    """Channel post-extension as the nvdlav1 C model computes it (csc ``SendImageDataToMacSequencerConvCommon``),
+    ``lanes`` = MAC atomic C (profile ``mac_atomic_c``; 64 on nv_full): the ``post`` lines of one kernel step go
+    to MAC lanes ``j * lanes/post``, lanes past ``WEIGHT_CHANNEL_EXT + 1`` of a line zero, while the CSC packs
+    the step's weights at ``j * Ce`` (``input_atom_channel_num = Ce * post``): consistent only for ``Ce =
+    lanes/post`` (the pre-extended kernel padded with zero weights). The last step of a kernel whose height is
+    not a multiple of ``post`` carries fewer weights (seed 000: no 0s appended) -- not modelled.
+
+    RTL (``NV_NVDLA_CSC_dl.v``: ``dat_rsp_img_8b`` puts ``lanes/post`` elements of each of the ``post`` lines
+    side by side; ``pixel_x_add = post * pixel_x_stride``): the same rule wherever one output position
+    advances ``post * (DATAIN_CHANNEL_EXT + 1) * SX <= lanes`` elements (measured on the nv_small,
+    nv_small_256_full and nv_large RTL, sims/cmod/README.md); beyond that bound the nv_small RTL differed in
+    17 of 17 layers: not modelled under ``rtl`` semantics (refused), the C model's rule under ``cmod``."""
     if g.post == 1:
         return
-    if semantics != "cmod":
-        raise UnitNotModelled("CSC.D_POST_Y_EXTENSION: channel post-extension is modelled with the C model's semantics "
-                              "only (the nvdlav1 RTL sequences it differently); use --model-semantics cmod")
     r = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT")) + 1
-    if g.kernel_channels * g.post != 64 or r % g.post:
-        raise UnitNotModelled(f"CSC.D_POST_Y_EXTENSION = {g.post} lines needs WEIGHT_CHANNEL_EXT + 1 = {64 // g.post} "
+    if g.kernel_channels * g.post != lanes or r % g.post:
+        raise UnitNotModelled(f"CSC.D_POST_Y_EXTENSION = {g.post} lines needs WEIGHT_CHANNEL_EXT + 1 = {lanes // g.post} "
                               f"(got {g.kernel_channels}) and a kernel height that is a multiple of {g.post} (got {r}): "
                               "other settings are not modelled")
+    sxs = int(view.field("CSC", "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT")) + 1
+    step = g.post * g.channels_csc * sxs
+    if semantics == "rtl" and step > lanes:
+        raise UnitNotModelled(f"CSC.D_POST_Y_EXTENSION = {g.post} lines x DATAIN_CHANNEL_EXT + 1 = {g.channels_csc} x "
+                              f"x stride {sxs} = {step} elements per output position, beyond atomic C ({lanes}): the "
+                              "RTL (NV_NVDLA_CSC_dl.v) is not modelled there; use --model-semantics cmod for the C model")
 
 
 def fetch_image(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> np.ndarray:
     """The pre-extended input cube (Ce, H, OW) the CSC feeds to CMAC in image mode (module doc); with
     post-extension the stacked cube of :func:`image_conv_config` (lanes ``j*Ce + c`` = line ``y + j``)."""
-    g = image_geometry(view)
-    _check_post(view, g, options.semantics)
+    g = image_geometry(view, options)
+    _check_post(view, g, options.semantics, options.mac_atomic_c)
     port = engine_memory(mem, view, "CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE")
     elems = convert_pixels(view, g, read_pixels(port, g))  # (H, W, E)
     H, W, E = elems.shape
@@ -296,12 +331,13 @@ def fetch_image(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> n
     pad = int(sx(pad, 8 * esize))
     wp = g.pad_left + W + g.pad_right
     line_elems = wp * E
-    entries = -(-line_elems * esize // CBUF_ENTRY)
+    cbuf_entry = options.cbuf_entry_bytes
+    entries = -(-line_elems * esize // cbuf_entry)
     have = int(view.field("CSC", "D_ENTRY_PER_SLICE", "ENTRIES")) + 1
     if have != entries or int(view.field("CDMA", "D_ENTRY_PER_SLICE", "ENTRIES")) + 1 != entries:
         raise InvalidLayer(f"CDMA/CSC.D_ENTRY_PER_SLICE.ENTRIES + 1 = {have} but a padded image line of {wp} pixels x {E} "
-                           f"{PREC_NAMES[g.proc]} elements fills {entries} CBUF entries of {CBUF_ENTRY} bytes")
-    span = entries * CBUF_ENTRY // esize
+                           f"{PREC_NAMES[g.proc]} elements fills {entries} CBUF entries of {cbuf_entry} bytes")
+    span = entries * cbuf_entry // esize
     flat = np.zeros((H, span), dtype=I64)
     lines = np.full((H, wp, E), pad, dtype=I64)
     lines[:, g.pad_left : g.pad_left + W] = elems
@@ -347,9 +383,9 @@ def image_conv_config(view: RegisterView, cfg: ConvConfig) -> ConvConfig:
     no dilation (the cmod's image path has none), top/bottom padding with the CSC pad value
     (low 8 bits at INT8, 16 bits at INT16/FP16).
 
-    With post-extension (``post`` lines per MAC step): ``post * Ce`` = 64 channels (one MAC step),
+    With post-extension (``post`` lines per MAC step): ``post * Ce`` = atomic C channels (one MAC step),
     kernel height ``R / post`` with y dilation ``post`` over the stacked cube, padding already in it;
-    the post-extended image weights are then the direct-convolution format of ``(K, 64, R/post, 1)``."""
+    the post-extended image weights are then the direct-convolution format of ``(K, atomic C, R/post, 1)``."""
     geo = _post_geometry(view)
     ce = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")) + 1
     out = dataclasses.replace(cfg, in_w=cfg.out_w, in_c=ce, k_w=1, stride_x=1, dil_x=1, dil_y=1, pad_left=0,

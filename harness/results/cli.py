@@ -1,0 +1,140 @@
+"""``nvdla-hil history`` and ``nvdla-hil dashboard`` (registered by harness/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["add_subcommands", "default_db", "add_db_options"]
+
+
+def default_db(results_dir: str | os.PathLike[str]) -> str:
+    """The embedded default: ``<results-dir>/results.sqlite`` beside the run directories."""
+    return str(Path(results_dir) / "results.sqlite")
+
+
+def add_db_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results-db", default=os.environ.get("NVDLA_HIL_RESULTS_DB"), metavar="URL",
+                   help="results database: an SQLite file or postgresql://user@host/db "
+                        "(default: NVDLA_HIL_RESULTS_DB, else <results-dir>/results.sqlite)")
+    p.add_argument("--results-dir", default=os.environ.get("NVDLA_HIL_RESULTS", "results"),
+                   help="where the run directories are (default: results, or NVDLA_HIL_RESULTS)")
+
+
+def _open(args: argparse.Namespace, create: bool = False):  # noqa: ANN202
+    from .db import ResultsDB
+
+    url = args.results_db or default_db(args.results_dir)
+    if not create and "://" not in url and not Path(url).is_file():
+        raise FileNotFoundError(f"no results database at {url}: nvdla-hil regress records one there "
+                                f"(or give --results-db / --results-dir; import old runs with nvdla-hil history import DIR)")
+    return ResultsDB(url)
+
+
+def _cmd_history(args: argparse.Namespace) -> int:
+    from .analysis import load_history
+    from .history import render_history
+
+    action = getattr(args, "history_cmd", None) or "show"
+    try:
+        db = _open(args, create=action == "import")
+    except FileNotFoundError as e:
+        print(f"nvdla-hil history: {e}", file=sys.stderr)
+        return 2
+    with db:
+        if action == "import":
+            from .importer import import_dirs
+
+            try:
+                done = import_dirs(db, args.dirs)
+            except ValueError as e:
+                print(f"nvdla-hil history import: {e}", file=sys.stderr)
+                return 2
+            for rid, n, status in done:
+                print(f"imported {rid}: {n} tests, {status}")
+            print(f"{len(done)} run(s) imported into {db.where}")
+            return 0
+        if action == "label":
+            try:
+                sig = db.resolve_signature(args.signature)
+            except ValueError as e:
+                print(f"nvdla-hil history label: {e}", file=sys.stderr)
+                return 2
+            if args.remove:
+                print(f"label of {sig} {'removed' if db.remove_label(sig) else 'was not set'}")
+                return 0
+            if not args.text:
+                print("nvdla-hil history label: give --text TEXT (and --bug URL), or --remove", file=sys.stderr)
+                return 2
+            db.set_label(sig, args.text, args.bug or "", args.author or getpass.getuser())
+            key = (db.signatures([sig]).get(sig) or {}).get("key", "")
+            print(f"labelled {sig} ({key}): {args.text}" + (f" ({args.bug})" if args.bug else ""))
+            return 0
+        h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
+        try:
+            render_history(h, run_id=args.run, runs_shown=args.show, window=args.window)
+        except ValueError as e:
+            print(f"nvdla-hil history: {e}", file=sys.stderr)
+            return 2
+    return 0
+
+
+def _cmd_dashboard(args: argparse.Namespace) -> int:
+    from .analysis import load_history
+    from .dashboard import write_dashboard
+
+    try:
+        db = _open(args)
+    except FileNotFoundError as e:
+        print(f"nvdla-hil dashboard: {e}", file=sys.stderr)
+        return 2
+    with db:
+        h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        print(f"nvdla-hil dashboard: --out {out}: not a folder", file=sys.stderr)
+        return 2
+    page = write_dashboard(h, out, grid_runs=args.grid_runs)
+    print(f"dashboard: {page} ({len(h.runs)} runs)")
+    return 0
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("history", help="runs, new/fixed/flaky tests, duration trends and failure clusters "
+                                       "from the results database",
+                       description="The results database in the terminal (default action: show). Every "
+                                   "nvdla-hil regress records its run there.")
+    add_db_options(p)
+    p.add_argument("--run", help="the run to look at (an id or its prefix; default: the newest)")
+    p.add_argument("--limit", type=int, default=200, help="runs read from the database (default 200)")
+    p.add_argument("--show", type=int, default=15, help="runs listed (default 15)")
+    p.add_argument("--window", type=int, default=20, help="comparable runs for flaky tests and trends (default 20)")
+    p.add_argument("--target", help="only runs on this target")
+    p.add_argument("--profile", help="only runs of this profile list (as recorded, e.g. nv_small,nv_small_256_full)")
+    hs = p.add_subparsers(dest="history_cmd", metavar="ACTION")
+    hs.add_parser("show", help="print the history (the default)")
+    q = hs.add_parser("import", help="import past run directories (results/<run-id>/) into the database")
+    q.add_argument("dirs", nargs="+", metavar="DIR", help="run directories, or folders of them")
+    q = hs.add_parser("label", help="attach a known-failure label (text, bug link) to a failure signature or cluster")
+    q.add_argument("signature", help="signature id (or a unique prefix), as history and the report show it")
+    q.add_argument("--text", help="what this failure is")
+    q.add_argument("--bug", help="a link to the bug")
+    q.add_argument("--author", help="who labelled it (default: the user name)")
+    q.add_argument("--remove", action="store_true", help="remove the label")
+    p.set_defaults(func=_cmd_history)
+
+    p = sub.add_parser("dashboard", help="write a static HTML dashboard of the results database",
+                       description="A static site (index.html, pictures inline) that opens from disk or any web "
+                                   "server: pass rate per night per target and profile, a test x run grid, "
+                                   "new/fixed/flaky tests, duration trends, failure clusters with labels, links "
+                                   "into each run's report.")
+    add_db_options(p)
+    p.add_argument("--out", required=True, help="folder to write (index.html); created if missing")
+    p.add_argument("--limit", type=int, default=200, help="runs read from the database (default 200)")
+    p.add_argument("--grid-runs", type=int, default=30, help="runs in the test x run grid (default 30)")
+    p.add_argument("--target", help="only runs on this target")
+    p.add_argument("--profile", help="only runs of this profile list")
+    p.set_defaults(func=_cmd_dashboard)

@@ -1,0 +1,318 @@
+"""The results database: every run and every test of every regression, through SQLAlchemy Core.
+
+SQLite beside the run directories (``<results-dir>/results.sqlite``) is the embedded default; a
+team's farm shares one PostgreSQL server (``--results-db postgresql://user@host/db``, driven by
+psycopg 3). The URL is a SQLAlchemy URL or a file path (an SQLite file).
+
+Tables (prefix ``nvdla_``): ``schema`` (one row: the schema version), ``runs`` (id, start, end,
+heartbeat, host, PID, project version, target, profiles, build key, semantics, seed, injected
+model bugs, suite, selection, command, run directory, exit code, status, counts), ``tests``
+(run, test id, outcome, duration, signature, reason, properties as JSON), ``signatures`` (id,
+readable key, parts, first seen) and ``labels`` (signature, text, bug link).
+
+A run is written as ``running`` when its session starts, its tests as they end, and it is
+finished as ``complete`` or ``interrupted`` (Ctrl-C, SIGTERM, a stop on a dead board, tests
+left unrun). A run killed outright (SIGKILL, power) stays ``running``: :meth:`ResultsDB.reap`
+marks it ``interrupted`` when its process is gone (same host) or its heartbeat is older than
+``stale_after`` seconds (another host), so it never shows as passed or missing.
+
+Schema versioning: :data:`SCHEMA_VERSION` is stored in ``nvdla_schema``; opening an older
+database applies the steps of :data:`MIGRATIONS` in order, a newer one is refused
+(:class:`SchemaError`) rather than misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sqlalchemy import (Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, and_, create_engine, delete,
+                        event, func, insert, select, update)
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+
+__all__ = ["SCHEMA_VERSION", "SchemaError", "ResultsDB", "db_url", "metadata", "runs", "tests", "signatures", "labels"]
+
+SCHEMA_VERSION = 1
+STALE_AFTER = 6 * 3600.0  # a running run on another host with no heartbeat for this long is interrupted
+
+metadata = MetaData()
+schema = Table("nvdla_schema", metadata, Column("id", Integer, primary_key=True), Column("version", Integer, nullable=False),
+               Column("updated", Float))
+runs = Table(
+    "nvdla_runs", metadata,
+    Column("id", String(200), primary_key=True),
+    Column("started", Float, nullable=False), Column("ended", Float), Column("heartbeat", Float),
+    Column("host", String(255)), Column("pid", Integer), Column("version", String(100)),
+    Column("target", String(32)), Column("profile", Text), Column("build_key", Text), Column("semantics", String(16)),
+    Column("seed", String(100)), Column("model_bugs", Text), Column("suite", String(200)), Column("selection", Text),
+    Column("command", Text), Column("run_dir", Text),
+    Column("exit_code", Integer), Column("status", String(16), nullable=False), Column("note", Text),
+    Column("collected", Integer), Column("n_passed", Integer), Column("n_failed", Integer), Column("n_error", Integer),
+    Column("n_skipped", Integer),
+)
+tests = Table(
+    "nvdla_tests", metadata,
+    Column("run_id", String(200), ForeignKey("nvdla_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("nodeid", String(1000), primary_key=True),
+    Column("test", Text, index=True), Column("name", Text), Column("outcome", String(40), nullable=False), Column("duration", Float),
+    Column("signature", String(32), index=True), Column("reason", Text), Column("properties", Text),
+    Column("finished", Float),
+)
+signatures = Table("nvdla_signatures", metadata, Column("id", String(32), primary_key=True), Column("key", Text),
+                   Column("parts", Text), Column("first_seen", Float), Column("first_run", String(200)))
+labels = Table("nvdla_labels", metadata, Column("signature", String(32), primary_key=True), Column("text", Text),
+               Column("bug", Text), Column("author", String(200)), Column("created", Float), Column("updated", Float))
+
+#: version -> the step that brings a database of that version to version + 1 (none yet: version 1 is the first)
+MIGRATIONS: Mapping[int, Callable[[Connection], None]] = MappingProxyType({})
+
+
+class SchemaError(RuntimeError):
+    """The database has a schema this version cannot read."""
+
+
+def db_url(url_or_path: str | os.PathLike[str]) -> str:
+    """A SQLAlchemy URL: ``postgresql://`` goes through psycopg 3, a plain path is an SQLite file."""
+    s = str(url_or_path)
+    if s.startswith(("postgresql://", "postgres://")):
+        return "postgresql+psycopg://" + s.split("://", 1)[1]
+    if "://" in s:
+        return s
+    return "sqlite:///" + str(Path(s).expanduser().resolve())
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA journal_mode=WAL")  # concurrent runs: readers never block the writer
+    cur.close()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class ResultsDB:
+    """One results database (open with a URL or a path; a context manager)."""
+
+    def __init__(self, url: str | os.PathLike[str]) -> None:
+        self.url = db_url(url)
+        if self.url.startswith("sqlite:///"):
+            Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            self.engine: Engine = create_engine(self.url, connect_args={"timeout": 60})
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            self.engine = create_engine(self.url, pool_pre_ping=True)
+        self.version = self._ensure_schema()
+
+    def __enter__(self) -> ResultsDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @property
+    def where(self) -> str:
+        """The URL without a password (for messages)."""
+        return self.engine.url.render_as_string(hide_password=True)
+
+    # ---- schema ------------------------------------------------------------------------------------
+
+    def _ensure_schema(self) -> int:
+        for attempt in range(8):  # two processes creating the tables at once: one loses the race, retries
+            try:
+                return self._schema_once()
+            except (OperationalError, ProgrammingError, IntegrityError):
+                if attempt == 7:
+                    raise
+                time.sleep(0.1 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def _schema_once(self) -> int:
+        with self.engine.begin() as c:
+            metadata.create_all(c, tables=[schema])
+            row = c.execute(select(schema.c.version).where(schema.c.id == 1)).first()
+            if row is None:
+                metadata.create_all(c)
+                c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))
+                return SCHEMA_VERSION
+            version = int(row[0])
+            if version > SCHEMA_VERSION:
+                raise SchemaError(f"{self.where}: results schema version {version} is newer than this nvdla-hil's "
+                                  f"({SCHEMA_VERSION}); upgrade nvdla-hil to read it")
+            while version < SCHEMA_VERSION:
+                MIGRATIONS[version](c)
+                version += 1
+                c.execute(update(schema).where(schema.c.id == 1).values(version=version, updated=time.time()))
+            metadata.create_all(c)
+            return version
+
+    # ---- runs --------------------------------------------------------------------------------------
+
+    def start_run(self, run_id: str, **fields: Any) -> None:
+        """Write the run as ``running`` (replacing a run of the same id, e.g. an import again)."""
+        now = time.time()
+        row = {"started": now, "heartbeat": now, "host": socket.gethostname(), "pid": os.getpid(), "status": "running",
+               **fields, "id": run_id}
+        with self.engine.begin() as c:
+            c.execute(delete(runs).where(runs.c.id == run_id))
+            c.execute(insert(runs).values(**row))
+
+    def update_run(self, run_id: str, **fields: Any) -> None:
+        with self.engine.begin() as c:
+            c.execute(update(runs).where(runs.c.id == run_id).values(**fields))
+
+    def finish_run(self, run_id: str, exit_code: int | None, status: str, note: str = "", **fields: Any) -> None:
+        """End the run: its exit code, ``complete`` or ``interrupted`` (with why), and the counts."""
+        with self.engine.begin() as c:
+            counts = self._counts(c, run_id)
+            c.execute(update(runs).where(runs.c.id == run_id).values(
+                ended=time.time(), heartbeat=time.time(), exit_code=exit_code, status=status, note=note,
+                **counts, **fields))
+
+    @staticmethod
+    def _counts(c: Connection, run_id: str) -> dict[str, int]:
+        got: dict[Any, Any] = dict(c.execute(select(tests.c.outcome, func.count()).where(tests.c.run_id == run_id)
+                             .group_by(tests.c.outcome)).all())
+        return {"n_passed": int(got.get("passed", 0)), "n_failed": int(got.get("failed", 0)),
+                "n_error": int(got.get("error", 0)),
+                "n_skipped": int(sum(v for k, v in got.items() if str(k).startswith("skipped")))}
+
+    def record_test(self, run_id: str, nodeid: str, outcome: str, duration: float, *, reason: str = "",
+                    properties: dict[str, Any] | None = None, signature: tuple[str, str] | None = None,
+                    parts: dict[str, Any] | None = None, name: str | None = None,
+                    test: str | None = None) -> None:  # fmt: skip
+        """One test's result (``test``: its identity across runs, default the node id); replaces an
+        earlier row of the same test in the run, and beats the run's heartbeat."""
+        now = time.time()
+        with self.engine.begin() as c:
+            if signature is not None:
+                self._add_signature(c, signature, parts or {}, run_id)
+            c.execute(delete(tests).where(and_(tests.c.run_id == run_id, tests.c.nodeid == nodeid)))
+            c.execute(insert(tests).values(run_id=run_id, nodeid=nodeid, test=test or nodeid, name=name or nodeid.split("::")[-1],
+                                           outcome=outcome, duration=float(duration), reason=reason[:4000],
+                                           signature=signature[0] if signature else None,
+                                           properties=json.dumps(properties or {}, default=str), finished=now))
+            c.execute(update(runs).where(runs.c.id == run_id).values(heartbeat=now, **self._counts(c, run_id)))
+
+    @staticmethod
+    def _add_signature(c: Connection, signature: tuple[str, str], parts: dict[str, Any], run_id: str) -> None:
+        if c.execute(select(signatures.c.id).where(signatures.c.id == signature[0])).first() is not None:
+            return
+        try:
+            with c.begin_nested():
+                c.execute(insert(signatures).values(id=signature[0], key=signature[1], first_seen=time.time(),
+                                                    first_run=run_id, parts=json.dumps(parts, default=str)))
+        except IntegrityError:  # another run added it meanwhile
+            pass
+
+    def reap(self, stale_after: float = STALE_AFTER) -> list[str]:
+        """Mark runs whose process is gone as ``interrupted``; returns their ids."""
+        host = socket.gethostname()
+        gone: list[str] = []
+        now = time.time()
+        with self.engine.begin() as c:
+            for r in c.execute(select(runs.c.id, runs.c.host, runs.c.pid, runs.c.heartbeat)
+                               .where(runs.c.status == "running")).all():
+                if r.host == host and r.pid and r.pid != os.getpid():
+                    dead = not _pid_alive(int(r.pid))
+                    why = f"process {r.pid} on {host} ended without finishing the run (killed)"
+                else:
+                    dead = (now - float(r.heartbeat or 0)) > stale_after
+                    why = f"no result for {(now - float(r.heartbeat or 0)) / 3600:.1f} h from {r.host} (killed or lost)"
+                if dead:
+                    counts = self._counts(c, r.id)
+                    c.execute(update(runs).where(runs.c.id == r.id).values(status="interrupted", note=why,
+                                                                           ended=r.heartbeat, **counts))
+                    gone.append(r.id)
+        return gone
+
+    def runs(self, limit: int | None = None, **where: Any) -> list[dict[str, Any]]:
+        """Runs, newest first (``where``: column = value filters)."""
+        q = select(runs).order_by(runs.c.started.desc())
+        for k, v in where.items():
+            q = q.where(runs.c[k] == v)
+        if limit:
+            q = q.limit(limit)
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q).all()]
+
+    def run(self, run_id: str) -> dict[str, Any] | None:
+        with self.engine.connect() as c:
+            r = c.execute(select(runs).where(runs.c.id == run_id)).first()
+        return dict(r._mapping) if r else None
+
+    def tests_of(self, run_ids: Iterable[str]) -> list[dict[str, Any]]:
+        ids = list(run_ids)
+        if not ids:
+            return []
+        with self.engine.connect() as c:
+            rows = c.execute(select(tests).where(tests.c.run_id.in_(ids))).all()
+        out = []
+        for r in rows:
+            d = dict(r._mapping)
+            try:
+                d["properties"] = json.loads(d["properties"] or "{}")
+            except ValueError:
+                d["properties"] = {}
+            out.append(d)
+        return out
+
+    def test_history(self, nodeid: str, limit: int = 10) -> list[dict[str, Any]]:
+        """The latest results of one test (its identity across runs, column ``test``), newest first, with their run's start and status."""
+        q = (select(tests.c.run_id, tests.c.outcome, tests.c.duration, tests.c.signature, runs.c.started, runs.c.status)
+             .join(runs, runs.c.id == tests.c.run_id).where(tests.c.test == nodeid)
+             .order_by(runs.c.started.desc()).limit(limit))
+        with self.engine.connect() as c:
+            return [dict(r._mapping) for r in c.execute(q).all()]
+
+    def signatures(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        q = select(signatures)
+        if ids is not None:
+            q = q.where(signatures.c.id.in_(list(ids)))
+        with self.engine.connect() as c:
+            return {r.id: dict(r._mapping) for r in c.execute(q).all()}
+
+    # ---- labels --------------------------------------------------------------------------------------
+
+    def set_label(self, signature: str, text: str, bug: str = "", author: str = "") -> None:
+        now = time.time()
+        with self.engine.begin() as c:
+            old = c.execute(select(labels.c.created).where(labels.c.signature == signature)).first()
+            c.execute(delete(labels).where(labels.c.signature == signature))
+            c.execute(insert(labels).values(signature=signature, text=text, bug=bug, author=author,
+                                            created=old[0] if old else now, updated=now))
+
+    def remove_label(self, signature: str) -> bool:
+        with self.engine.begin() as c:
+            return bool(c.execute(delete(labels).where(labels.c.signature == signature)).rowcount)
+
+    def labels(self) -> dict[str, dict[str, Any]]:
+        with self.engine.connect() as c:
+            return {r.signature: dict(r._mapping) for r in c.execute(select(labels)).all()}
+
+    def resolve_signature(self, prefix: str) -> str:
+        """The one signature id starting with ``prefix`` (ValueError naming the candidates otherwise)."""
+        with self.engine.connect() as c:
+            hits = [r[0] for r in c.execute(select(signatures.c.id).where(signatures.c.id.like(f"{prefix}%"))).all()]
+        if len(hits) == 1:
+            return hits[0]
+        if not hits:
+            raise ValueError(f"no failure signature starts with {prefix!r} in {self.where}")
+        raise ValueError(f"{prefix!r} matches {len(hits)} signatures ({', '.join(sorted(hits)[:5])}...): give more digits")

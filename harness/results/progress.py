@@ -1,0 +1,119 @@
+"""Live progress of a run, on every target: done/total, failures so far, elapsed and ETA, the
+test running now.
+
+On a terminal one status line is redrawn in place (pytest's own terminal writer, so the
+captured output and the summary stay as pytest prints them; the per-test letters are left out
+since the line says more). Elsewhere (CI logs, a file) it writes plain lines: each failure as
+it happens, and a progress line every twentieth of the run or every 30 s, whichever comes first.
+The ETA is the mean time per finished test times the tests left (local, xdist and Dask runs
+alike: it counts results as the controller receives them).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+__all__ = ["LiveProgress", "fmt_seconds"]
+
+
+def fmt_seconds(s: float) -> str:
+    s = max(0, int(round(s)))
+    h, rest = divmod(s, 3600)
+    m, sec = divmod(rest, 60)
+    return f"{h}:{m:02d}:{sec:02d}" if h else f"{m}:{sec:02d}"
+
+
+class LiveProgress:
+    def __init__(self, config: pytest.Config, mode: str) -> None:
+        self.config = config
+        self.mode = mode
+        self.total = 0
+        self.done = 0
+        self.failed = 0
+        self.running: list[str] = []
+        self._failed_ids: set[str] = set()
+        self.t0 = time.monotonic()
+        self.last_plain = self.t0
+        self.last_plain_done = 0
+        self.tty = False
+        self.tr: Any = None
+        self.width = 0
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        isatty = bool(getattr(self.tr, "isatty", False))
+        self.tty = self.tr is not None and (self.mode == "tty" or (self.mode == "auto" and isatty))
+        self.t0 = time.monotonic()
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.total = len(session.items)
+        if self.tr is not None and not self.tty:
+            self.tr.write_line(f"nvdla-hil: {self.total} tests to run")
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_report_teststatus(self, report: Any, config: pytest.Config):  # noqa: ANN201
+        outcome = yield
+        res = outcome.get_result()
+        if res and config.get_verbosity() <= 0 and isinstance(res, tuple) and len(res) == 3:
+            cat, _letter, word = res
+            outcome.force_result((cat, "", word or cat))  # the status line replaces the letters
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.running.append(nodeid)
+        if self.tty:
+            self._draw()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.failed and report.when in ("setup", "call", "teardown"):
+            if report.nodeid not in self._failed_ids:
+                self.failed += 1
+                self._failed_ids.add(report.nodeid)
+            if not self.tty and self.tr is not None:
+                self.tr.write_line(f"FAILED {report.nodeid} ({report.when}) after {fmt_seconds(self._elapsed())}")
+        if report.when == "teardown":
+            self.done += 1
+            if report.nodeid in self.running:
+                self.running.remove(report.nodeid)
+            if self.tty:
+                self._draw()
+            else:
+                self._plain()
+
+    def _elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def line(self) -> str:
+        el = self._elapsed()
+        eta = "?"
+        if self.done and self.total:
+            eta = fmt_seconds(el / self.done * max(self.total - self.done, 0))
+        now = self.running[-1].split("::")[-1] if self.running else ""
+        return (f"[{self.done}/{self.total}] {self.failed} failed | {fmt_seconds(el)} elapsed, ETA {eta}"
+                + (f" | {now}" if now else ""))
+
+    def _draw(self) -> None:
+        tw = self.tr._tw  # noqa: SLF001 - pytest's terminal writer, so the line and pytest's output share one stream
+        text = self.line()[: max(tw.fullwidth - 1, 20)]
+        tw.write("\r" + text + " " * max(self.width - len(text), 0) + "\r")
+        tw.flush()
+        self.width = len(text)
+
+    def _clear(self) -> None:
+        if self.tty and self.tr is not None and self.width:
+            self.tr._tw.write("\r" + " " * self.width + "\r")  # noqa: SLF001
+            self.width = 0
+
+    def _plain(self) -> None:
+        step = max(1, self.total // 20)
+        now = time.monotonic()
+        if self.done - self.last_plain_done >= step or now - self.last_plain >= 30 or self.done == self.total:
+            self.last_plain, self.last_plain_done = now, self.done
+            if self.tr is not None:
+                self.tr.write_line("progress " + self.line())
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._clear()

@@ -1,0 +1,340 @@
+"""pytest plugin (loaded by the nvdla_hil plugin): record a run in the results database as it goes,
+and show live progress.
+
+Options (group ``nvdla-hil results``; not forwarded to Dask worker sessions, whose results reach
+the database through the controller that owns the run, harness/cluster.py):
+
+``--nvdla-results-db URL|PATH``  NVDLA_HIL_RESULTS_DB: record the run there (SQLite path or
+                                 ``postgresql://...``); ``nvdla-hil regress`` always passes one
+``--nvdla-run-dir DIR``          the run directory (its name is the run id; default: a new id)
+``--nvdla-progress {auto,tty,plain,off}``  live progress (regress passes ``auto``)
+
+Where the data comes from: the controller's ``pytest_runtest_logreport`` (local, xdist and Dask
+reports alike) sees each phase; the test row is written at its teardown report, whose
+``user_properties`` hold the plugin's per-test properties (target, profile, board, rtl_build,
+model_semantics, seed, waves). The structured failure is computed where the test ran
+(``pytest_runtest_makereport``: the exception, the diagnosis sidecar ``logs/<test>.diag.json`` of
+harness/report.py) and travels on the report as ``nvdla_failure`` (a JSON-able dict; xdist and
+the Dask collector serialise report attributes).
+
+A run is ``interrupted`` when pytest was interrupted (Ctrl-C; SIGTERM is turned into one while a
+run is recorded), stopped early (``session.shouldstop``, e.g. a dead board) or left collected
+tests without a result; a killed run is found later by :meth:`ResultsDB.reap`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .signature import failure_info, signature_of
+
+RECORDER_NAME = "nvdla-hil-results"
+PROGRESS_NAME = "nvdla-hil-progress"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("nvdla-hil results", "NVDLA hardware-in-the-loop: results database and progress")
+    g.addoption("--nvdla-results-db", default=None, metavar="URL",
+                help="record the run in this results database: an SQLite file or postgresql://... (or NVDLA_HIL_RESULTS_DB)")
+    g.addoption("--nvdla-run-dir", default=None, metavar="DIR",
+                help="the run directory (its name is the run id in the results database)")
+    g.addoption("--nvdla-progress", choices=("auto", "tty", "plain", "off"), default="off",
+                help="live progress: done/total, failures, elapsed and ETA, the running test (auto: a status line "
+                     "on a terminal, plain lines otherwise)")
+
+
+def project_version() -> str:
+    """nvdla-hil's version, with the git commit when it runs from a checkout."""
+    from ... import __version__
+
+    here = Path(__file__).resolve().parents[2]
+    if (here / ".git").exists():
+        try:
+            out = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                 text=True, timeout=5, check=False)
+            if out.returncode == 0 and out.stdout.strip():
+                dirty = subprocess.run(["git", "-C", str(here), "diff", "--quiet", "HEAD"], capture_output=True,
+                                       timeout=5, check=False).returncode
+                return f"{__version__}+g{out.stdout.strip()}{'.dirty' if dirty else ''}"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return __version__
+
+
+def record_exit(argv: list[str], exit_code: int) -> None:
+    """After ``nvdla-hil regress`` has decided its exit code (bad input, an interrupt, an unwritable
+    disk can change pytest's), write it to the run's row; never raises (the results are on disk)."""
+    def opt(flag: str) -> str | None:
+        return next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag), None)
+
+    url, run_dir = opt("--nvdla-results-db"), opt("--nvdla-run-dir")
+    if not (url and run_dir):
+        return
+    try:
+        from .db import ResultsDB
+
+        with ResultsDB(url) as db:
+            db.update_run(Path(run_dir).name, exit_code=int(exit_code))
+    except Exception as e:  # noqa: BLE001
+        print(f"nvdla-hil regress: results database not updated with the exit code: {type(e).__name__}: {e}",
+              file=sys.stderr)
+
+
+def _exc_parts(report: pytest.TestReport, call: Any) -> tuple[str, str]:
+    """The exception type and the error's own message (never the traceback)."""
+    if call is not None and call.excinfo is not None:
+        exc = call.excinfo.value
+        name = type(exc).__name__
+        msg = str(getattr(exc, "msg", None) or exc)
+        return name, msg
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        head, _, rest = str(crash.message).partition(": ")
+        return (head, rest) if rest and head.isidentifier() else ("", str(crash.message))
+    return "", str(report.longreprtext or "")
+
+
+def structured_failure(item: pytest.Item, report: pytest.TestReport, call: Any) -> dict[str, Any]:
+    """The structured failure of a failed report (:func:`~.signature.failure_info`)."""
+    from ..plugin import log_dir
+    from ..report import diag_path, read_diagnosis
+
+    exc_type, message = _exc_parts(report, call)
+    diag = None
+    logs = log_dir(item.config)
+    if logs is not None and report.when == "call":
+        diag = read_diagnosis(diag_path(logs, item.nodeid))
+    outcome = "failed" if report.when == "call" else "error"
+    return failure_info(outcome, report.when, exc_type, message, diag)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any):  # noqa: ANN201
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        try:
+            report.nvdla_failure = structured_failure(item, report, call)
+        except Exception as e:  # noqa: BLE001 - a signature is never worth a lost result
+            report.nvdla_failure = {"outcome": "failed" if report.when == "call" else "error", "when": report.when,
+                                    "exception": "", "reason": f"(no structured failure: {type(e).__name__}: {e})"}
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _dask_worker_session(config: pytest.Config) -> bool:
+    """A session harness/cluster.py runs inside a Dask worker for one test: its reports go back to
+    the controller, which records them in its own run (even with NVDLA_HIL_RESULTS_DB set)."""
+    return any(type(p).__name__ == "_Collector" and type(p).__module__.endswith("harness.cluster")
+               for p in config.pluginmanager.get_plugins())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    if _is_worker(config) or config.getoption("collectonly", default=False) or _dask_worker_session(config):
+        return
+    url = config.getoption("--nvdla-results-db", default=None) or os.environ.get("NVDLA_HIL_RESULTS_DB")
+    if url:
+        config.pluginmanager.register(Recorder(config, url), RECORDER_NAME)
+    mode = config.getoption("--nvdla-progress", default="off")
+    if mode != "off":
+        from .progress import LiveProgress
+
+        config.pluginmanager.register(LiveProgress(config, mode), PROGRESS_NAME)
+
+
+def _suite_of(items: list[pytest.Item]) -> str:
+    names: list[str] = []
+    for it in items:
+        mod = getattr(getattr(it, "module", None), "__name__", "") or ""
+        base = mod.rsplit(".", 1)[-1].removeprefix("test_") if mod else Path(str(it.path)).stem.removeprefix("test_")
+        if base not in names:
+            names.append(base)
+    return ",".join(sorted(names))[:200]
+
+
+class Recorder:
+    """Writes the run and each test to the results database as the session goes."""
+
+    def __init__(self, config: pytest.Config, url: str) -> None:
+        from .db import ResultsDB
+
+        self.config = config
+        run_dir = config.getoption("--nvdla-run-dir", default=None)
+        self.run_dir = Path(run_dir).resolve() if run_dir else None
+        if self.run_dir is not None:
+            self.run_id = self.run_dir.name
+        else:  # the form of nvdla-hil regress's run ids (harness/cli.py new_run_dir)
+            self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"Z-{os.getpid()}-{secrets.token_hex(3)}"
+        try:
+            self.db = ResultsDB(url)
+        except Exception as e:  # noqa: BLE001
+            raise pytest.UsageError(f"--nvdla-results-db: cannot open {url}: {type(e).__name__}: {e}") from None
+        self.pending: dict[str, dict[str, Any]] = {}
+        self.collected = 0
+        self.done: set[str] = set()
+        self.interrupted = ""
+        self.sig_seen: dict[str, int] = {}
+        self._old_sigterm: Any = None
+
+    # ---- session --------------------------------------------------------------------------------
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        from ..plugin import PROFILES_KEY, SPEC_KEY
+
+        spec = self.config.stash.get(SPEC_KEY, None)
+        profiles = self.config.stash.get(PROFILES_KEY, [])
+        bugs = (spec.extra.get("model_bugs") if spec is not None else None) or []
+        seed = None
+        for opt in ("randomly_seed", "hypothesis_seed"):
+            try:
+                v = self.config.getoption(opt)
+            except ValueError:
+                continue
+            if v not in (None, "default"):
+                seed = str(v)
+                break
+        argv = [str(a) for a in self.config.invocation_params.args]
+        self.db.start_run(self.run_id, host=socket.gethostname(), pid=os.getpid(), version=project_version(),
+                          target=getattr(spec, "kind", None), profile=",".join(profiles),
+                          semantics=getattr(spec, "semantics", None), seed=seed, model_bugs=",".join(bugs),
+                          selection=self.config.getoption("keyword", default="") or "",
+                          command=" ".join(argv)[:4000], run_dir=str(self.run_dir) if self.run_dir else None)
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._old_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+            except (ValueError, OSError):
+                self._old_sigterm = None
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self.interrupted = "stopped by SIGTERM"
+        raise KeyboardInterrupt("SIGTERM")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected = len(session.items)
+        self.db.update_run(self.run_id, collected=self.collected, suite=_suite_of(session.items))
+
+    def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
+        self.interrupted = self.interrupted or "interrupted (Ctrl-C)"
+
+    # ---- tests ----------------------------------------------------------------------------------
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        p = self.pending.setdefault(report.nodeid, {"duration": 0.0, "outcome": "passed", "info": None})
+        p["duration"] += float(report.duration or 0.0)
+        if report.when == "call" or (report.when == "setup" and not report.passed) or report.failed:
+            outcome = "error" if report.when != "call" and report.failed else report.outcome
+            if not (p.get("set") and outcome == "passed"):
+                p["outcome"] = outcome
+                p["set"] = True
+            if report.failed and p["outcome"] in ("failed", "error"):
+                lines = (report.longreprtext or "").strip().splitlines()
+                p["info"] = p["info"] or getattr(report, "nvdla_failure", None) or {
+                    "outcome": outcome, "when": report.when, "exception": "", "reason": lines[-1] if lines else ""}
+            if report.skipped:
+                p["reason"] = self._skip_reason(report)
+        cls = getattr(report, "nvdla_classname", None)
+        if cls:
+            p["test"] = f"{cls}::{report.nodeid.split('::')[-1]}"
+        if report.when == "teardown":
+            p["properties"] = dict(report.user_properties)
+            self._write(report.nodeid)
+
+    @staticmethod
+    def _skip_reason(report: pytest.TestReport) -> str:
+        if isinstance(report.longrepr, tuple):
+            return str(report.longrepr[2]).removeprefix("Skipped: ")
+        return ""
+
+    def _outcome_class(self, outcome: str, reason: str) -> str:
+        from ..plugin import RegressionSummary
+
+        return RegressionSummary.outcome_class(outcome, reason)
+
+    def _write(self, nodeid: str) -> None:
+        p = self.pending.pop(nodeid, None)
+        if p is None:
+            return
+        info = p.get("info")
+        sig = signature_of(info) if info and p["outcome"] in ("failed", "error") else None
+        reason = (info or {}).get("reason", "") if sig else p.get("reason", "")
+        outcome = self._outcome_class(p["outcome"], reason)
+        self.db.record_test(self.run_id, nodeid, outcome, p["duration"], reason=reason,
+                            properties=p.get("properties") or {}, signature=sig, parts=info, test=p.get("test"))
+        if sig:
+            self.sig_seen[sig[0]] = self.sig_seen.get(sig[0], 0) + 1
+        self.done.add(nodeid)
+
+    # ---- end ------------------------------------------------------------------------------------
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):  # noqa: ANN201
+        yield  # after every other implementation (the plugin may turn OK into NO_TESTS_COLLECTED)
+        for nodeid in list(self.pending):  # a test cut short (interrupt): what it had so far
+            self._write(nodeid)
+        code = int(session.exitstatus)
+        stopped = session.shouldstop or session.shouldfail
+        why = self.interrupted
+        if not why and stopped:
+            why = f"stopped early: {stopped}"
+        if not why and code == int(pytest.ExitCode.INTERRUPTED):
+            why = "interrupted (a collection error or an interrupt)"
+        if not why and self.collected and len(self.done) < self.collected and code != int(pytest.ExitCode.USAGE_ERROR):
+            why = f"{self.collected - len(self.done)} of {self.collected} collected tests have no result"
+        allow_empty = bool(self.config.getoption("--nvdla-allow-empty", default=False))
+        rc = {0: 0, 1: 1}.get(code, 0 if (code == 5 and allow_empty) else 2)
+        if self.interrupted:
+            rc = 130  # Ctrl-C or SIGTERM: the exit code nvdla-hil gives (harness/cli.py EXIT_INTERRUPTED)
+        props = self.db.tests_of([self.run_id])
+        builds = sorted({str(t["properties"].get("rtl_build")) for t in props if t["properties"].get("rtl_build")})
+        boards = sorted({str(t["properties"].get("board")) for t in props if t["properties"].get("board")})
+        seeds = sorted({str(t["properties"].get("seed")) for t in props if t["properties"].get("seed") is not None})
+        extra: dict[str, Any] = {"build_key": ",".join(builds + [f"board:{b}" for b in boards]) or None}
+        run = self.db.run(self.run_id) or {}
+        if not run.get("seed") and seeds:
+            extra["seed"] = ",".join(seeds) if len(seeds) <= 3 else f"{len(seeds)} seeds (per test)"
+        self.db.finish_run(self.run_id, rc, "interrupted" if why else "complete", why, **extra)
+        if self._old_sigterm is not None:
+            try:
+                signal.signal(signal.SIGTERM, self._old_sigterm)
+            except (ValueError, OSError):
+                pass
+            self._old_sigterm = None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.sig_seen:
+            terminalreporter.write_line(f"results database: run {self.run_id} in {self.db.where}")
+            return
+        from .labels import cluster_lines
+        from .signature import cluster_map
+
+        sigs = self.db.signatures()
+        cmap = cluster_map({k: v.get("key") or "" for k, v in sigs.items()})
+        counts: dict[str, int] = {}
+        for sig, n in self.sig_seen.items():
+            counts[cmap.get(sig, sig)] = counts.get(cmap.get(sig, sig), 0) + n
+        labels = self.db.labels()
+        for sig, lab in list(labels.items()):  # a label given to a member signature labels its cluster
+            labels.setdefault(cmap.get(sig, sig), lab)
+        terminalreporter.write_sep("-", f"failure clusters: {sum(counts.values())} failures in {len(counts)} cluster(s)")
+        for line in cluster_lines(counts, sigs, labels):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"results database: run {self.run_id} in {self.db.where} "
+                                    f"(nvdla-hil history; label a cluster: nvdla-hil history label SIGNATURE --text ...)")
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.db.close()

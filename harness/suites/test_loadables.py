@@ -1,0 +1,84 @@
+"""NVDLA's software regression (``regression/`` of nvdla/sw): one pytest test per loadable under
+``--nvdla-loadables`` (or ``NVDLA_LOADABLES``; ``nvdla-hil regress`` defaults to
+``../shared/nvdla_sw``), run through NVDLA's own firmware (``--nvdla-sw`` or ``NVDLA_SW``) on the
+selected target and compared by MD5 with its ``golden/<name>_<hash>/dla/o_000000.dimg``.
+
+Each loadable runs on the profile it was written for (:func:`~nvdla_hil.harness.loadables.check.profile_for_loadable`:
+8-byte-atom surfaces are nv_small's, the others nv_full's) when the run may use it, else it is a
+skip counted as "lacks unit". A folder that was asked for but is missing or holds no loadable is
+a collection error naming the option; without any source the suite is one skipped test saying
+what to pass, and without an nvdla/sw checkout every loadable is a skip saying so.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from nvdla_hil.harness.plugin import SKIP_LACKS, configured_profiles, suite_spec
+from nvdla_hil.harness.targets import open_target
+
+#: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
+pytest_plugins = ["nvdla_hil.harness.warm"]
+
+SKIP_NO_SOURCE = "no loadables configured"
+SKIP_NO_SW = "no nvdla/sw checkout"
+
+
+def _source(config: pytest.Config) -> tuple[str | None, Path | None]:
+    opt = config.getoption("--nvdla-loadables", default=None)
+    if opt:
+        return "--nvdla-loadables", Path(opt)
+    env = os.environ.get("NVDLA_LOADABLES")
+    return ("NVDLA_LOADABLES", Path(env)) if env else (None, None)
+
+
+def nvdla_sw(config: pytest.Config) -> str | None:
+    return config.getoption("--nvdla-sw", default=None) or os.environ.get("NVDLA_SW") or None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "loadable_case" not in metafunc.fixturenames:
+        return
+    from nvdla_hil.harness.loadables.check import find_loadables
+
+    source, root = _source(metafunc.config)
+    cases = find_loadables(root) if root is not None and root.is_dir() else []
+    if source and not cases:
+        what = "no such folder" if root is None or not root.exists() else "no flatbufs/**/*_fbuf loadable below it"
+        raise pytest.Collector.CollectError(f"{source} {root}: {what}")
+    if cases:
+        metafunc.parametrize("loadable_case", cases, ids=[c[0] for c in cases])
+    else:
+        metafunc.parametrize("loadable_case", [None], ids=["no-loadables-source"])
+
+
+def test_loadable(loadable_case: tuple[str, Path, Path | None] | None, pytestconfig: pytest.Config,
+                  record_property, nvdla_warm_pool) -> None:  # noqa: ANN001  # fmt: skip
+    if loadable_case is None:
+        pytest.skip(f"{SKIP_NO_SOURCE}: pass --nvdla-loadables PATH (or NVDLA_LOADABLES) naming NVDLA's software "
+                    "regression folder (flatbufs/ and golden/, e.g. ../shared/nvdla_sw)")
+    from nvdla_hil.harness.loadables.check import check_loadable, profile_for_loadable, read_loadable
+
+    name, path, golden = loadable_case
+    sw = nvdla_sw(pytestconfig)
+    if not sw:
+        pytest.skip(f"{SKIP_NO_SW}: {name} runs through NVDLA's firmware (kmd/firmware); pass --nvdla-sw PATH "
+                    "or set NVDLA_SW to an nvdla/sw checkout")
+    if golden is None:
+        pytest.fail(f"{name}: no golden/{name}_*/dla/o_000000.dimg beside the loadable", pytrace=False)
+    prof_name = profile_for_loadable(read_loadable(path))
+    if prof_name not in configured_profiles(pytestconfig):
+        pytest.skip(f"{SKIP_LACKS}: {name} was written for {prof_name}; the run may use "
+                    f"{', '.join(configured_profiles(pytestconfig))}")
+    from nvdla_hil.drivers.profiles import load_profile
+
+    prof = load_profile(prof_name)
+    record_property("profile", prof.name)
+    spec = suite_spec(pytestconfig, prof)
+    v = check_loadable(path, spec=spec, nvdla_sw=sw, golden=golden, open_target=lambda s: open_target(s, warm=nvdla_warm_pool))
+    record_property("md5", v.md5)
+    if v.status != "passed":
+        pytest.fail(f"{name} on {spec.kind} ({prof.name}): {v.message}", pytrace=False)
