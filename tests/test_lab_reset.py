@@ -1,9 +1,10 @@
 """A known state before every test on every board (``harness/targets/serial.py``): with a reset
 (``reset_address``) the serial vector regression passes in either order on the board emulator;
-NVDLA's registers alone do not give a reset's state (the counterexample of issue 27:
-pdp_flying_rtl/fuzz-sdp-pdp-s2-00001 after -00000), so a board without a reset is refused at the
-start of a regression (exit 2) naming the missing reset, unless its lab entry accepts the
-register-level known state (``reset: registers``).
+NVDLA's registers alone are not proven to give a reset's state (issue 27's counterexample,
+pdp_flying_rtl/fuzz-sdp-pdp-s2-00001 after -00000, still failed after the register-level clean-up
+in some runs and passed in others: what differs lies inside NVDLA, out of the registers' reach), so
+a board without a reset is refused at the start of a regression (exit 2) naming the missing reset,
+unless its lab entry accepts the register-level known state (``reset: registers``).
 
 Goldens: the bundled vectors' own (their ``golden_source``: RTL runs, the C model, seeds)."""
 
@@ -60,34 +61,25 @@ def test_board_without_a_reset_is_refused_at_start(tmp_path, emu):
     assert order == []  # nothing ran
 
 
+#: the default run takes the suites whose layers leave the most state behind (SDP->PDP on the fly,
+#: PDP, the SDP convertor); NVDLA_HIL_LAB_FULL=1 runs every bundled vector the board can run (~2 min)
+SUBSET = None if os.environ.get("NVDLA_HIL_LAB_FULL") else "pdp_flying_rtl or pdp_rtl or sdp_cvt"
+
+
 def test_vector_regression_with_a_reset_passes_in_either_order(tmp_path, emu):
-    """The whole bundled vector suite, forwards then backwards, each test after a reset through
-    the SoC's reset register: the same tests pass, none fails, whatever ran before."""
+    """The bundled vectors, forwards then backwards, each test after a reset through the SoC's
+    reset register: the same tests pass, none fails, whatever ran before."""
     (tmp_path / "f").mkdir()
     (tmp_path / "r").mkdir()
-    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, "    reset_address: 0xf0000000\n")
-    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, "    reset_address: 0xf0000000\n", reverse=True)
+    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, "    reset_address: 0xf0000000\n", k=SUBSET)
+    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, "    reset_address: 0xf0000000\n", reverse=True, k=SUBSET)
     assert fwd.returncode == 0, (fwd.stdout + fwd.stderr)[-3000:]
     assert rev.returncode == 0, (rev.stdout + rev.stderr)[-3000:]
     ran = [n for n in order_f if out_f[n] != "skipped"]
-    assert len(ran) >= 50 and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
+    assert len(ran) >= (25 if SUBSET else 50) and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
     assert order_r == list(reversed(order_f))  # really the other order
     assert out_f == out_r
     print(f"vector regression with a reset: {len(ran)} passed forwards and backwards")
-
-
-def test_registers_alone_are_not_a_reset(tmp_path, emu):
-    """``reset: registers`` runs the board with the register-level known state (every unit idle,
-    every read-write register at its reset value in both groups, producer pointers at the consumer,
-    interrupts cleared); the pdp_flying_rtl pair of issue 27 still fails after -00000, on group 1,
-    which is why a board without a reset is refused unless its lab entry says so."""
-    r, order, outcome = _regress(tmp_path, emu.url, "    reset: registers\n", k="pdp_flying_rtl")
-    out = r.stdout + r.stderr
-    first, second = "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00000]", "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]"
-    assert order.index(first) < order.index(second)
-    assert outcome[first] == "passed" and outcome[second] == "failed", out[-3000:]
-    assert "PDP group 1: no done interrupt" in out
-    assert r.returncode == 1  # a test failed on its result: not an infrastructure verdict
 
 
 def test_known_state_by_registers(emu):
