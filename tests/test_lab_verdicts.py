@@ -97,7 +97,7 @@ def test_litex_server_fault_mid_run_is_an_infrastructure_verdict(tmp_path, fault
     """A real litex_server in front of the emulator: the emulator wedges (litex_server then hangs
     in ``CommUART.read``, as in the report that started this), or litex_server is killed once the
     first tests have finished."""
-    from test_lab_links import LitexBench
+    from _lab import LitexBench
 
     bench = LitexBench(tmp_path / "litex_server.log", backend="model",
                        emu_args=("--wedge-after", "60000") if fault == "wedge" else ())

@@ -5,12 +5,7 @@ Skips (saying so) when LiteX is not installed (``pip install litex``)."""
 
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -24,49 +19,11 @@ from nvdla_hil.harness.targets.model import ModelTarget  # noqa: E402
 from nvdla_hil.harness.traces import run_trace  # noqa: E402
 from nvdla_hil.harness.vectors import bundled_root, find_cases, run_case  # noqa: E402
 
-LITEX_SERVER = shutil.which("litex_server") or str(Path(sys.executable).with_name("litex_server"))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _Bench:
-    """board-emu (its own process, on a pty) behind litex_server --uart (its own process)."""
-
-    def __init__(self, backend: str, log: Path) -> None:
-        if not Path(LITEX_SERVER).exists():
-            pytest.skip("litex_server is not on PATH (pip install litex)")
-        self.emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--pty",
-                                     "--backend", backend], stdout=subprocess.PIPE, text=True)
-        self.pty = self.emu.stdout.readline().strip()
-        self.port = _free_port()
-        self.server = subprocess.Popen([LITEX_SERVER, "--uart", "--uart-port", self.pty, "--uart-baudrate", "3000000",
-                                        "--bind-ip", "127.0.0.1", "--bind-port", str(self.port)],
-                                       stdout=log.open("w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or self.server.poll() is not None:
-                    self.close()
-                    pytest.fail(f"litex_server did not come up: {log.read_text()[-2000:]}")
-                time.sleep(0.1)
-        self.url = f"tcp://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        for p in (self.server, self.emu):
-            p.kill()
-            p.wait(10)
-
+from _lab import LitexBench  # noqa: E402
 
 @pytest.fixture
 def regfile_bench(tmp_path):
-    b = _Bench("regfile", tmp_path / "litex_server.log")
+    b = LitexBench(tmp_path / "litex_server.log", backend="regfile")
     yield b
     b.close()
 
@@ -143,7 +100,7 @@ TRACES = ["cdp_8x8x64_lrn3_int8_5", "sdp_3x3x33_bn_int8_mem_0", "pdp_8x9x19_3x3_
 def test_traces_and_vectors_through_litex_server(tmp_path, trace_root):
     """The serial target with ``transport: litex_server``: NVDLA traces and packed vectors give
     the model's results through a real litex_server in front of the board emulator."""
-    bench = _Bench("model", tmp_path / "litex_server.log")
+    bench = LitexBench(tmp_path / "litex_server.log", backend="model")
     try:
         lab = tmp_path / "lab.yaml"
         lab.write_text(f"lock_dir: {tmp_path}\nboards:\n  shared:\n    transport: litex_server\n    url: {bench.url}\n"
