@@ -360,7 +360,7 @@ def run(inputs: list[tuple[str, str, list[str], str]], workers: int, timeout: fl
 
     build_parser()  # imports every subcommand's module
     for mod in ("nvdla_hil.harness.plugin", "nvdla_hil.harness.targets.model", "nvdla_hil.harness.fuzz",
-                "nvdla_hil.harness.lab", "nvdla_hil.harness.labgrid_place", "nvdla_hil.harness.suites.test_vectors",
+                "nvdla_hil.harness.boards.lab", "nvdla_hil.harness.boards.labgrid_place", "nvdla_hil.harness.suites.test_vectors",
                 "labgrid"):
         try:
             importlib.import_module(mod)

@@ -31,7 +31,7 @@ from nvdla_hil.drivers.uartbone import (
     IntegrityPolicy,
     SerialTransport,
 )
-from nvdla_hil.harness.board_emu import FaultConfig, fault_campaign
+from nvdla_hil.harness.boards.emulator import FaultConfig, fault_campaign
 from nvdla_hil.harness.targets.serial import readback_rules
 
 LUT_CFG, LUT_DATA = 0xD008, 0xD00C  # CDP S_LUT_ACCESS_CFG / S_LUT_ACCESS_DATA (nv_small)
@@ -94,7 +94,7 @@ def measure(url: str, policy: str, baud: int, reps: dict[str, int]) -> dict[str,
 
 
 def bench_wire() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--pty",
+    proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu", "--pty",
                              "--backend", "model", "--profile", "nv_small"], stdout=subprocess.PIPE, text=True)
     try:
         url = proc.stdout.readline().strip()
@@ -156,7 +156,7 @@ def regress_once(out: Path, traces: str, mode: str, via: str, fault: str | None 
     import threading
 
     out.mkdir(parents=True, exist_ok=True)
-    procs = [subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu",
+    procs = [subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu",
                                "--pty" if mode == "pty" else "--tcp=0"], stdout=subprocess.PIPE, text=True,
                               stderr=(out / "board-emu.log").open("w"))]
     try:

@@ -69,7 +69,7 @@ def _junit(path: Path) -> tuple[dict[str, str], dict[str, float]]:
 
 def _run(args: argparse.Namespace, mode: str, workers: int, work: Path) -> Run:
     xml = work / f"{mode}-{workers}.xml"
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "nvdla_hil.harness.warm",
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "nvdla_hil.harness.plugin.warm",
            "--pyargs", "nvdla_hil.harness.suites.test_traces", "--nvdla-target", "verilator",
            "--nvdla-hw", args.nvdla_hw, "--nvdla-config", args.config, "--nvdla-traces", args.traces,
            "--nvdla-failure-waves", "off", "-q", f"--junitxml={xml}", "-o", "junit_family=xunit1"]

@@ -27,12 +27,13 @@ import time
 from pathlib import Path
 
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import serve_in_thread
+from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.serial import BoardMemoryBook
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.drivers.profiles import load_profile
-from nvdla_hil.harness.traces import _footprint, find_traces, parse_trace, run_trace, trace_features
+from nvdla_hil.harness.traces import find_traces, parse_trace, run_trace, trace_features
+from nvdla_hil.harness.traces.player import footprint as _footprint
 from nvdla_hil.harness.vectors import bundled_root, case_features, find_cases, load_case, run_case
 
 LAB = """\

@@ -14,14 +14,12 @@ import contextlib
 import functools
 import time
 from collections.abc import Iterator, Mapping
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
+from .precision import PrecisionControl
 from .profiles import HardwareProfile, load_profile
 from .regmap import FieldRangeError, Register, RegisterMap, RegisterMapError
 from .transport import AccessRecord, Transport, TransportTimeoutError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .precision import PrecisionControl
 
 __all__ = ["NvdlaDriver", "RegisterVerifyError", "ReadOnlyFieldError", "AccessLog", "LayerTimeoutError"]
 
@@ -258,8 +256,6 @@ class NvdlaDriver:
     @functools.cached_property
     def precision(self) -> PrecisionControl:
         """Precision-control API (LUT tables/config, convertors, statistics)."""
-        from .precision import PrecisionControl
-
         return PrecisionControl(self)
 
     def dump(self, blocks: list[str] | None = None) -> dict[str, int]:

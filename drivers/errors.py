@@ -1,10 +1,12 @@
 """The tool's own error types, at the root of which the command line decides its exit code.
 
-A leaf module (it imports nothing of the project) so every layer can raise these. The exit-code
-contract (``harness/cli.py``): an :class:`NvdlaHilError` — or another exception class defined in
-``nvdla_hil`` — is the user's input or configuration, exit 2 with its message; anything else
-(a bare ``ValueError``, ``KeyError``, ``TypeError`` from the tool's own code) is a programming
-error, exit 3 with a traceback.
+The tree itself (a root and one base per layer) lives in the leaf :mod:`nvdla_hil.errors`, which
+the reference model can import without the driver package; it is re-exported here with
+:func:`is_own_error` and :func:`write_atomic`. The exit-code contract (``harness/cli``): an
+:class:`NvdlaHilError` — or another exception class defined in ``nvdla_hil`` — is the user's
+input or configuration, exit 2 with its message; anything else (a bare ``ValueError``,
+``KeyError``, ``TypeError`` from the tool's own code) is a programming error, exit 3 with a
+traceback.
 """
 
 from __future__ import annotations
@@ -12,28 +14,18 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["NvdlaHilError", "InputError", "ConfigError", "ResultsError", "is_own_error", "write_atomic"]
+from ..errors import (
+    ConfigError,
+    InputError,
+    ModelError,
+    NvdlaHilError,
+    RegisterMapError,
+    ResultsError,
+    TransportError,
+)
 
-
-class NvdlaHilError(Exception):
-    """Base of the errors the tool raises on purpose, with a message naming what is wrong."""
-
-
-class InputError(NvdlaHilError, ValueError):
-    """A malformed or out-of-bounds input file (trace, vector, lab file, YAML): names file and line."""
-
-
-class ConfigError(NvdlaHilError, ValueError):
-    """An option or configuration that cannot work (a unit the profile lacks, a missing checkout)."""
-
-
-class ResultsError(NvdlaHilError, OSError):
-    """Results cannot be written (a full or read-only disk); the message names the path."""
-
-    def __str__(self) -> str:
-        if self.filename is not None and self.strerror:
-            return f"{self.filename}: {self.strerror}"
-        return str(self.strerror or super().__str__())
+__all__ = ["NvdlaHilError", "TransportError", "RegisterMapError", "InputError", "ModelError", "ConfigError",
+           "ResultsError", "is_own_error", "write_atomic"]
 
 
 def is_own_error(exc: BaseException) -> bool:

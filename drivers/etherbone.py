@@ -37,14 +37,8 @@ import time
 
 import numpy as np
 
-from .uartbone import (
-    CMD_READ_FIXED,
-    CMD_READ_INCR,
-    CMD_WRITE_FIXED,
-    CMD_WRITE_INCR,
-    HEADER_BYTES,
-    SerialTransport,
-)
+from .uartbone import SerialTransport
+from .uartbone_wire import CMD_READ_FIXED, CMD_READ_INCR, CMD_WRITE_FIXED, CMD_WRITE_INCR, HEADER_BYTES
 
 __all__ = ["EtherbonePort", "EtherboneTransport", "eb_read_packet", "eb_write_packet", "make_port", "parse_tcp_url"]
 

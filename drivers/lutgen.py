@@ -360,13 +360,10 @@ def lut_params_to_registers(params: LutParams, unit: str = "sdp") -> dict[str, i
 def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics: str = "rtl") -> LutParams:
     """Inverse of ``lut_params_to_registers``. CDP selects are read as the RTL does (6-bit
     signed, bits 7:6 ignored); with ``semantics="cmod"`` a select byte with bit 5 clear is
-    taken whole (doc 6.3 [DIFF]). Missing fields read 0."""
+    taken whole (doc 6.3 [DIFF], :func:`~nvdla_hil.lut_registers.cdp_index_select`). Missing
+    fields read 0."""
     u = _unit(unit)
-    cfg = lut_config_from_fields(u.upper(), lambda reg, name: int(fields.get(name, 0)))
-    if u == "cdp" and semantics == "cmod":
-        sel = {k: int(fields.get(k, 0)) & 0xFF for k in ("LUT_LE_INDEX_SELECT", "LUT_LO_INDEX_SELECT")}
-        cfg = replace(cfg, **{f"{k[4:6].lower()}_index_select": v for k, v in sel.items() if not v & 0x20})  # type: ignore[arg-type]  # int fields only
-    return cfg
+    return lut_config_from_fields(u.upper(), lambda reg, name: int(fields.get(name, 0)), semantics=semantics)
 
 
 def pack_registers(fields: dict[str, int], unit: str = "sdp") -> dict[str, int]:

@@ -8,16 +8,20 @@ seeds 001 (precision preservation) and 003 (LUT programming).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from ..lut_registers import LUT_SIZES, LUT_UNITS, LutConfig, lut_config_from_fields
 from .regmap import FieldRangeError, RegisterMapError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
+    from contextlib import AbstractContextManager
 
-    from .driver import NvdlaDriver
+    from .profiles import HardwareProfile
+    from .regmap import Register
+    from .transport import Transport
 
 __all__ = [
     "LutConfig",
@@ -25,6 +29,7 @@ __all__ = [
     "Statistics",
     "StatisticsComparison",
     "PrecisionControl",
+    "RegisterDriver",
     "CONVERTORS",
     "TRUNCATIONS",
     "LUT_SIZES",
@@ -32,48 +37,6 @@ __all__ = [
     "lut_register_fields",
     "lut_config_from_fields",
 ]
-
-LUT_SIZES = {"LE": 65, "LO": 257}
-LUT_UNITS = ("SDP", "CDP")
-
-
-@dataclass(frozen=True)
-class LutConfig:
-    """Decoded LUT register values (signed, mathematical), the same for SDP and CDP.
-
-    ``le_function``: ``"exponent"`` or ``"linear"``. Priorities: ``"LE"`` or ``"LO"``.
-    Index offset/selects are signed 8-bit fields (CDP uses only 6 bits of each select,
-    semantics doc 6.3). Starts/ends: SDP 32-bit signed, CDP 38-bit signed
-    ({*_HIGH[5:0], *_LOW[31:0]}). Slope scales signed 16-bit, slope shifts signed 5-bit.
-    """
-
-    le_function: str = "exponent"
-    le_index_offset: int = 0
-    le_index_select: int = 0
-    lo_index_select: int = 0
-    le_start: int = 0
-    le_end: int = 0
-    lo_start: int = 0
-    lo_end: int = 0
-    le_slope_uflow_scale: int = 0
-    le_slope_uflow_shift: int = 0
-    le_slope_oflow_scale: int = 0
-    le_slope_oflow_shift: int = 0
-    lo_slope_uflow_scale: int = 0
-    lo_slope_uflow_shift: int = 0
-    lo_slope_oflow_scale: int = 0
-    lo_slope_oflow_shift: int = 0
-    uflow_priority: str = "LE"
-    oflow_priority: str = "LE"
-    hybrid_priority: str = "LE"
-
-    def __post_init__(self) -> None:
-        if self.le_function not in ("exponent", "linear"):
-            raise ValueError(f"le_function must be 'exponent' or 'linear', not {self.le_function!r}")
-        for p in ("uflow_priority", "oflow_priority", "hybrid_priority"):
-            if getattr(self, p) not in ("LE", "LO"):
-                raise ValueError(f"{p} must be 'LE' or 'LO', not {getattr(self, p)!r}")
-
 
 @dataclass(frozen=True)
 class ConvertorSetting:
@@ -307,41 +270,39 @@ def lut_register_fields(unit: str, cfg: LutConfig) -> dict[str, dict[str, int]]:
     return regs
 
 
-def lut_config_from_fields(unit: str, get) -> LutConfig:  # noqa: ANN001 - get(register, field) -> int
-    """Inverse of :func:`lut_register_fields`: decode a unit's LUT fields (read with
-    ``get(register, field)``) as the register-level signed values."""
-    unit = unit.upper()
-    kw: dict[str, object] = {
-        "le_function": "exponent" if get("S_LUT_CFG", "LUT_LE_FUNCTION") == 0 else "linear",
-        "uflow_priority": "LO" if get("S_LUT_CFG", "LUT_UFLOW_PRIORITY") else "LE",
-        "oflow_priority": "LO" if get("S_LUT_CFG", "LUT_OFLOW_PRIORITY") else "LE",
-        "hybrid_priority": "LO" if get("S_LUT_CFG", "LUT_HYBRID_PRIORITY") else "LE",
-        "le_index_offset": _sx(get("S_LUT_INFO", "LUT_LE_INDEX_OFFSET"), 8),
-    }
-    sel_bits = 8 if unit == "SDP" else 6
-    kw["le_index_select"] = _sx(get("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), sel_bits)
-    kw["lo_index_select"] = _sx(get("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), sel_bits)
-    for tbl in ("le", "lo"):
-        T = tbl.upper()
-        for kind in ("uflow", "oflow"):
-            K = kind.upper()
-            kw[f"{tbl}_slope_{kind}_scale"] = _sx(get(f"S_LUT_{T}_SLOPE_SCALE", f"LUT_{T}_SLOPE_{K}_SCALE"), 16)
-            kw[f"{tbl}_slope_{kind}_shift"] = _sx(get(f"S_LUT_{T}_SLOPE_SHIFT", f"LUT_{T}_SLOPE_{K}_SHIFT"), 5)
-        for edge in ("start", "end"):
-            E = edge.upper()
-            if unit == "SDP":
-                kw[f"{tbl}_{edge}"] = _sx(get(f"S_LUT_{T}_{E}", f"LUT_{T}_{E}"), 32)
-            else:
-                lo = get(f"S_LUT_{T}_{E}_LOW", f"LUT_{T}_{E}_LOW")
-                hi = get(f"S_LUT_{T}_{E}_HIGH", f"LUT_{T}_{E}_HIGH")
-                kw[f"{tbl}_{edge}"] = _sx((hi << 32) | lo, 38)
-    return LutConfig(**kw)  # type: ignore[arg-type]  # field values by name
+class RegisterDriver(Protocol):
+    """What the precision API needs of a driver. :class:`~nvdla_hil.drivers.driver.NvdlaDriver`
+    provides it and builds a :class:`PrecisionControl` for its ``precision`` attribute, so this
+    module names the interface instead of importing the driver (which imports this module)."""
+
+    @property
+    def profile(self) -> HardwareProfile: ...
+
+    @property
+    def transport(self) -> Transport: ...
+
+    def register(self, name: str | tuple[str, str], reg: str | None = None) -> Register: ...
+
+    def write(self, name: str | tuple[str, str], value: int, reg: str | None = None, *,
+              verify: bool = False, posted: bool = True) -> None: ...
+
+    def read_field(self, name: str | tuple[str, str], field: str, reg: str | None = None) -> int: ...
+
+    def encode(self, name: str | tuple[str, str], fields: Mapping[str, int | str], *,
+               base: int | None = None, reg: str | None = None) -> int: ...
+
+    def write_fields(self, name: str | tuple[str, str], reg: str | None = None, *,
+                     verify: bool = False, **fields: int | str) -> int: ...
+
+    def producer_group(self, block: str) -> int: ...
+
+    def group(self, block: str, group: int) -> AbstractContextManager[None]: ...
 
 
 class PrecisionControl:
     """LUT, convertor, truncation and statistics access through a driver."""
 
-    def __init__(self, driver: NvdlaDriver) -> None:
+    def __init__(self, driver: RegisterDriver) -> None:
         self.drv = driver
 
     # ---- LUT tables ---------------------------------------------------------------

@@ -17,18 +17,21 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from pathlib import Path
-
+from ..errors import RegisterMapError
 from . import yamlstrict
 from .regmap import GENERATIONS, RegisterMap, UnitNotPresentError, load_regmap
+from .specdefs import SpecError, profile_from_spec
 
 __all__ = [
     "HardwareProfile",
     "FeatureMissingError",
     "ProfileError",
     "FEATURES",
+    "FEATURE_TEXT",
     "load_profile",
     "list_profiles",
     "profile_from_spec_file",
@@ -51,7 +54,7 @@ FEATURES: tuple[str, ...] = (
     "fp16",
 )
 
-_FEATURE_TEXT = {
+FEATURE_TEXT = {
     "sdp_lut": "SDP LUT",
     "sdp_ew": "SDP element-wise (EW) stage",
     "sdp_bs": "SDP BS stage",
@@ -69,8 +72,9 @@ _FEATURE_TEXT = {
 }
 
 
-class ProfileError(ValueError):
-    """Unknown profile name or malformed profiles file."""
+class ProfileError(RegisterMapError, ValueError):
+    """Unknown profile name or malformed profiles file (a register-map/profile error, and a
+    ``ValueError`` as before)."""
 
 
 class FeatureMissingError(UnitNotPresentError):
@@ -79,6 +83,10 @@ class FeatureMissingError(UnitNotPresentError):
 
 @dataclass(frozen=True)
 class HardwareProfile:
+    """One NVDLA build. Immutable (its mappings are read-only), so one loaded profile is shared
+    by every caller; its restricted register map is computed once per profile object, on first
+    use (:attr:`regmap`)."""
+
     name: str
     generation: str
     atom_bytes: int
@@ -95,6 +103,10 @@ class HardwareProfile:
     units: tuple[str, ...] = ()
     throughput: Mapping[str, int] = field(default_factory=dict, hash=False)
     source: str = ""  # the spec file the values come from
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "features", MappingProxyType(dict(self.features)))
+        object.__setattr__(self, "throughput", MappingProxyType(dict(self.throughput)))
 
     # feature flags as attributes (profile.sdp_lut, ...)
     def __getattr__(self, name: str) -> Any:
@@ -120,7 +132,7 @@ class HardwareProfile:
 
     def require(self, feature: str) -> None:
         if not self.has(feature):
-            raise FeatureMissingError(f"{self.name} has no {_FEATURE_TEXT[feature]} ({feature})")
+            raise FeatureMissingError(f"{self.name} has no {FEATURE_TEXT[feature]} ({feature})")
 
     def has_unit(self, block: str) -> bool:
         b = block[6:] if block.upper().startswith("NVDLA_") else block
@@ -130,10 +142,12 @@ class HardwareProfile:
         if not self.has_unit(block):
             raise UnitNotPresentError(f"{self.name} has no {block} unit")
 
-    @property
+    @functools.cached_property
     def regmap(self) -> RegisterMap:
-        return _restricted(self)
-
+        """The register map of this profile's generation, restricted to its units (absent units
+        raise :class:`UnitNotPresentError`). Derived from immutable data, kept on the profile
+        object itself (no module-level cache)."""
+        return load_regmap(self.generation).restricted_to(self)
 
     @property
     def cbuf_entry_bytes(self) -> int:
@@ -142,16 +156,6 @@ class HardwareProfile:
         128 bytes on nvdlav1's nv_full (its C model's ``CBUF_ENTRY_SIZE``, four 32-byte atoms,
         at INT8 and INT16 alike)."""
         return 128 if self.generation == "v1" else self.cbuf_bank_width
-
-
-_RESTRICTED: dict[HardwareProfile, RegisterMap] = {}
-
-
-def _restricted(prof: HardwareProfile) -> RegisterMap:
-    got = _RESTRICTED.get(prof)
-    if got is None:
-        got = _RESTRICTED[prof] = load_regmap(prof.generation).restricted_to(prof)
-    return got
 
 
 _INT_KEYS = (
@@ -218,13 +222,15 @@ def _profile_from(name: str, d: Mapping[str, Any], file: str) -> HardwareProfile
 
 
 @functools.lru_cache(maxsize=1)
-def _all_profiles() -> dict[str, HardwareProfile]:
+def _all_profiles() -> Mapping[str, HardwareProfile]:
+    """The shipped profiles, parsed once: a pure loader of package data whose result is
+    immutable (a read-only mapping of frozen profiles), so caching it shares no mutable state."""
     file = "profiles.yaml"
     text = resources.files(__package__).joinpath("data", file).read_text(encoding="utf-8")
     data = yamlstrict.load(text, file)
     if not isinstance(data, Mapping) or data.get("format") != "nvdla-hil-profiles/1":
         raise ProfileError(f"{file}: not a nvdla-hil-profiles/1 file")
-    return {n: _profile_from(n, d, file) for n, d in data["profiles"].items()}
+    return MappingProxyType({n: _profile_from(n, d, file) for n, d in data["profiles"].items()})
 
 
 def list_profiles() -> list[str]:
@@ -233,8 +239,6 @@ def list_profiles() -> list[str]:
 
 def profile_from_spec_file(path: str | Path, name: str | None = None) -> HardwareProfile:
     """A profile derived from an nvdla/hw configuration spec (``spec/defs/<config>.spec``)."""
-    from .specdefs import SpecError, profile_from_spec
-
     p = Path(path)
     try:
         d = profile_from_spec(p)

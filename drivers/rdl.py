@@ -27,10 +27,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .regmap import RegisterMap
+from ..errors import InputError
+from .regmap import Block, Field, Register, RegisterMap, dump_yaml
 
 __all__ = [
     "RdlSyntaxError",
@@ -48,8 +47,9 @@ __all__ = [
 ]
 
 
-class RdlSyntaxError(ValueError):
-    """The register description could not be read; the message names file and line."""
+class RdlSyntaxError(InputError):
+    """The register description (an input file of the user's checkout) could not be read; the
+    message names file and line. A ``ValueError`` as before."""
 
     def __init__(self, file: str, line: int, message: str) -> None:
         super().__init__(f"{file}:{line}: {message}")
@@ -563,8 +563,6 @@ def build_regmap(spec: RdlSpec, generation: str, source: str = "") -> RegisterMa
     software-writable field's spec_access carries ``t`` (trigger) or ``o`` (write strobe seen by
     hardware); ``dual`` for registers at or after D_OP_ENABLE in blocks that have one.
     """
-    from .regmap import Block, Field, Register, RegisterMap
-
     blocks: dict[str, Block] = {}
     for bname in sorted(spec.blocks, key=lambda n: (spec.blocks[n].base or 0, n)):
         rb = spec.blocks[bname]
@@ -652,8 +650,6 @@ def main(argv: list[str] | None = None) -> int:
     regenerate a packaged register-map YAML from an nvdla/hw working tree."""
     import argparse
 
-    from .regmap import dump_yaml
-
     ap = argparse.ArgumentParser(prog="python -m nvdla_hil.drivers.rdl", description=main.__doc__)
     ap.add_argument("nvdla_hw", help="nvdla/hw working tree (master for v2, nvdlav1 for v1)")
     ap.add_argument("out", help="YAML file to write")
@@ -662,7 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     m = import_checkout(args.nvdla_hw, args.generation)
     if args.source:
-        m.source = args.source
+        m = m.with_source(args.source)
     dump_yaml(m, args.out)
     nb, nr, nf = m.counts()
     print(f"{args.out}: {m.generation}, {nb} blocks, {nr} registers, {nf} fields")

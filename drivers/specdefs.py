@@ -37,6 +37,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+
 __all__ = ["SpecError", "parse_spec", "profile_from_spec", "spec_path"]
 
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
@@ -76,8 +78,9 @@ _THROUGHPUTS: tuple[tuple[str, str], ...] = (
 )
 
 
-class SpecError(ValueError):
-    """A configuration spec is missing, unreadable or lacks a define a profile needs."""
+class SpecError(InputError):
+    """A configuration spec (an input file of the user's checkout) is missing, unreadable or
+    lacks a define a profile needs; a ``ValueError`` as before."""
 
 
 def spec_path(nvdla_hw: str | Path, config: str) -> Path:

@@ -23,6 +23,8 @@ from typing import Self
 
 import numpy as np
 
+from ..errors import TransportError
+
 __all__ = [
     "Transport",
     "TransportError",
@@ -32,10 +34,6 @@ __all__ = [
     "Timeout",
     "AccessRecord",
 ]
-
-
-class TransportError(OSError):
-    """A register or memory access could not be completed."""
 
 
 class TransportTimeoutError(TransportError, TimeoutError):

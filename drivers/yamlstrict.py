@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from .errors import InputError
+from ..errors import InputError
 
 __all__ = ["YamlError", "load", "check_events", "MAX_NODES", "MAX_DEPTH", "MAX_INT_CHARS", "MAX_TEXT_CHARS"]
 

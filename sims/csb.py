@@ -22,14 +22,15 @@ from typing import Any, cast
 from cocotb.handle import HierarchyObject, LogicObject
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["CsbDriver", "CsbSignals", "CsbTimeout"]
+__all__ = ["CsbDriver", "CsbSignals", "CsbTimeout", "unsigned"]
 
 
 class CsbTimeout(Exception):
     """The CSB slave did not accept a request or did not respond in time."""
 
 
-def _u(sig: LogicObject) -> int:
+def unsigned(sig: LogicObject) -> int:
+    """A signal's value as an unsigned int (cocotb 2 ``LogicArray`` or a plain integer)."""
     v: Any = sig.value
     to_unsigned = getattr(v, "to_unsigned", None)
     return int(to_unsigned()) if to_unsigned else int(v)
@@ -83,7 +84,7 @@ class CsbDriver:
         s.valid.value = 1
         for _ in range(self.timeout_cycles):
             await ReadOnly()
-            taken = _u(s.ready) == 1
+            taken = unsigned(s.ready) == 1
             await RisingEdge(s.clk)
             if taken:
                 s.valid.value = 0
@@ -96,8 +97,8 @@ class CsbDriver:
         s = self.sig
         for _ in range(self.timeout_cycles):
             await ReadOnly()
-            if _u(pulse) == 1:
-                data = _u(s.rdata)
+            if unsigned(pulse) == 1:
+                data = unsigned(s.rdata)
                 await RisingEdge(s.clk)
                 return data
             await RisingEdge(s.clk)

@@ -22,23 +22,18 @@ import sys
 import time
 from pathlib import Path
 
-from .build import (
-    BASE_VERILATOR_FLAGS,
-    NVDLA_DEFINES,
+from .build import BASE_VERILATOR_FLAGS, cache_key, cache_root
+from .rtl import NVDLA_DEFINES, check_known_rtl_issues, collect_sources, find_vmod
+from .toolchain import (
     BuildError,
     Progress,
-    _default_progress,
-    _log_tail,
-    _make_overrides,
-    _prune,
-    _run_logged,
-    _tool_env,
-    cache_key,
-    cache_root,
-    check_known_rtl_issues,
-    collect_sources,
     compiler_identity,
-    find_vmod,
+    default_progress,
+    log_tail,
+    make_overrides,
+    prune_objects,
+    run_logged,
+    tool_env,
     verilator_root,
     verilator_version,
 )
@@ -64,7 +59,7 @@ def native_inputs(nvdla_hw: str | os.PathLike[str] | None, config: str) -> tuple
 
 
 def build_native(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
-                 jobs: int | None = None, force: bool = False, progress: Progress = _default_progress,
+                 jobs: int | None = None, force: bool = False, progress: Progress = default_progress,
                  cache: Path | None = None) -> Path:
     """Build (or reuse) NVDLA's native trace player for ``config``; return its executable."""
     vmod, cpp, header = native_inputs(nvdla_hw, config)
@@ -94,18 +89,18 @@ def build_native(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
         with open(log_path, "w") as log:
             log.write(f"nvdla-hil sim native config={config} key={key}\n{vversion}\n{compiler_identity()}\n")
             progress("  verilating ...")
-            rc = _run_logged(cmd, log, tmp, _tool_env(), "verilate", progress)
+            rc = run_logged(cmd, log, tmp, tool_env(), "verilate", progress)
             if rc != 0:
-                raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
+                raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
             progress(f"  compiling C++ with {jobs_} jobs ...")
             make = ["make", "-j", str(jobs_), "-C", str(obj), "-f", f"{PLAYER}.mk", "VM_TRACE=0",
-                    *_make_overrides()]
-            rc = _run_logged(make, log, tmp, _tool_env(), "c++", progress, count_dir=obj,
-                             count_glob=f"{PLAYER}*.cpp")
+                    *make_overrides()]
+            rc = run_logged(make, log, tmp, tool_env(), "c++", progress, count_dir=obj,
+                            count_glob=f"{PLAYER}*.cpp")
             if rc != 0:
-                raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{_log_tail(log_path)}")
+                raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
         seconds = time.monotonic() - t0
-        _prune(obj, PLAYER)
+        prune_objects(obj, PLAYER)
         shutil.copyfile(log_path, tmp / "build.log")
         log_path.unlink()
         progress(f"sim native: done in {seconds:.0f} s -> {root / key}")

@@ -35,7 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import TMAKE_DEBIAN_PACKAGES, RtlIssue, cache_root, check_ram_models, find_known_rtl_issues
+from .build import cache_root
+from .rtl import TMAKE_DEBIAN_PACKAGES, RtlIssue, check_ram_models, find_known_rtl_issues
 
 __all__ = ["Prerequisite", "SetupError", "TmakeFlow", "add_setup_subcommand", "apply_fix", "check_prerequisites",
            "parse_tree_make", "render_tree_make", "run_setup", "run_tmake", "tmake_flow", "tool_paths",
@@ -354,11 +355,8 @@ def apply_fix(issue: RtlIssue, progress: Progress) -> list[Path]:
 # ---------------------------------------------------------------------------------------------
 # the command
 # ---------------------------------------------------------------------------------------------
-def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool = True,
-              progress: Progress = lambda m: print(m, flush=True), path: str | None = None) -> int:
-    """Run every step; return 0 when ``nvdla-hil sim build`` can go ahead, 1 when the user has
-    to act (the messages say what), 2 on a hard error."""
-    hw = Path(hw).expanduser().absolute()
+def _check_checkout(hw: Path, config: str, progress: Progress) -> int | None:
+    """2 when ``hw`` is not an nvdla/hw checkout or lacks ``config``; None to go on."""
     if not (hw / "tools" / "bin" / "tmake").is_file() or not (hw / "vmod").is_dir():
         progress(f"error: {hw} is not an nvdla/hw checkout (no tools/bin/tmake or vmod/); clone "
                  f"https://github.com/nvdla/hw (branch master) and pass its path")
@@ -368,7 +366,11 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
         progress(f"error: {hw} has no configuration {config} (spec/defs/{config}.spec); "
                  f"it has: {', '.join(known)}")
         return 2
+    return None
 
+
+def _step_prerequisites(hw: Path, path: str | None, progress: Progress) -> int | None:
+    """Step 1: the tools and perl modules NVDLA's tmake flow needs; 1 when some are missing."""
     progress("[1/4] prerequisites of NVDLA's tmake flow")
     flow = tmake_flow(hw)
     prereqs = check_prerequisites(path, flow.perl_modules)
@@ -380,7 +382,12 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
                  f"     (the whole set: sudo apt-get install {TMAKE_DEBIAN_PACKAGES} python3)\n"
                  f"     then rerun this command.")
         return 1
+    return None
 
+
+def _step_tree_make(hw: Path, config: str, path: str | None, progress: Progress) -> int | None:
+    """Step 2: check the user's tree.make (never overwritten) or write one; 1 when the user
+    has to act (a broken tree.make, a stale clean stamp that would make tmake build nothing)."""
     progress(f"[2/4] {hw}/tree.make")
     tree_make = hw / "tree.make"
     if tree_make.exists():
@@ -408,13 +415,22 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
                  f"build nothing. If that is what you want, run `cd {hw} && ./tools/bin/tmake -build vmod` "
                  f"yourself; otherwise `cp {hw}/.cleanme {hw}/.cleaned` and rerun this command.")
         return 1
+    return None
 
+
+def _tmake_log(hw: Path, config: str) -> Path:
+    """Where setup keeps the log of NVDLA's tmake run (next to the simulator cache)."""
+    return cache_root().parent / "setup" / f"{hw.name}-{config}-tmake.log"
+
+
+def _step_generate(hw: Path, config: str, tmake: bool, progress: Progress) -> int | None:
+    """Step 3: run NVDLA's flow to generate ``outdir/<config>/vmod`` (or, with ``tmake``
+    False, check that it is there); 2 when it fails."""
     vmod = hw / "outdir" / config / "vmod"
-    log_path = cache_root().parent / "setup" / f"{hw.name}-{config}-tmake.log"
     if tmake:
         progress(f"[3/4] NVDLA's flow: generate {vmod} (about a minute)")
         try:
-            secs = run_tmake(hw, config, progress, log_path)
+            secs = run_tmake(hw, config, progress, _tmake_log(hw, config))
         except SetupError as e:
             progress(f"  error: {e}")
             return 2
@@ -424,7 +440,14 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
         if not (vmod / "nvdla" / "top" / "NV_nvdla.v").is_file():
             progress(f"  error: {vmod} has no generated RTL; run without --no-tmake")
             return 2
+    return None
 
+
+def _step_rtl(hw: Path, config: str, *, apply_fixes: bool, tmake: bool, progress: Progress) -> int | None:
+    """Step 4: what keeps the generated RTL from a Verilator build. ASIC-only RAM models: 2;
+    known constructs Verilator rejects: listed (1), or with ``apply_fixes`` changed in the
+    vmod/ source and the generated file, regenerated and re-checked."""
+    vmod = hw / "outdir" / config / "vmod"
     progress("[4/4] what keeps the generated RTL from a Verilator build")
     rams = check_ram_models(vmod)
     if rams:
@@ -435,35 +458,54 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
     issues = find_known_rtl_issues(vmod)
     if not issues:
         progress("  none found")
-    elif not apply_fixes:
+        return None
+    if not apply_fixes:
         for i in issues:
             progress("  " + i.message().replace("\n", "\n  "))
         progress("  nothing was changed. Make the change(s) above yourself, or rerun with --apply-fixes to "
                  "let setup change the vmod/ source line(s) and the generated file(s).")
         return 1
-    else:
-        for i in issues:
-            progress(f"  {i.generated}:{i.line}: `{i.text}` ({i.width}-bit {i.direction} `{i.port}` "
-                     f"redeclared as a 1-bit wire); changing:")
-            changed = apply_fix(i, progress)
-            if i.source is None:
-                progress("  note: the vmod/ source line was not found; regenerating would undo the fix")
-            if not changed:
-                progress("  (already changed)")
-        if tmake and any(i.source is not None for i in issues):
-            progress("  regenerating, to check the fix in vmod/ survives tmake:")
-            try:
-                secs = run_tmake(hw, config, progress, log_path)
-            except SetupError as e:
-                progress(f"  error: {e}")
-                return 2
-            progress(f"  regenerated in {secs:.0f} s")
-        left = find_known_rtl_issues(vmod)
-        if left:
-            for i in left:
-                progress("  still: " + i.message().replace("\n", "\n  "))
-            return 1
-        progress("  re-checked: none left")
+    for i in issues:
+        progress(f"  {i.generated}:{i.line}: `{i.text}` ({i.width}-bit {i.direction} `{i.port}` "
+                 f"redeclared as a 1-bit wire); changing:")
+        changed = apply_fix(i, progress)
+        if i.source is None:
+            progress("  note: the vmod/ source line was not found; regenerating would undo the fix")
+        if not changed:
+            progress("  (already changed)")
+    if tmake and any(i.source is not None for i in issues):
+        progress("  regenerating, to check the fix in vmod/ survives tmake:")
+        try:
+            secs = run_tmake(hw, config, progress, _tmake_log(hw, config))
+        except SetupError as e:
+            progress(f"  error: {e}")
+            return 2
+        progress(f"  regenerated in {secs:.0f} s")
+    left = find_known_rtl_issues(vmod)
+    if left:
+        for i in left:
+            progress("  still: " + i.message().replace("\n", "\n  "))
+        return 1
+    progress("  re-checked: none left")
+    return None
+
+
+def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool = True,
+              progress: Progress = lambda m: print(m, flush=True), path: str | None = None) -> int:
+    """Run every step; return 0 when ``nvdla-hil sim build`` can go ahead, 1 when the user has
+    to act (the messages say what), 2 on a hard error."""
+    hw = Path(hw).expanduser().absolute()
+    steps: tuple[Callable[[], int | None], ...] = (
+        lambda: _check_checkout(hw, config, progress),
+        lambda: _step_prerequisites(hw, path, progress),
+        lambda: _step_tree_make(hw, config, path, progress),
+        lambda: _step_generate(hw, config, tmake, progress),
+        lambda: _step_rtl(hw, config, apply_fixes=apply_fixes, tmake=tmake, progress=progress),
+    )
+    for step in steps:
+        rc = step()
+        if rc is not None:
+            return rc
     progress(f"setup done. Next: nvdla-hil sim build --nvdla-hw {hw} --config {config}")
     return 0
 

@@ -38,7 +38,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import First, RisingEdge, Timer
 from cocotb.utils import get_sim_time
-from nvdla_hil.sims.csb import CsbDriver, CsbSignals, CsbTimeout, _u
+from nvdla_hil.sims.csb import CsbDriver, CsbSignals, CsbTimeout, unsigned
 
 CLOCK_PERIOD_NS = 10
 #: cycles simulated between wall-clock deadline checks while waiting for the interrupt
@@ -88,13 +88,13 @@ class _Server:
         start = self.cycles()
         intr = self.dut.intr
         settle = int(req.get("settle", 0))
-        if settle and _u(intr) == 1:
+        if settle and unsigned(intr) == 1:
             # Line already high (another unit's interrupt still pending): let the design run
             # a quantum so a host polling for a different status bit makes progress.
             await self.run_cycles(settle)
             return {"irq": True, "waited": self.cycles() - start}
         while True:
-            if _u(intr) == 1:
+            if unsigned(intr) == 1:
                 return {"irq": True, "waited": self.cycles() - start}
             chunk = WAIT_CHUNK
             if max_cycles is not None:
@@ -133,7 +133,7 @@ class _Server:
             await self.run_cycles(int(req["cycles"]))
             return {}
         if op == "status":
-            return {"irq": _u(self.dut.intr)}
+            return {"irq": unsigned(self.dut.intr)}
         if op == "quit":
             return None
         raise ValueError(f"unknown op {op!r}")

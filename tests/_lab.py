@@ -30,7 +30,7 @@ class LitexBench:
         pytest.importorskip("litex", reason="LiteX is not installed: pip install litex (for litex_server)")
         if not Path(LITEX_SERVER).exists():
             pytest.skip("litex_server is not on PATH (pip install litex)")
-        self.emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--pty",
+        self.emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu", "--pty",
                                      "--backend", backend, *emu_args], stdout=subprocess.PIPE, text=True)
         self.pty = self.emu.stdout.readline().strip()  # type: ignore[union-attr]
         self.port = free_port()

@@ -13,15 +13,15 @@ import numpy as np
 import pytest
 import serial
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import (
+from nvdla_hil.harness.boards.emulator import (
     BridgeCore,
     EmuStats,
     FaultConfig,
     RegisterFileTarget,
-    _Faults,
     add_subcommands,
     serve_in_thread,
 )
+from nvdla_hil.harness.boards.faults import ByteFaults
 
 MAP = BoardMap(csr_base=0x4000_0000, dram_base=0x8000_0000, dram_nvdla_base=0x8000_0000, dram_size=0x100_0000)
 
@@ -148,8 +148,8 @@ def test_input_during_read_response_is_lost(core):
 def test_faults_are_seeded_and_counted():
     data = bytes(range(256)) * 40
     a, b = EmuStats(), EmuStats()
-    fa = _Faults(FaultConfig(drop=0.01, corrupt=0.01, seed=5), a).apply(data)
-    fb = _Faults(FaultConfig(drop=0.01, corrupt=0.01, seed=5), b).apply(data)
+    fa = ByteFaults(FaultConfig(drop=0.01, corrupt=0.01, seed=5), a).apply(data)
+    fb = ByteFaults(FaultConfig(drop=0.01, corrupt=0.01, seed=5), b).apply(data)
     assert fa == fb and len(fa) == len(data) - a.dropped
     assert 40 < a.dropped < 180 and 40 < a.corrupted < 180
     with pytest.raises(ValueError):
@@ -180,7 +180,7 @@ def test_cli_registers_board_emu():
 
 def test_cli_serves_pty_in_subprocess():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--pty", "--backend", "regfile"],
+        [sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu", "--pty", "--backend", "regfile"],
         stdout=subprocess.PIPE, text=True,
     )
     try:

@@ -67,13 +67,15 @@ def test_regress_on_cluster_matches_local(cluster, tmp_path):
     assert cov_cluster["layers"] == cov_local["layers"] and cov_cluster["bins"] == cov_local["bins"]
 
 
+# the test runs in its Dask worker's session host (harness/plugin/session_host.py), a child of the
+# worker: the mark names the worker's pid (the host's parent), which the test below kills
 SLOW_TESTS = '''
 import os, time, pathlib, pytest
 
 @pytest.mark.parametrize("i", range(4))
 def test_slow(i):
     d = pathlib.Path(MARKS)
-    (d / f"start-{i}-{os.getpid()}").write_text("")
+    (d / f"start-{i}-{os.getppid()}").write_text("")
     time.sleep(4)
 '''
 
@@ -169,7 +171,7 @@ def test_ctrl_c_cancels_the_cluster_tasks(cluster, tmp_path):
 def test_worker_sessions_import_the_test_files_anew(tmp_path):
     """A Dask worker runs many sessions in one process: a test file of a later run (same module
     name, other folder or edited) is imported as it is now, not taken from sys.modules."""
-    from nvdla_hil.harness.cluster import run_nodeid
+    from nvdla_hil.harness.plugin.cluster import run_nodeid
 
     outcomes = []
     for i, body in enumerate(("def test_same():\n    pass\n", "def test_same():\n    assert False, 'second'\n")):

@@ -4,7 +4,7 @@ boundary (values chosen so that the error and the limit are exact binary fractio
 import numpy as np
 import pytest
 
-from nvdla_hil.harness import compare as cmp
+from nvdla_hil.harness.analysis import compare as cmp
 
 
 def u16(*v):

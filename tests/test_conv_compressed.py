@@ -16,7 +16,7 @@ import pytest
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.layouts import get_layout
 from nvdla_hil.harness.layouts.nvdla import compressed_offsets
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import InvalidLayer, ModelOptions
 from nvdla_hil.harness.refmodel.conv.compressed import decompress_stream, read_compressed_weights
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.layouts import get_layout
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import InvalidLayer, ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.conv.image import (
     PIXEL_CODES,

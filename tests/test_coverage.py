@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from nvdla_hil.drivers.precision import LutConfig
-from nvdla_hil.harness import coverage as cm
+from nvdla_hil.harness.analysis import coverage as cm
+from nvdla_hil.harness.plugin.coverage import coverage_for_session
 from nvdla_hil.harness.refmodel.cdp import CdpConfig, cdp_lrn
 from nvdla_hil.harness.refmodel.lut import sdp_lut
 from nvdla_hil.harness.refmodel.sdp import output_convert
@@ -158,12 +159,12 @@ def test_session_plugin_merges_workers(tmp_path) -> None:
     worker_cfg = _Cfg()
     worker_cfg.workerinput = {}
     worker_cfg.workeroutput = {}
-    w = cm.coverage_for_session(worker_cfg, profiles=["nv_small"])
+    w = coverage_for_session(worker_cfg, profiles=["nv_small"])
     w.cov.hit("cdp.window.5", 4)
     w.pytest_sessionfinish(None, 0)
     assert worker_cfg.workeroutput["nvdla_hil_coverage"]["bins"]["cdp.window.5"] == 4
 
-    ctl = cm.coverage_for_session(_Cfg(), tmp_path / "coverage.json", profiles=["nv_small"])
+    ctl = coverage_for_session(_Cfg(), tmp_path / "coverage.json", profiles=["nv_small"])
 
     class _Node:
         workeroutput = worker_cfg.workeroutput

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.drivers.errors import InputError, ResultsError, is_own_error
-from nvdla_hil.harness import cli
+from nvdla_hil.harness.cli import profile as profile_cli
 from nvdla_hil.harness.cli import EXIT_INTERNAL, EXIT_INTERRUPTED, exit_code_for, main
 
 PY = sys.executable
@@ -28,7 +28,7 @@ PY = sys.executable
 
 def test_exit_code_for_each_kind_of_exception():
     from nvdla_hil.drivers.regmap import UnknownRegisterError
-    from nvdla_hil.harness.lab import BoardBusyError
+    from nvdla_hil.harness.boards.lab import BoardBusyError
     from nvdla_hil.harness.traces import TraceError
 
     assert exit_code_for(TraceError("t.cfg", 3, "bad")) == 2
@@ -54,7 +54,7 @@ def test_main_maps_what_a_command_raises(monkeypatch, capsys, exc, code, needle)
     def boom(args):  # noqa: ANN001, ANN202
         raise exc
 
-    monkeypatch.setattr(cli, "_cmd_profile", boom)
+    monkeypatch.setattr(profile_cli, "_cmd_profile", boom)
     assert main(["profile", "list"]) == code
     err = capsys.readouterr().err
     assert needle in err, err

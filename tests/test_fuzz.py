@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.harness import fuzz
-from nvdla_hil.harness.vectors_gen import rng_for
+from nvdla_hil.harness.vectors.layer import rng_for
 from nvdla_hil.harness.targets import TargetSpec
 
 
@@ -84,25 +84,21 @@ def test_set_keeps_the_fields_dependency() -> None:
     assert s["shape"] == "1x1xC" and s["width"] == 1  # width is drawn only for cube / single_line
 
 
-def test_injected_lut_priority_bug_is_found_within_the_default_budget(tmp_path: Path, monkeypatch) -> None:
-    """The device under test is a model target whose SDP LUT underflow priority is flipped;
-    the reference stays correct. fuzz finds it, saves a vector that fails on the buggy
-    target and passes on a correct one."""
+def test_injected_lut_priority_bug_is_found_within_the_default_budget(tmp_path: Path) -> None:
+    """The device under test is a model target whose SDP LUT underflow priority is flipped
+    (``model_bugs``: :func:`fuzz.open_dut` injects it into the DUT only); the reference stays
+    correct. fuzz finds it, saves a vector that fails on the buggy target and passes on a
+    correct one."""
     from nvdla_hil.harness.targets.model import ModelTarget
     from nvdla_hil.harness.vectors import run_case
 
     bug = "SDP.S_LUT_CFG.LUT_UFLOW_PRIORITY^1"
-
-    def buggy_dut(spec, model_bugs=None):  # noqa: ANN001, ANN202
-        return ModelTarget(spec.profile, bugs=[bug], coverage=False)
-
-    monkeypatch.setattr(fuzz, "open_dut", buggy_dut)
     lines: list[str] = []
-    rep = fuzz.run_fuzz("sdp-lut", TargetSpec("model"), seed=3, out=tmp_path, log=lines.append)  # default count
+    rep = fuzz.run_fuzz("sdp-lut", TargetSpec("model"), seed=3, out=tmp_path, log=lines.append,
+                        model_bugs=[bug])  # default count
     assert rep.failed, "the flipped priority was not found in 50 cases"
     first = rep.failed[0]
     assert first.saved and f"seed=3 case={first.index}" in lines[0] and "expected" in lines[0]
-    monkeypatch.undo()
     with ModelTarget("nv_small_256_full", bugs=[bug], coverage=False) as t:
         assert run_case(Path(first.saved), t).status == "failed"
     with ModelTarget("nv_small_256_full", coverage=False) as t:
@@ -110,7 +106,7 @@ def test_injected_lut_priority_bug_is_found_within_the_default_budget(tmp_path: 
 
 
 def _cli(argv: list[str]) -> int:
-    from nvdla_hil.harness import fuzz_cli
+    from nvdla_hil.harness.cli import fuzz as fuzz_cli
 
     p = argparse.ArgumentParser(prog="nvdla-hil")
     sub = p.add_subparsers(dest="command", required=True)

@@ -1,4 +1,4 @@
-"""Fuzz unit ``cdp-int16`` (CDP LRN in INT16, harness/constraints/cdp-int16.yaml) and the C-model
+"""Fuzz unit ``cdp-int16`` (CDP LRN in INT16, harness/fuzz/constraints/cdp-int16.yaml) and the C-model
 semantics it found in the CDP LUT: the LE exponent underflow term of NVDLA's C model
 (nvdlav1 ``cmod/cdp/NV_NVDLA_cdp.cpp`` ``lookup_lut`` / ``lookup_lut_int8``:
 ``(square_sum - raw_start - ((int64_t)1 << le_index_offset)) * slope``) is int64 arithmetic that

@@ -1,4 +1,4 @@
-"""Fuzz unit ``conv`` (harness/fuzzgen/conv.py, harness/constraints/conv.yaml): the generator draws
+"""Fuzz unit ``conv`` (harness/fuzz/units/conv.py, harness/fuzz/constraints/conv.yaml): the generator draws
 legal layers on every profile (the model as DUT agrees with the model as reference, so every case
 must pass), precisions the profile lacks are dropped, and the CBUF limits hold."""
 

@@ -1,4 +1,4 @@
-"""Every fuzz unit on every shipped profile draws only what the profile has (harness/fuzz.py, "what a
+"""Every fuzz unit on every shipped profile draws only what the profile has (harness/fuzz/legal.py, "what a
 profile has"): a unit whose essential feature the profile lacks is refused at once (one line naming
 the unit, the profile and the feature; the CLI exits 2), every other pair generates its cases with no
 generation error, each case needing only features of the profile (``load_case`` checks what the
@@ -64,7 +64,7 @@ def test_every_unit_runs_somewhere_and_is_refused_only_for_a_missing_feature() -
 
 
 def _cli(argv: list[str]) -> int:
-    from nvdla_hil.harness import fuzz_cli
+    from nvdla_hil.harness.cli import fuzz as fuzz_cli
 
     p = argparse.ArgumentParser(prog="nvdla-hil")
     sub = p.add_subparsers(dest="command", required=True)

@@ -365,7 +365,7 @@ def test_regolden_on_the_c_model_rewrites_only_goldens(tmp_path):
     if not hw or not Path(hw).is_dir():
         pytest.skip("NVDLA_HW_V1 (an nvdla/hw nvdlav1 checkout) not set: no C model to run")
     from nvdla_hil.harness.targets import TargetSpec, open_target
-    from nvdla_hil.harness.vectors_gen import regolden
+    from nvdla_hil.harness.vectors.generate import regolden
 
     src = ROOT / "pdp_int16" / "pdp_int16-s1-004"
     f = _copy(src, tmp_path)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.layouts.nvdla import PIXEL_FORMATS
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import InvalidLayer, ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.conv.image import PIXEL_CODES, fetch_image, image_geometry, read_pixels, x_offset_max
 

@@ -19,13 +19,14 @@ from hypothesis import strategies as st
 
 from _regview import RegView
 from nvdla_hil.drivers.profiles import load_profile
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
-from nvdla_hil.harness.refmodel.cdp import _decode_select, cdp_lrn, decode_cdp_lut
+from nvdla_hil.harness.refmodel.cdp import cdp_lrn, decode_cdp_lut
 from nvdla_hil.harness.refmodel.cdp import CdpConfig
 from nvdla_hil.harness.refmodel.conv import cacc_truncate, cdma_convert, conv_accumulate, ConvConfig, run_conv
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pad_values, pool2d
 from nvdla_hil.harness.refmodel.sdp import output_convert, run_sdp
+from nvdla_hil.lut_registers import cdp_index_select
 
 NV_FULL = ModelOptions.for_profile(load_profile("nv_full"))
 I16_MIN, I16_MAX = -(1 << 15), (1 << 15) - 1
@@ -544,9 +545,9 @@ def test_pdp_int16_pool2d(data, method):
 
 @given(byte=st.integers(0, 255))
 def test_cdp_int16_select_decoding(byte):
-    assert _decode_select(byte, "rtl", 16) == sxi(byte & 0x7F, 7)
+    assert cdp_index_select(byte, "rtl", 16) == sxi(byte & 0x7F, 7)
     want_cmod = sxi(byte & 0x7F, 7) if byte & 0x40 else byte
-    assert _decode_select(byte, "cmod", 16) == want_cmod
+    assert cdp_index_select(byte, "cmod", 16) == want_cmod
 
 
 @settings(max_examples=100, deadline=None)
@@ -628,7 +629,7 @@ V1_INT16 = ["sdp_relu_int16", "pdp_max_pooling_int16", "conv_8x8_fc_int16", "goo
 @pytest.mark.parametrize("name", V1_INT16)
 def test_v1_int16_traceplayer_tests_on_the_model(name):
     from nvdla_hil.harness.targets.model import ModelTarget
-    from nvdla_hil.harness.txn import run_txn
+    from nvdla_hil.harness.traces.txn import run_txn
 
     folder = V1_ROOT / name
     if not (folder / "input.txn").is_file():

@@ -9,8 +9,8 @@ import textwrap
 import pytest
 from nvdla_hil.drivers.transport import TransportError
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import RegisterFileTarget, serve_in_thread
-from nvdla_hil.harness.lab import (
+from nvdla_hil.harness.boards.emulator import RegisterFileTarget, serve_in_thread
+from nvdla_hil.harness.boards.lab import (
     BoardBusyError,
     BoardLock,
     LabError,
@@ -115,7 +115,7 @@ def test_lock_path_sanitised(tmp_path):
 
 _HOLDER = """
 import sys, time
-from nvdla_hil.harness.lab import BoardLock
+from nvdla_hil.harness.boards.lab import BoardLock
 lock = BoardLock(sys.argv[1], sys.argv[2], board="arty")
 lock.acquire()
 print("held", flush=True)
@@ -177,7 +177,7 @@ def test_default_window_holds_the_trace_addresses():
     """NVDLA's nv_small traces put surfaces at 0x80000000, 0x90000000 and 0xa0000000."""
     import argparse
 
-    from nvdla_hil.harness.board_emu import add_subcommands
+    from nvdla_hil.harness.boards.emulator import add_subcommands
 
     m = BoardMap()
     for a in (0x8000_0000, 0x9000_0000, 0xA000_0000, 0xBFFF_FFFC):

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from nvdla_hil.drivers.uartbone import BoardDeadError, IntegrityPolicy, SerialTransport
-from nvdla_hil.harness.board_emu import FaultConfig, RegisterFileTarget, serve_in_thread
+from nvdla_hil.harness.boards.emulator import FaultConfig, RegisterFileTarget, serve_in_thread
 
 from _lab import LitexBench
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.drivers.profiles import load_profile
-from nvdla_hil.harness.board_emu import serve_in_thread
+from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.targets.serial import restore_known_state
 

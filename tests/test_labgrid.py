@@ -18,8 +18,8 @@ import pytest
 
 pytest.importorskip("labgrid", reason="labgrid is not installed: pip install 'labgrid>=24'")
 
-from nvdla_hil.harness.lab import BoardBusyError, LabError  # noqa: E402
-from nvdla_hil.harness.labgrid_place import LabgridPlace, endpoint_url, place_from_env  # noqa: E402
+from nvdla_hil.harness.boards.lab import BoardBusyError, LabError  # noqa: E402
+from nvdla_hil.harness.boards.labgrid_place import LabgridPlace, endpoint_url, place_from_env  # noqa: E402
 from nvdla_hil.harness.targets import TargetSpec, open_target  # noqa: E402
 from nvdla_hil.harness.targets.model import ModelTarget  # noqa: E402
 from nvdla_hil.harness.traces import run_trace  # noqa: E402
@@ -60,7 +60,7 @@ class _Lab:
         log = root / "coordinator.log"
         self._start([str(BIN / "labgrid-coordinator"), "-l", self.coordinator], log)
         _wait_port(cport, self.procs[-1], "labgrid-coordinator", log)
-        emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu", "--tcp=0"],
+        emu = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu", "--tcp=0"],
                                stdout=subprocess.PIPE, text=True, cwd=root)
         self.procs.append(emu)
         self.emu_url = emu.stdout.readline().strip()
@@ -211,7 +211,7 @@ def test_missing_place_is_a_lab_error(lg, as_tester):
 def test_lab_file_from_labgrid_options(lg, as_tester, tmp_path):
     """What the plugin's labgrid-style options (--lg-env / LG_PLACE / LG_COORDINATOR) become: a
     lab file whose one board is the place; opening it acquires the place."""
-    from nvdla_hil.harness.labgrid_place import labgrid_lab_file
+    from nvdla_hil.harness.boards.labgrid_place import labgrid_lab_file
 
     env = tmp_path / "env.yaml"
     env.write_text(f"targets:\n  main:\n    resources:\n      RemotePlace:\n        name: {PLACE}\n")

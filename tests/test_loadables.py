@@ -300,7 +300,7 @@ def test_small_loadables_pass_over_a_serial_link(loadables_root: Path, nvdla_sw:
     """The serial target (LiteX UARTBone over TCP) to the board emulator serving an nv_small
     model: the firmware's register accesses and the runtime's memory go over the byte stream."""
     from nvdla_hil.drivers.uartbone import BoardMap
-    from nvdla_hil.harness.board_emu import serve_in_thread
+    from nvdla_hil.harness.boards.emulator import serve_in_thread
     from nvdla_hil.harness.loadables.check import check_loadable
     from nvdla_hil.harness.targets import TargetSpec
     from nvdla_hil.harness.targets.model import ModelTarget

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from nvdla_hil.drivers import lutgen as L
-from nvdla_hil.harness.refmodel.lut import LutParams, program_error
+from nvdla_hil.harness.analysis.lut_accuracy import program_error
+from nvdla_hil.harness.refmodel.lut import LutParams
 
 
 def ident(x):

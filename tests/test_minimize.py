@@ -1,4 +1,4 @@
-"""The minimiser (harness/minimize.py, `nvdla-hil minimize`): failing NVDLA traces and packed
+"""The minimiser (harness/analysis/minimize.py, `nvdla-hil minimize`): failing NVDLA traces and packed
 vectors shrunk to small packed vectors that fail the same way on the same target."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nvdla_hil.harness import triage_cli
-from nvdla_hil.harness.minimize import (Signature, case_data_bytes, case_signature, minimize_path, reshape,
+from nvdla_hil.harness.cli import triage as triage_cli
+from nvdla_hil.harness.analysis.minimize import (Signature, case_data_bytes, case_signature, minimize_path, reshape,
                                         trace_data_bytes, trace_to_state)
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case

@@ -184,3 +184,29 @@ def test_precision_the_profile_lacks_is_refused():
         drv.write_fields("SDP.D_DATA_FORMAT", PROC_PRECISION="INT8", OUT_PRECISION="INT16")
         with pytest.raises(LayerConfigError, match=r"SDP uses INT16, which nv_small does not support"):
             drv.launch("SDP_RDMA", "SDP")
+
+
+@pytest.mark.parametrize("profile,semantics,cfg_reg,data_reg,cfg", [
+    ("nv_small", "rtl", CDP_CFG, CDP_DATA, WRITE_LE | 60),  # CDP: sticks at entry 64
+    ("nv_small", "cmod", CDP_CFG, CDP_DATA, WRITE_LO | 250),
+    ("nv_small_256_full", "rtl", SDP_CFG, SDP_DATA, WRITE_LE | 60),  # SDP RTL: runs past the table
+    ("nv_small_256_full", "rtl", SDP_CFG, SDP_DATA, READ_LO | 3),  # READ type: only the address moves
+    ("nv_small_256_full", "cmod", SDP_CFG, SDP_DATA, WRITE_LO | 1020),  # beyond the table: sticks at 256
+    ("nv_small", "rtl", SDP_CFG, SDP_DATA, WRITE_LE | 0),  # nv_small: no SDP LUT storage
+])
+def test_lut_burst_equals_word_by_word_writes(profile, semantics, cfg_reg, data_reg, cfg):
+    """The model's LUT-data burst (how the driver loads a table) leaves the tables and the port
+    exactly as the same words written one at a time (the per-word rules tested above)."""
+    words = list(range(0x100, 0x100 + 12))
+    state = []
+    for burst in (False, True):
+        with _target(profile, semantics) as t:
+            t.write32(cfg_reg, cfg)
+            if burst:
+                t.write_burst(data_reg, words, incr=False)
+            else:
+                for w in words:
+                    t.write32(data_reg, w)
+            unit = "CDP" if cfg_reg == CDP_CFG else "SDP"
+            state.append(([tbl.tolist() for tbl in t._luts[unit].values()], t._lut_ports[unit].addr, t.read32(cfg_reg)))
+    assert state[0] == state[1]

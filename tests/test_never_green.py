@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.drivers.driver import NvdlaDriver
-from nvdla_hil.harness import cli
+from nvdla_hil.harness.cli import regress as regress_cli
+from nvdla_hil.harness.cli import trace as trace_cli
 from nvdla_hil.harness.cli import main
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import parse_trace, run_trace
-from nvdla_hil.harness.workload import LAYER_LATENCY_CYCLES, estimate_work, explain_timeout, layer_budget, trace_budget
+from nvdla_hil.harness.targets.workload import LAYER_LATENCY_CYCLES, estimate_work, explain_timeout, layer_budget, trace_budget
 
 PY = sys.executable
 ENV_KEYS = ("NVDLA_TRACES", "NVDLA_HIL_VECTORS", "NVDLA_HW", "NVDLA_HIL_LAB", "NVDLA_HIL_BOARD",
@@ -132,7 +133,7 @@ def test_deselecting_everything_is_exit_2(clean_env, capsys):
 def test_vectors_only_run_without_trace_source_is_green(clean_env, capsys, monkeypatch, tmp_path):
     """No trace source configured at all: the trace suite is one named skip, the vectors run."""
     monkeypatch.chdir(tmp_path)  # no ../shared/nvdla next to it
-    monkeypatch.setattr(cli, "_default_traces", lambda: None)
+    monkeypatch.setattr(regress_cli, "_default_traces", lambda: None)
     code, out, err = _regress(capsys, "--suite", "all", "-k", "no-trace-source or sdp_cvt")
     assert code == 0, out + err
     assert "no-trace-source" in out and "no trace source configured" in out
@@ -275,7 +276,7 @@ def test_board_emu_port_out_of_range():
 
 _HOLDER = """
 import sys
-from nvdla_hil.harness.lab import BoardLock
+from nvdla_hil.harness.boards.lab import BoardLock
 lock = BoardLock(sys.argv[1], sys.argv[2], board="bench")
 lock.acquire()
 print("held", flush=True)
@@ -367,7 +368,7 @@ def test_hung_layer_fails_after_the_estimated_time(trace_root):
 
 
 def test_trace_command_reports_a_hung_layer(trace_root, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "open_target", lambda spec: HangingModel(spec.profile))
+    monkeypatch.setattr(trace_cli, "open_target", lambda spec: HangingModel(spec.profile))
     t0 = time.monotonic()
     code = main(["trace", str(trace_root / "sdp_8x8x32_bypass_int8_0")])
     out = capsys.readouterr().out
@@ -393,7 +394,7 @@ def test_trace_configurations_outside_nvdla_config_is_exit_2(clean_env, capsys):
 
 
 def test_trace_command_timeout_option_is_named_in_the_message(trace_root, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "open_target", lambda spec: HangingModel(spec.profile))
+    monkeypatch.setattr(trace_cli, "open_target", lambda spec: HangingModel(spec.profile))
     code = main(["trace", str(trace_root / "sdp_8x8x32_bypass_int8_0"), "--timeout", "0.3"])
     out = capsys.readouterr().out
     assert code == 1, out

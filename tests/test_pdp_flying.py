@@ -19,7 +19,7 @@ import pytest
 from _regview import RegView
 from _suites import assert_cmod_provenance, assert_passes_on_model, bundled_cases
 
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import InvalidLayer, ModelOptions
 from nvdla_hil.harness.refmodel.sdp import run_sdp
 from nvdla_hil.harness.vectors import load_case

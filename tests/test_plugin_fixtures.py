@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import serve_in_thread
+from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.model import ModelTarget
 
 PY = sys.executable

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import serve_in_thread
+from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.model import ModelTarget
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _regview import RegView
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import DmaPorts, InvalidLayer, ModelOptions
 from nvdla_hil.harness.refmodel.bdma import BdmaCommand, run_bdma, run_bdma_group
 from nvdla_hil.harness.refmodel.dma import gather_rows, scatter_rows
@@ -201,7 +201,7 @@ def test_sanity2_traces_emulated(name, port):
     the copy. The trace copies 8 lines of 256 bytes (CFG_LINE 7, CFG_LINE_REPEAT 7, strides
     0x100) from 0x?0000000 to 0x?1000000 on one port (CFG_CMD 3 = MC->MC, 0 = CV->CV)."""
     from nvdla_hil.drivers.profiles import load_profile
-    from nvdla_hil.harness.txn import _data_file, load_txn_data, parse_txn
+    from nvdla_hil.harness.traces.txn import _data_file, load_txn_data, parse_txn
 
     txn = parse_txn(_txn_root() / name)
     regmap = load_profile("nv_full").regmap
@@ -238,7 +238,7 @@ def test_sanity2_traces_emulated(name, port):
 def test_sanity1_polls_the_group0_done_bit():
     """sanity1 polls GLB S_INTR_STATUS & 0x40: BDMA_DONE_STATUS0 in the v1 register map."""
     from nvdla_hil.drivers.profiles import load_profile
-    from nvdla_hil.harness.txn import parse_txn
+    from nvdla_hil.harness.traces.txn import parse_txn
 
     txn = parse_txn(_txn_root() / "sanity1")
     regmap = load_profile("nv_full").regmap
@@ -252,7 +252,7 @@ def test_sanity1_polls_the_group0_done_bit():
 def test_sanity_traces_on_model_target(name):
     """End to end through the txn player once the model target wires BDMA (skips until then)."""
     from nvdla_hil.harness.targets.model import ModelTarget
-    from nvdla_hil.harness.txn import run_txn
+    from nvdla_hil.harness.traces.txn import run_txn
 
     folder = _txn_root() / name
     with ModelTarget("nv_full") as t:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from _regview import RegView, run_on_model, trace_names
 from nvdla_hil.drivers.driver import NvdlaDriver
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.cdp import (
     HIT,

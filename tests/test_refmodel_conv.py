@@ -266,7 +266,7 @@ def _pack_weights(w, base, mem):
 
 
 def _layer(d, w, *, stride=(1, 1), dil=(1, 1), pad=(0, 0, 0, 0), pad_value=0, cvt=None, truncate=0):
-    from nvdla_hil.harness.memory import SparseMemory
+    from nvdla_hil.harness.targets.memory import SparseMemory
 
     C, H, W = d.shape
     K, _, KH, KW = w.shape

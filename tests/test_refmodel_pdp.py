@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 from _regview import RegView, run_on_model, trace_names
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pad_values, pool2d, run_pdp
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _regview import RegView
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import DmaPorts, InvalidLayer, ModelOptions
 from nvdla_hil.harness.refmodel.rubik import run_rubik
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from _regview import RegView, run_on_model, trace_names
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.refmodel.base import ModelOptions, UnitNotModelled
 from nvdla_hil.harness.refmodel.dma import CubeGeometry, read_cube, write_cube
 from nvdla_hil.harness.refmodel.sdp import (

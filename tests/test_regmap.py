@@ -28,13 +28,12 @@ from nvdla_hil.drivers.regmap import (
     UnitNotPresentError,
     UnknownFieldError,
     UnknownRegisterError,
-    check_against_checkout,
     compare_regmaps,
-    compare_with_rdl,
     dump_yaml,
     load_regmap,
     regmap_from_yaml,
 )
+from nvdla_hil.drivers.regcheck import check_against_checkout, compare_with_rdl
 
 FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -450,7 +449,7 @@ def test_restricted_regmap() -> None:
     assert {r.block for r in m.registers()} == set(load_profile("nv_small").units)
     assert load_profile("nv_full").regmap.register("BDMA.CFG_OP").address == 0x4030
     with pytest.raises(RegisterMapError, match="v1 design"):
-        load_regmap("v2").restricted_to("nv_full")
+        load_regmap("v2").restricted_to(load_profile("nv_full"))
 
 
 TRACES = Path(os.environ.get("NVDLA_TRACES", Path(__file__).resolve().parents[1] / "../shared/nvdla/trace_tests/nv_small"))

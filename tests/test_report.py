@@ -1,5 +1,5 @@
-"""The regression report page (harness/report.py), the diagnosis sidecar, and `triage` bundles
-(harness/triage_cli.py): parsed from real run directories, checked in a real headless browser."""
+"""The regression report page (harness/analysis/report.py), the diagnosis sidecar, and `triage` bundles
+(harness/cli/triage.py): parsed from real run directories, checked in a real headless browser."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nvdla_hil.harness import triage_cli
-from nvdla_hil.harness.outputs import OutputCube, diff_region
-from nvdla_hil.harness.report import (diag_path, fp16_errors, fp16_histogram_png, heatmap_png, parse_junit,
+from nvdla_hil.harness.cli import triage as triage_cli
+from nvdla_hil.harness.targets.outputs import OutputCube, diff_region
+from nvdla_hil.harness.analysis.report import (diag_path, fp16_errors, fp16_histogram_png, heatmap_png, parse_junit,
                                       read_diagnosis, render_report, write_diagnosis)
-from nvdla_hil.harness.triage import TraceDiagnosis
+from nvdla_hil.harness.analysis.triage import TraceDiagnosis
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case
 
 NVDLA_HIL = [sys.executable, "-m", "nvdla_hil.harness.cli"]
@@ -92,7 +92,7 @@ def test_junit_rows_reason_and_skips(tmp_path: Path) -> None:
 def test_fp16_histogram_against_seed_001_thresholds() -> None:
     """No FP16 layer runs on the model; the mechanism on hand-made CDP data: the errors and
     limits are compare.py's, the picture shows them against the threshold."""
-    from nvdla_hil.harness.compare import compare_cdp
+    from nvdla_hil.harness.analysis.compare import compare_cdp
 
     rng = np.random.default_rng(1)
     ref = rng.uniform(-2, 2, 500).astype(np.float16)
@@ -148,7 +148,7 @@ def failing_run(tmp_path_factory) -> Path:
     run = (root / "results" / "latest").resolve()
     # what the suites' hook will do (report.write_diagnosis beside the test's log)
     from nvdla_hil.drivers.profiles import load_profile
-    from nvdla_hil.harness.report import vector_lut_info
+    from nvdla_hil.harness.analysis.report import vector_lut_info
     from nvdla_hil.harness.targets.model import ModelTarget
     from nvdla_hil.harness.vectors import run_case
 
@@ -206,7 +206,7 @@ def test_triage_bundle_on_the_model_with_an_injected_bug(trace_sets_run: Path) -
 def test_triage_on_the_serial_target(trace_sets_run: Path, tmp_path: Path) -> None:
     """The board emulator serves a model with the bug; the run says target serial."""
     from nvdla_hil.drivers.uartbone import BoardMap
-    from nvdla_hil.harness.board_emu import serve_in_thread
+    from nvdla_hil.harness.boards.emulator import serve_in_thread
     from nvdla_hil.harness.targets.model import ModelTarget
 
     run = tmp_path / "run"

@@ -275,7 +275,7 @@ def test_second_regression_on_a_held_board_is_refused(board_emu, tmp_path, trace
 
 
 def test_session_lock_is_keyed_by_name_and_by_endpoint(tmp_path):
-    from nvdla_hil.harness.lab import BoardBusyError, SessionBoardLock, load_lab
+    from nvdla_hil.harness.boards.lab import BoardBusyError, SessionBoardLock, load_lab
 
     dev = tmp_path / "ttyUSB3"
     dev.write_text("")

@@ -5,7 +5,7 @@ flaky tests follow from the series; past run directories import to the same rows
 killed runs are recorded as interrupted; progress is printed as the run goes.
 
 Oracle of every failure here: the reference model (harness/refmodel) against the same model with
-SDP.D_CVT_OFFSET.CVT_OFFSET decoded one too high; the suspect-register search of harness/triage.py
+SDP.D_CVT_OFFSET.CVT_OFFSET decoded one too high; the suspect-register search of harness/analysis/triage.py
 names that field."""
 
 from __future__ import annotations

@@ -117,7 +117,7 @@ boards:
 
 def test_runs_labels_import_and_dashboard_on_postgresql(pg_url: str, trace_root: Path, tmp_path: Path) -> None:
     from nvdla_hil.drivers.uartbone import BoardMap
-    from nvdla_hil.harness.board_emu import serve_in_thread
+    from nvdla_hil.harness.boards.emulator import serve_in_thread
     from nvdla_hil.harness.results.analysis import load_history
     from nvdla_hil.harness.results.db import ResultsDB
     from nvdla_hil.harness.targets.model import ModelTarget

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from nvdla_hil.harness.report import error_reason, parse_junit
+from nvdla_hil.harness.analysis.report import error_reason, parse_junit
 from nvdla_hil.harness.results.signature import (cluster_map, coord_pattern, failure_info, magnitude_class,
                                                  signature_of)
 

@@ -9,7 +9,7 @@ import pytest
 from nvdla_hil.drivers.driver import NvdlaDriver
 from nvdla_hil.drivers.transport import LinkIntegrityError, TransportTimeoutError
 from nvdla_hil.drivers.uartbone import BoardMap, IntegrityPolicy, SerialTransport
-from nvdla_hil.harness.board_emu import FaultConfig, serve_in_thread
+from nvdla_hil.harness.boards.emulator import FaultConfig, serve_in_thread
 from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.targets.serial import readback_rules

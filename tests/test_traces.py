@@ -129,7 +129,7 @@ def test_every_shared_trace_parses(trace_root):
 
 
 def test_memory_setup_is_merged_in_file_order():
-    from nvdla_hil.harness.traces import _merge_pieces
+    from nvdla_hil.harness.traces.memory_setup import merge_pieces as _merge_pieces
 
     a = np.arange(8, dtype=np.uint8)
     merged = _merge_pieces([

@@ -93,10 +93,10 @@ def test_stale_right_answer_does_not_pass(trace_root: Path, setup: str) -> None:
 
 
 def test_lean_falls_back_to_full_when_the_model_cannot_run_it(trace_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from nvdla_hil.harness import traces
+    from nvdla_hil.harness.traces import player
 
     tr = _trace(trace_root, "sdp_3x3x33_bs_bn_int8_0")
-    monkeypatch.setattr(traces, "_footprint", lambda *a, **k: None)  # as for a unit the model refuses
+    monkeypatch.setattr(player, "footprint", lambda *a, **k: None)  # as for a unit the model refuses
     with Counting("nv_small") as t:
         r = run_trace(tr, t, poison=True, setup="lean")
     assert r.setup.startswith("full (the model cannot run this trace")

@@ -16,11 +16,11 @@ import pytest
 
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.cli import main
-from nvdla_hil.harness.outputs import OutputCube, diff_region
+from nvdla_hil.harness.targets.outputs import OutputCube, diff_region
 from nvdla_hil.harness.targets.faults import parse_bug
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import parse_trace, run_trace
-from nvdla_hil.harness.triage import diagnose_trace
+from nvdla_hil.harness.analysis.triage import diagnose_trace
 
 
 def test_output_cube_locates_bytes_by_hand() -> None:

@@ -1,4 +1,4 @@
-"""nv_full's traceplayer format (harness/txn.py): parsing, playing, and the model's completion
+"""nv_full's traceplayer format (harness/traces/txn.py): parsing, playing, and the model's completion
 timing that NVDLA's own nv_full tests rely on.
 
 The public tests come from ``NVDLA_TXN_TESTS`` (CI: ../shared/nvdla/traceplayer_v1); the tests
@@ -15,7 +15,7 @@ import pytest
 
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import TraceError
-from nvdla_hil.harness.txn import find_txns, load_txn_data, parse_txn, run_txn
+from nvdla_hil.harness.traces.txn import find_txns, load_txn_data, parse_txn, run_txn
 
 
 def _test(tmp_path: Path, txn: str, files: dict[str, str] | None = None, plusargs: str | None = None) -> Path:

@@ -15,7 +15,7 @@ from nvdla_hil.drivers.uartbone import (
     encode_write,
     max_burst_words,
 )
-from nvdla_hil.harness.board_emu import FaultConfig, RegisterFileTarget, fault_campaign, serve_in_thread
+from nvdla_hil.harness.boards.emulator import FaultConfig, RegisterFileTarget, fault_campaign, serve_in_thread
 
 LUT_PORT = 0x900C  # stands for a non-readback data port in these tests
 
@@ -304,7 +304,7 @@ def _emu_process(mode: str):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.board_emu", "board-emu",
+    proc = subprocess.Popen([sys.executable, "-m", "nvdla_hil.harness.boards.emulator", "board-emu",
                              "--pty" if mode == "pty" else "--tcp=0", "--backend", "regfile"],
                             stdout=subprocess.PIPE, text=True)
     return proc, proc.stdout.readline().strip()

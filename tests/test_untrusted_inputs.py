@@ -19,9 +19,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from nvdla_hil.harness.memory import SparseMemory
+from nvdla_hil.harness.targets.memory import SparseMemory
 from nvdla_hil.harness.targets.model import ModelTarget
-from nvdla_hil.harness.traces import MAX_REGION_BYTES, TraceError, _merge_pieces, load_dat, parse_trace, run_trace
+from nvdla_hil.harness.traces import MAX_REGION_BYTES, TraceError, load_dat, parse_trace, run_trace
+from nvdla_hil.harness.traces.memory_setup import merge_pieces as _merge_pieces
 from nvdla_hil.harness.vectors import VectorError, bundled_root, find_cases, load_case, padding_mask, run_case
 
 DAT = "{offset:0x0, size:4, payload:0x01 0x02 0x03 0x04},\n"
@@ -136,7 +137,7 @@ def test_large_zero_mem_init_is_not_materialised(tmp_path):
 
 
 def test_merge_keeps_file_order_with_fills():
-    from nvdla_hil.harness.traces import _Fill, _read_dat  # noqa: F401
+    from nvdla_hil.harness.traces.memory_setup import Fill as _Fill
 
     pieces = [("pri_mem", 0, _Fill(1 << 20, 0)), ("pri_mem", 10, np.arange(4, dtype=np.uint8)),
               ("pri_mem", (1 << 20) - 2, _Fill(4, 0xFF)), ("pri_mem", 12, _Fill(1, 0xFF))]
@@ -152,7 +153,7 @@ def test_merge_keeps_file_order_with_fills():
 
 def test_transport_without_fill_gets_bounded_zero_chunks():
     """A target with only Transport.mem_write receives a zero region in bounded chunks."""
-    from nvdla_hil.harness.traces import _mem_fill
+    from nvdla_hil.harness.traces.memory_setup import mem_fill as _mem_fill
 
     class OnlyWrite:
         is_open = True
@@ -476,7 +477,7 @@ def test_cluster_workers_load_exactly_the_plugins_the_run_needs(tmp_path, monkey
     import sys
 
     distributed = pytest.importorskip("distributed")
-    from nvdla_hil.harness.cluster import AUTOLOAD_ENV, WORKER_PLUGIN
+    from nvdla_hil.harness.plugin.cluster import AUTOLOAD_ENV, WORKER_PLUGIN
 
     path = _embedded_path()
     if path is None:

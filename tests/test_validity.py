@@ -3,7 +3,7 @@ The expectations below are transcribed from the seed text, not from the module."
 
 import pytest
 
-from nvdla_hil.harness.validity import InvalidPrecisionConfig, check_config, check_precisions
+from nvdla_hil.harness.refmodel.validity import InvalidPrecisionConfig, check_config, check_precisions
 
 P = ("int8", "int16", "fp16")
 

@@ -8,7 +8,7 @@ to the state of a fresh start, and one that crashed, hung or was interrupted is 
   ``NVDLA_TRACES``): each trace is run on a fresh simulator and on a warm one that ran other
   traces first; the register accesses (every value read, every poll) and the checked output
   regions must be identical, and both must pass NVDLA's CRCs (the golden is the trace's).
-* The pytest plugin (``harness/warm.py``): which pool the fixture gives, and an externally
+* The pytest plugin (``harness/plugin/warm.py``): which pool the fixture gives, and an externally
   owned pool (``WarmPoolPlugin``) outliving two pytest sessions.
 """
 
@@ -117,7 +117,7 @@ def _inner(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, expect: str, *args: 
     for k in ("NVDLA_HIL_TARGET", "NVDLA_HW", "NVDLA_TRACES", "NVDLA_HIL_CONFIG"):
         monkeypatch.delenv(k, raising=False)
     # labgrid's pytest plugin (when installed) cannot run nested in one process
-    return int(pytest.main(["-p", "no:cacheprovider", "-p", "no:labgrid", "-p", "nvdla_hil.harness.warm", "-q",
+    return int(pytest.main(["-p", "no:cacheprovider", "-p", "no:labgrid", "-p", "nvdla_hil.harness.plugin.warm", "-q",
                             "--import-mode=importlib", "--rootdir",
                             str(tmp_path), str(tmp_path / "test_inner.py"), *args], plugins=list(plugins)))
 
@@ -131,7 +131,7 @@ def test_fixture_gives_a_pool_on_verilator_only(tmp_path: Path, monkeypatch: pyt
 
 def test_external_pool_outlives_sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture_build) -> None:
     """What a Dask worker does: one pool, several pytest sessions, the simulator kept warm."""
-    from nvdla_hil.harness.warm import WarmPoolPlugin
+    from nvdla_hil.harness.plugin.warm import WarmPoolPlugin
 
     with WarmSimulators() as pool:
         for _ in range(2):

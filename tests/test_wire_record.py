@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from nvdla_hil.drivers.uartbone import BoardMap
-from nvdla_hil.harness.board_emu import serve_in_thread
-from nvdla_hil.harness.memory import KnownMemory, poison_pattern
+from nvdla_hil.harness.boards.emulator import serve_in_thread
+from nvdla_hil.harness.targets.memory import KnownMemory, poison_pattern
 from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.targets.serial import BoardMemoryBook
@@ -183,7 +183,8 @@ def test_a_stray_write_into_a_gap_fails_and_a_verified_read_costs_about_one_read
 def test_probes_only_where_the_check_can_restore_them():
     """A probe sits only in bytes nothing touches and only inside checks whose expected bytes the
     model knows (its CRC equals the check's): elsewhere nothing would restore the set-up's bytes."""
-    from nvdla_hil.harness.traces import CheckResult, _Footprint, _plant
+    from nvdla_hil.harness.traces import CheckResult
+    from nvdla_hil.harness.traces.lean import Footprint as _Footprint, plant_probes as _plant
 
     lo, n = 0x8000_0000, 8192
     known_ck = CheckResult("s0", "crc", "pri_mem", lo, 4096, 0, line=1)

@@ -71,7 +71,7 @@ def test_ordinary_documents_and_small_aliases_still_load():
 def test_every_shipped_yaml_loads_strictly():
     """The shipped register maps, profiles, constraints and vector manifests are within bounds."""
     root = Path(__file__).resolve().parents[1]
-    files = [p for d in ("drivers/data", "harness/constraints", "testvectors") for p in (root / d).rglob("*.yaml")]
+    files = [p for d in ("drivers/data", "harness/fuzz/constraints", "testvectors") for p in (root / d).rglob("*.yaml")]
     assert len(files) > 100
     for p in files:
         yamlstrict.load(p.read_text(encoding="utf-8"), str(p))
@@ -100,7 +100,7 @@ def test_vector_manifest_attack_is_a_vector_error(tmp_path, name):
 
 @pytest.mark.parametrize("name", ["alias bomb", "merge chain"])
 def test_lab_file_attack_is_a_lab_error(tmp_path, name):
-    from nvdla_hil.harness.lab import LabError, load_lab
+    from nvdla_hil.harness.boards.lab import LabError, load_lab
 
     text, _, needle = ATTACKS[name]
     lab = tmp_path / "lab.yaml"
@@ -112,8 +112,8 @@ def test_lab_file_attack_is_a_lab_error(tmp_path, name):
 
 def test_labgrid_environment_and_fuzz_constraints_are_strict(tmp_path):
     from nvdla_hil.harness.fuzz import ConstraintError, load_constraints
-    from nvdla_hil.harness.lab import LabError
-    from nvdla_hil.harness.labgrid_place import place_from_env
+    from nvdla_hil.harness.boards.lab import LabError
+    from nvdla_hil.harness.boards.labgrid_place import place_from_env
 
     env = tmp_path / "env.yaml"
     env.write_text(BOMB, encoding="utf-8")

@@ -8,35 +8,30 @@ See README.md in this folder for every layout and parameter.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from ._base import REQUIRED, AlignmentError, LayoutError, LayoutSpec, Param
 from ._base import check_close_name as _close
+from .dmp import dmp_layouts
 from .nvdla import nvdla_layouts
+from .sophgo import sophgo_layouts
 
 __all__ = ["LAYOUTS", "REQUIRED", "AlignmentError", "LayoutError", "LayoutSpec", "Param", "get_layout"]
 
 
-def _build() -> dict[str, LayoutSpec]:
-    specs: list[LayoutSpec] = []
-    specs += nvdla_layouts()
-    try:
-        from .dmp import dmp_layouts
-        specs += dmp_layouts()
-    except ImportError:  # pragma: no cover - during bring-up
-        pass
-    try:
-        from .sophgo import sophgo_layouts
-        specs += sophgo_layouts()
-    except ImportError:  # pragma: no cover
-        pass
+def build_layouts() -> dict[str, LayoutSpec]:
+    """Every layout of every family by name; a name given twice is a programming error."""
     out: dict[str, LayoutSpec] = {}
-    for s in specs:
+    for s in [*nvdla_layouts(), *dmp_layouts(), *sophgo_layouts()]:
         if s.name in out:
             raise RuntimeError(f"duplicate layout name {s.name!r}")
         out[s.name] = s
     return out
 
 
-LAYOUTS: dict[str, LayoutSpec] = _build()
+#: The registry: built once from the families' explicit lists, read-only afterwards.
+LAYOUTS: Mapping[str, LayoutSpec] = MappingProxyType(build_layouts())
 
 
 def get_layout(name: str) -> LayoutSpec:

@@ -1,4 +1,4 @@
-"""`nvdla-hil pack / unpack / layouts` subcommands (wired into the main CLI by the lead).
+"""`nvdla-hil pack / unpack / layouts` subcommands (registered in harness/cli/commands.py).
 
 Files are read with ``np.load(..., allow_pickle=False)`` and written with ``np.save``.
 The output may never be the input (``pack a.npy a.npy``), and an existing output is replaced

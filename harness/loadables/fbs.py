@@ -264,6 +264,48 @@ class _Reader:
 U8, U16, I16, U32, I32, U64 = N.Uint8Flags, N.Uint16Flags, N.Int16Flags, N.Uint32Flags, N.Int32Flags, N.Uint64Flags
 
 
+def _memory_entry(r: _Reader, t: _Tab, q: str) -> MemoryEntry:
+    """One ``memory_list`` table, its size, alignment, domain and contents/offsets checked."""
+    m = MemoryEntry(r.scalar(t, 0, U16, 0, f"{q}.id"), r.scalar(t, 1, U8, 0, f"{q}.domain"),
+                    r.scalar(t, 2, U16, 0, f"{q}.flags"), r.scalar(t, 3, U64, 0, f"{q}.size"),
+                    r.scalar(t, 4, U32, 0, f"{q}.alignment"), r.strings(t, 5, f"{q}.contents"),
+                    r.scalars(t, 6, "Q", f"{q}.offsets"), r.scalar(t, 7, U16, 0, f"{q}.bind_id"),
+                    r.scalar(t, 8, U16, 0, f"{q}.tensor_desc_id"))
+    if m.size > MAX_MEMORY_BYTES:
+        raise LoadableError(f"{q}.size: {m.size} bytes, more than the {MAX_MEMORY_BYTES} a run places")
+    if m.alignment and (m.alignment & (m.alignment - 1) or m.alignment > 1 << 20):
+        raise LoadableError(f"{q}.alignment: {m.alignment} is not a power of two up to 1 MiB")
+    if m.domain not in (0, 1):
+        raise LoadableError(f"{q}.domain: {m.domain} is neither SYSTEM (0) nor SRAM (1)")
+    if len(m.contents) != len(m.offsets):
+        raise LoadableError(f"{q}: {len(m.contents)} contents but {len(m.offsets)} offsets")
+    return m
+
+
+def _blob(r: _Reader, t: _Tab, q: str) -> Blob:
+    """One ``blobs`` table; its ``size`` must fit the data it carries."""
+    bname = r.string(t, 0, f"{q}.name")
+    size = r.scalar(t, 1, U64, 0, f"{q}.size")
+    start, n = r.vector(t, 5, 1, f"{q}.data", MAX_FILE_BYTES)
+    if size > n:
+        raise LoadableError(f"{q} ({bname}).size: {size} bytes but its data holds {n}")
+    return Blob(bname, size, r.scalar(t, 2, U32, 0, f"{q}.interface"), r.scalar(t, 3, U32, 0, f"{q}.sub_interface"),
+                r.version(t, 4, f"{q}.version"), r.buf[start:start + size])
+
+
+def _tensor_desc(r: _Reader, t: _Tab, q: str) -> TensorDesc:
+    """One ``tensor_desc_list`` table; dimensions within 0..65536."""
+    dims = tuple(r.scalar(t, s, I32, 0, f"{q}.{d}") for s, d in zip(range(10, 14), "nchw"))
+    if any(not 0 <= d <= 1 << 16 for d in dims):
+        raise LoadableError(f"{q}: dimensions {dims} outside 0..65536")
+    return TensorDesc(r.string(t, 0, f"{q}.name"), r.scalar(t, 1, U16, 0, f"{q}.id"),
+                      r.scalar(t, 2, U16, 0, f"{q}.mem_id"), r.scalar(t, 3, U64, 0, f"{q}.size"),
+                      r.scalar(t, 4, U64, 0, f"{q}.offset"), r.scalar(t, 5, U8, 0, f"{q}.data_format"),
+                      r.scalar(t, 6, U8, 0, f"{q}.data_type"), r.scalar(t, 7, U8, 0, f"{q}.data_category"),
+                      r.scalar(t, 8, U8, 0, f"{q}.pixel_format"), r.scalar(t, 9, U8, 0, f"{q}.pixel_mapping"),
+                      dims, tuple(r.scalar(t, s, U32, 0, f"{q}.stride_{s - 14}") for s in range(14, 22)))  # type: ignore[arg-type]
+
+
 def parse_loadable(data: bytes, name: str = "loadable") -> Loadable:
     """Parse a loadable file's bytes; :class:`LoadableError` names what is malformed."""
     if len(data) > MAX_FILE_BYTES:
@@ -283,23 +325,7 @@ def parse_loadable(data: bytes, name: str = "loadable") -> Loadable:
         tasks.append(TaskEntry(r.scalar(t, 0, U16, 0, f"{q}.id"), r.scalar(t, 1, U32, 0, f"{q}.interface"),
                                r.scalar(t, 2, I16, 0, f"{q}.instance"), r.scalars(t, 3, "H", f"{q}.address_list"),
                                r.scalars(t, 4, "H", f"{q}.pre_actions"), r.scalars(t, 5, "H", f"{q}.post_actions")))
-    memory = []
-    for i, t in enumerate(r.tables(root, 2, f"{w}.memory_list")):
-        q = f"{w}.memory_list[{i}]"
-        m = MemoryEntry(r.scalar(t, 0, U16, 0, f"{q}.id"), r.scalar(t, 1, U8, 0, f"{q}.domain"),
-                        r.scalar(t, 2, U16, 0, f"{q}.flags"), r.scalar(t, 3, U64, 0, f"{q}.size"),
-                        r.scalar(t, 4, U32, 0, f"{q}.alignment"), r.strings(t, 5, f"{q}.contents"),
-                        r.scalars(t, 6, "Q", f"{q}.offsets"), r.scalar(t, 7, U16, 0, f"{q}.bind_id"),
-                        r.scalar(t, 8, U16, 0, f"{q}.tensor_desc_id"))
-        if m.size > MAX_MEMORY_BYTES:
-            raise LoadableError(f"{q}.size: {m.size} bytes, more than the {MAX_MEMORY_BYTES} a run places")
-        if m.alignment and (m.alignment & (m.alignment - 1) or m.alignment > 1 << 20):
-            raise LoadableError(f"{q}.alignment: {m.alignment} is not a power of two up to 1 MiB")
-        if m.domain not in (0, 1):
-            raise LoadableError(f"{q}.domain: {m.domain} is neither SYSTEM (0) nor SRAM (1)")
-        if len(m.contents) != len(m.offsets):
-            raise LoadableError(f"{q}: {len(m.contents)} contents but {len(m.offsets)} offsets")
-        memory.append(m)
+    memory = [_memory_entry(r, t, f"{w}.memory_list[{i}]") for i, t in enumerate(r.tables(root, 2, f"{w}.memory_list"))]
     addresses = []
     for i, t in enumerate(r.tables(root, 3, f"{w}.address_list")):
         q = f"{w}.address_list[{i}]"
@@ -311,30 +337,9 @@ def parse_loadable(data: bytes, name: str = "loadable") -> Loadable:
         events.append(EventEntry(r.scalar(t, 0, U16, 0, f"{q}.id"), r.scalar(t, 1, U8, 0, f"{q}.type"),
                                  r.scalar(t, 2, U16, 0, f"{q}.target"), r.scalar(t, 3, U32, 0, f"{q}.val"),
                                  r.scalar(t, 4, U8, 0, f"{q}.op")))
-    blobs = []
-    total = 0
-    for i, t in enumerate(r.tables(root, 5, f"{w}.blobs")):
-        q = f"{w}.blobs[{i}]"
-        bname = r.string(t, 0, f"{q}.name")
-        size = r.scalar(t, 1, U64, 0, f"{q}.size")
-        start, n = r.vector(t, 5, 1, f"{q}.data", MAX_FILE_BYTES)
-        if size > n:
-            raise LoadableError(f"{q} ({bname}).size: {size} bytes but its data holds {n}")
-        total += n
-        blobs.append(Blob(bname, size, r.scalar(t, 2, U32, 0, f"{q}.interface"), r.scalar(t, 3, U32, 0, f"{q}.sub_interface"),
-                          r.version(t, 4, f"{q}.version"), r.buf[start:start + size]))
-    tensors = []
-    for i, t in enumerate(r.tables(root, 6, f"{w}.tensor_desc_list")):
-        q = f"{w}.tensor_desc_list[{i}]"
-        dims = tuple(r.scalar(t, s, I32, 0, f"{q}.{d}") for s, d in zip(range(10, 14), "nchw"))
-        if any(not 0 <= d <= 1 << 16 for d in dims):
-            raise LoadableError(f"{q}: dimensions {dims} outside 0..65536")
-        tensors.append(TensorDesc(r.string(t, 0, f"{q}.name"), r.scalar(t, 1, U16, 0, f"{q}.id"),
-                                  r.scalar(t, 2, U16, 0, f"{q}.mem_id"), r.scalar(t, 3, U64, 0, f"{q}.size"),
-                                  r.scalar(t, 4, U64, 0, f"{q}.offset"), r.scalar(t, 5, U8, 0, f"{q}.data_format"),
-                                  r.scalar(t, 6, U8, 0, f"{q}.data_type"), r.scalar(t, 7, U8, 0, f"{q}.data_category"),
-                                  r.scalar(t, 8, U8, 0, f"{q}.pixel_format"), r.scalar(t, 9, U8, 0, f"{q}.pixel_mapping"),
-                                  dims, tuple(r.scalar(t, s, U32, 0, f"{q}.stride_{s - 14}") for s in range(14, 22))))  # type: ignore[arg-type]
+    blobs = [_blob(r, t, f"{w}.blobs[{i}]") for i, t in enumerate(r.tables(root, 5, f"{w}.blobs"))]
+    tensors = [_tensor_desc(r, t, f"{w}.tensor_desc_list[{i}]")
+               for i, t in enumerate(r.tables(root, 6, f"{w}.tensor_desc_list"))]
     relocs = []
     for i, t in enumerate(r.tables(root, 7, f"{w}.reloc_list")):
         q = f"{w}.reloc_list[{i}]"

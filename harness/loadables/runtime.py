@@ -39,7 +39,7 @@ from .fbs import IFACE_DLA1, IFACE_EMU1, MEM_ALLOC, MEM_INPUT, MEM_OUTPUT, MEM_S
 from .firmware import Firmware, FirmwareError
 
 __all__ = ["Placement", "place_memory", "loadable_config", "check_profile", "RunResult", "run_loadable",
-           "dla_ops", "input_from_file", "OpSnapshot"]
+           "dla_ops", "input_from_file", "OpSnapshot", "entry_bytes"]
 
 DRAM_BASE = 0x8000_0000
 SRAM_BASE = 0x5000_0000
@@ -98,7 +98,7 @@ def dla_ops(ld: Loadable, task_index: int) -> tuple[list[OpDesc], int]:
         if i < 0 or i >= len(t.address_list):
             raise LoadableError(f"task {t.id}: address-list index {i} outside its {len(t.address_list)} entries")
         a = ld.addresses[t.address_list[i]]
-        return _entry_bytes(ld, a.mem_id)[a.offset:]
+        return entry_bytes(ld, a.mem_id)[a.offset:]
 
     nd = decode_network(entry(0))
     if nd.num_operations == 0:
@@ -118,16 +118,16 @@ def _upgrades(ld: Loadable, fw_version: tuple[int, int, int]) -> dict[int, bytes
             continue
         ops, _ = dla_ops(ld, i)
         a0 = ld.addresses[t.address_list[0]]
-        nd = decode_network(_entry_bytes(ld, a0.mem_id)[a0.offset:])
+        nd = decode_network(entry_bytes(ld, a0.mem_id)[a0.offset:])
         if not nd.num_operations:
             continue
         a = ld.addresses[t.address_list[nd.surface_desc_index]]
-        raw = out.get(a.mem_id, _entry_bytes(ld, a.mem_id))
+        raw = out.get(a.mem_id, entry_bytes(ld, a.mem_id))
         out[a.mem_id] = raw[:a.offset] + upgrade_surfaces([o.op_type for o in ops], raw[a.offset:])
     return out
 
 
-def _entry_bytes(ld: Loadable, mem_id: int) -> bytes:
+def entry_bytes(ld: Loadable, mem_id: int) -> bytes:
     """The initial contents of a memory entry (zeros plus its SET blobs)."""
     m = ld.memory[mem_id]
     buf = bytearray(m.size)
@@ -308,7 +308,7 @@ def run_loadable(ld: Loadable, profile: HardwareProfile, target: Transport, firm
         if not m.flags & MEM_ALLOC:
             continue
         port, a = placement.of(m.id)
-        data = upgraded.get(m.id) or _entry_bytes(ld, m.id)
+        data = upgraded.get(m.id) or entry_bytes(ld, m.id)
         if m.flags & MEM_INPUT and input_data is not None and m is inputs[0]:
             data = input_data[:m.size].ljust(m.size, b"\0")
         target.mem_write(a, data, port=port)

@@ -13,11 +13,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ...errors import ModelError
+
 __all__ = ["RegisterView", "MemoryPort", "DmaPorts", "engine_memory", "ModelOptions", "LayerResult",
            "UnitNotModelled", "InvalidLayer"]
 
 
-class UnitNotModelled(NotImplementedError):
+class UnitNotModelled(ModelError, NotImplementedError):
     """The reference model does not cover this unit/mode yet. Reported as a skip, never as
     a pass: the message names the unit and the feature."""
 

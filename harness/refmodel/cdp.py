@@ -68,11 +68,12 @@ FP16 (``INPUT_DATA = FP16``, nv_full; cmod ``hls_wrapper/cdp_hls_wrapper.cpp``
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from ...drivers.precision import lut_config_from_fields
+from ...lut_registers import lut_config_from_fields
 from .dma import CubeGeometry, read_surfaces, write_surfaces
 from . import fp16 as F
 from .base import EventSink, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
@@ -122,32 +123,11 @@ class CdpConfig:
     bits: int = 8  # element width: 8 (INT8) or 16 (INT16)
 
 
-def _decode_select(byte: int, semantics: str, bits: int = 8) -> int:
-    """LE/LO index select byte -> signed shift (6.3 [DIFF]).
-
-    INT8 — RTL: bits 5:0 as a 6-bit signed value, bits 7:6 ignored. cmod: sign-extends from
-    bit 5 only when bit 5 is set; otherwise the whole (unsigned) byte is the shift.
-    INT16 (``bits`` 16) — the same with bit 6: RTL bits 6:0 as a 7-bit signed value
-    (``NV_NVDLA_CDP_DP_LUT_CTRL_unit.v`` ``shift_bits_int16_abs``); cmod ``lookup_lut``:
-    ``sel & (1 << 6) ? sel | 0xFFFFFF80 : sel``.
-    """
-    byte &= 0xFF
-    sign = 0x20 if bits == 8 else 0x40
-    if semantics == "cmod" and not byte & sign:
-        return byte
-    return sx(byte & (2 * sign - 1), 6 if bits == 8 else 7)
-
-
 def decode_cdp_lut(view: RegisterView, semantics: str = "rtl", bits: int = 8) -> LutParams:
     """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed,
-    the driver's :func:`~nvdla_hil.drivers.precision.lut_config_from_fields`); the index
-    selects follow ``semantics`` and the precision (6.3 [DIFF], :func:`_decode_select`)."""
-    f = lambda reg, fld: int(view.field("CDP", reg, fld))  # noqa: E731
-    return replace(
-        lut_config_from_fields("CDP", f),
-        le_index_select=_decode_select(f("S_LUT_INFO", "LUT_LE_INDEX_SELECT"), semantics, bits),
-        lo_index_select=_decode_select(f("S_LUT_INFO", "LUT_LO_INDEX_SELECT"), semantics, bits),
-    )
+    :func:`~nvdla_hil.lut_registers.lut_config_from_fields`); the index selects follow
+    ``semantics`` and the precision (6.3 [DIFF], :func:`~nvdla_hil.lut_registers.cdp_index_select`)."""
+    return lut_config_from_fields("CDP", lambda reg, fld: int(view.field("CDP", reg, fld)), semantics=semantics, bits=bits)
 
 
 def decode_cdp_config(view: RegisterView, bits: int = 8) -> CdpConfig:
@@ -434,48 +414,64 @@ def _f32(bits: np.ndarray) -> np.ndarray:
     return (np.asarray(bits, I64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
 
 
-def _fp16_table(s: np.ndarray, t: np.ndarray, *, upper: int, exp_mode: bool, start: int, end: int, index_offset: int,
-                index_select: int, uflow_scale: int, oflow_scale: int) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """One table of the FP16 LUT (``HLS_CDP_lookup_lut``) for fp32 square sums ``s`` (bit
-    patterns): value (fp17 bits) and state (UF/OF/HIT). START/END: their low 32 bits as fp32
-    patterns; ``index_select``: the raw 8-bit field as int8; slopes: the 16-bit scale fields as
-    FP16; the fraction: 16 bits, ``FpFractionToFloat<16,6,10>``."""
-    start32, end32 = I64(start & 0xFFFFFFFF), I64(end & 0xFFFFFFFF)
-    sub = F.fp32_sub_bits(s, start32)
-    subf = _f32(sub)
-    uf = np.isnan(subf) | (subf <= 0)
-    if exp_mode:
-        sb = sub & 0xFFFFFFFF
-        idx = ((sb >> 23) & 0xFF) - 127 - index_offset
-        off = (sb >> 7) & 0xFFFF
-        uf = uf | (idx < 0)
-        of = ~uf & (idx >= upper)
-    else:
-        with np.errstate(all="ignore"):
-            sh = (subf.astype(np.float64) / np.float64(2.0) ** index_select).astype(np.float32)
-            of = ~uf & (sh >= np.float32(upper))
-            ok = ~uf & ~of
-            tr = np.where(ok, np.trunc(sh), 0).astype(np.float32)
-            idx = tr.astype(I64)
-            off = np.where(ok, np.trunc((np.where(ok, sh, 0) - tr) * np.float32(65536)), 0).astype(I64)
-    hit = ~uf & ~of
-    idx = np.where(hit, np.clip(idx, 0, upper - 1), 0)
-    tt = np.asarray(t, I64) & 0xFFFF
-    r0, r1 = tt[idx], tt[idx + 1]
-    d = F.fp32_to_fp17_bits(F.fp32_sub_bits(F.fp16_to_fp32_bits(r1), F.fp16_to_fp32_bits(r0)))
-    v_hit = F.fp17_add_bits(F.fp17_mul_bits(d, F.fraction_to_fp17_bits(np.where(hit, off, 0), 16)), F.fp16_to_fp17_bits(r0))
-    sub_u = sub
-    if exp_mode:
-        offset = 0.0 if index_offset <= -127 else float(np.float32(2.0 ** index_offset))
-        adj = F.fp32_add_bits(start32, I64(np.array([offset], np.float32).view(np.uint32)[0]))
-        sub_u = F.fp32_sub_bits(s, adj)
-    slope_u = F.fp16_to_fp17_bits(uflow_scale & 0xFFFF)
-    v_uf = F.fp17_add_bits(F.fp17_mul_bits(F.fp32_to_fp17_bits(sub_u), slope_u), F.fp16_to_fp17_bits(tt[0]))
-    slope_o = F.fp16_to_fp17_bits(oflow_scale & 0xFFFF)
-    v_of = F.fp17_add_bits(F.fp17_mul_bits(F.fp32_to_fp17_bits(F.fp32_sub_bits(s, end32)), slope_o),
-                           F.fp16_to_fp17_bits(tt[upper]))
-    state = np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8)
-    return np.where(uf, v_uf, np.where(of, v_of, v_hit)), state
+def _fp16_tables(s: np.ndarray, tables: list[dict[str, Any]]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The tables of the FP16 LUT (``HLS_CDP_lookup_lut``) for fp32 square sums ``s`` (bit
+    patterns): per table its value (fp17 bits) and state (UF/OF/HIT). A table: ``t`` (entries),
+    ``upper``, ``exp_mode``, ``start``/``end`` (their low 32 bits as fp32 patterns),
+    ``index_offset``, ``index_select`` (the raw 8-bit field as int8), ``uflow_scale``/``oflow_scale``
+    (the 16-bit fields as FP16); the fraction: 16 bits, ``FpFractionToFloat<16,6,10>``. Every FP
+    operation runs once for all tables and cases (hit, underflow, overflow) stacked: elementwise,
+    so the results are the same, and a small cube pays numpy's per-call cost once, not six times."""
+    s = np.asarray(s, I64)
+    nt = len(tables)
+    rhs = []  # per table: START (hit), the underflow origin, END (overflow)
+    for tb in tables:
+        start32, end32 = I64(tb["start"] & 0xFFFFFFFF), I64(tb["end"] & 0xFFFFFFFF)
+        adj = np.asarray(start32)  # underflow: s - START, or s - (START + 2^INDEX_OFFSET) in exponent mode
+        if tb["exp_mode"]:
+            offset = 0.0 if tb["index_offset"] <= -127 else float(np.float32(2.0 ** tb["index_offset"]))
+            adj = F.fp32_add_bits(start32, I64(np.array([offset], np.float32).view(np.uint32)[0]))
+        rhs += [start32, adj, end32]
+    subs = F.fp32_sub_bits(s, np.array(rhs, I64).reshape((3 * nt,) + (1,) * s.ndim)).reshape((nt, 3) + s.shape)
+    r0s, r1s, offs, states, consts = [], [], [], [], []
+    for tb, sub in zip(tables, subs[:, 0], strict=True):
+        upper = tb["upper"]
+        subf = _f32(sub)
+        uf = np.isnan(subf) | (subf <= 0)
+        if tb["exp_mode"]:
+            sb = sub & 0xFFFFFFFF
+            idx = ((sb >> 23) & 0xFF) - 127 - tb["index_offset"]
+            off = (sb >> 7) & 0xFFFF
+            uf = uf | (idx < 0)
+            of = ~uf & (idx >= upper)
+        else:
+            with np.errstate(all="ignore"):
+                sh = (subf.astype(np.float64) / np.float64(2.0) ** tb["index_select"]).astype(np.float32)
+                of = ~uf & (sh >= np.float32(upper))
+                ok = ~uf & ~of
+                tr = np.where(ok, np.trunc(sh), 0).astype(np.float32)
+                idx = tr.astype(I64)
+                off = np.where(ok, np.trunc((np.where(ok, sh, 0) - tr) * np.float32(65536)), 0).astype(I64)
+        hit = ~uf & ~of
+        idx = np.where(hit, np.clip(idx, 0, upper - 1), 0)
+        tt = np.asarray(tb["t"], I64) & 0xFFFF
+        r0s.append(tt[idx])
+        r1s.append(tt[idx + 1])
+        offs.append(np.where(hit, off, 0))
+        states.append((uf, of))
+        consts += [tb["uflow_scale"] & 0xFFFF, tb["oflow_scale"] & 0xFFFF, tt[0], tt[upper]]
+    w32 = F.fp16_to_fp32_bits(np.stack(r1s + r0s))
+    d32 = F.fp32_sub_bits(w32[:nt], w32[nt:])
+    # hit: d * frac + r0; underflow: (s - origin) * UFLOW slope + T[0]; overflow: (s - END) * OFLOW slope + T[upper]
+    x17 = F.fp32_to_fp17_bits(np.stack([d32, subs[:, 1], subs[:, 2]], axis=1))
+    c17 = F.fp16_to_fp17_bits(np.array(consts, I64)).reshape(nt, 4)
+    frac, b17 = F.fraction_to_fp17_bits(np.stack(offs), 16), F.fp16_to_fp17_bits(np.stack(r0s))
+    full = lambda v: np.full(s.shape, v, dtype=I64)  # noqa: E731
+    scale = np.stack([np.stack([frac[i], full(c17[i, 0]), full(c17[i, 1])]) for i in range(nt)])
+    base = np.stack([np.stack([b17[i], full(c17[i, 2]), full(c17[i, 3])]) for i in range(nt)])
+    v = F.fp17_add_bits(F.fp17_mul_bits(x17, scale), base)
+    return [(np.where(uf, v_uf, np.where(of, v_of, v_hit)), np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8))
+            for (uf, of), (v_hit, v_uf, v_of) in zip(states, v, strict=True)]
 
 
 def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, lo: np.ndarray, lut: LutParams, *,
@@ -486,7 +482,7 @@ def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, l
     outside the cube are +0; ``x17 = Fp16ToFp17(b)`` (the input offset/scale/shifter are
     unused), ``x32 = Fp17ToFp32(x17)``; squares ``fp32_mul(x32, x32)`` (or ``x32`` with
     SQSUM_BYPASS); the sum in the cmod's order ``((x[c-1]+x[c+1]) + x[c]) + (x[c-2]+x[c+2]) +
-    ...`` (fp32 adds); the two-table LUT of :func:`_fp16_table` with the INT priorities and
+    ...`` (fp32 adds); the two-table LUT of :func:`_fp16_tables` with the INT priorities and
     counters; ``fp17_mul(x17, r)`` (MUL_BYPASS: ``r``, or ``x17`` when it is NaN); output
     ``Fp17ToFp16`` (no saturation count). Returns ``(out uint16, stats, lut_value)``."""
     b = np.asarray(x, I64) & 0xFFFF
@@ -503,16 +499,18 @@ def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, l
         n = b.shape[-1]
         sqp = np.pad(sq, [(0, 0)] * (sq.ndim - 1) + [(4, 4)])
         at = lambda k: sqp[..., 4 + k : 4 + k + n]  # noqa: E731
-        s = F.fp32_add_bits(F.fp32_add_bits(at(-1), at(1)), at(0))
-        for k in range(2, cfg.normalz_len + 2):
-            s = F.fp32_add_bits(s, F.fp32_add_bits(at(-k), at(k)))
+        ks = range(1, cfg.normalz_len + 2)  # x[c-k] + x[c+k] for every k in one call, then summed in order
+        pairs = F.fp32_add_bits(np.stack([at(-k) for k in ks]), np.stack([at(k) for k in ks]))
+        s = F.fp32_add_bits(pairs[0], at(0))
+        for pair in pairs[1:]:
+            s = F.fp32_add_bits(s, pair)
     s = np.asarray(s, I64)
-    le_v, le_s = _fp16_table(s, le, upper=LE_ENTRIES - 1, exp_mode=lut.le_function == "exponent", start=lut.le_start,
-                             end=lut.le_end, index_offset=lut.le_index_offset, index_select=le_select,
-                             uflow_scale=lut.le_slope_uflow_scale, oflow_scale=lut.le_slope_oflow_scale)
-    lo_v, lo_s = _fp16_table(s, lo, upper=LO_ENTRIES - 1, exp_mode=False, start=lut.lo_start, end=lut.lo_end,
-                             index_offset=0, index_select=lo_select,
-                             uflow_scale=lut.lo_slope_uflow_scale, oflow_scale=lut.lo_slope_oflow_scale)
+    (le_v, le_s), (lo_v, lo_s) = _fp16_tables(s, [
+        dict(t=le, upper=LE_ENTRIES - 1, exp_mode=lut.le_function == "exponent", start=lut.le_start, end=lut.le_end,
+             index_offset=lut.le_index_offset, index_select=le_select, uflow_scale=lut.le_slope_uflow_scale,
+             oflow_scale=lut.le_slope_oflow_scale),
+        dict(t=lo, upper=LO_ENTRIES - 1, exp_mode=False, start=lut.lo_start, end=lut.lo_end, index_offset=0,
+             index_select=lo_select, uflow_scale=lut.lo_slope_uflow_scale, oflow_scale=lut.lo_slope_oflow_scale)])
     both_uf = (le_s == UF) & (lo_s == UF)
     both_of = ~both_uf & (le_s == OF) & (lo_s == OF)
     le_only = ~both_uf & ~both_of & (le_s == HIT) & (lo_s != HIT)

@@ -104,6 +104,7 @@ def nan_to_zero(bits: np.ndarray | int) -> np.ndarray:
     return np.where(is_nan(b), np.uint16(0), b).astype(np.uint16)
 
 
+#: :func:`nan_to_zero` under a name the ``nan_to_zero`` keyword arguments below do not shadow
 _flush_nan = nan_to_zero
 
 
@@ -259,11 +260,13 @@ def _pack(s: np.ndarray | int, e: np.ndarray | int, m: np.ndarray | int, e_bits:
             | (np.asarray(m, _I64) & ((1 << m_bits) - 1)))
 
 
-def _f32_fields(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def f32_fields(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sign, biased exponent (8 bits) and mantissa (23 bits) of fp32 bit patterns."""
     return _fields(x, 8, 23)
 
 
-def _f32_nan(e: np.ndarray, m: np.ndarray, e_bits: int = 8) -> np.ndarray:
+def f32_nan(e: np.ndarray, m: np.ndarray, e_bits: int = 8) -> np.ndarray:
+    """NaN from the fields: all-ones exponent (``e_bits`` wide) and a non-zero mantissa."""
     return (e == (1 << e_bits) - 1) & (m != 0)
 
 
@@ -278,12 +281,14 @@ def _bit_length(v: np.ndarray) -> np.ndarray:
 
 def _set_max(s: np.ndarray, e_bits: int, m_bits: int) -> np.ndarray:
     """cmod ``SetToInf``: the signed maximal finite value (exponent all ones but one, mantissa all ones)."""
-    return _pack(s, (1 << e_bits) - 2, (1 << m_bits) - 1, e_bits, m_bits)
+    return ((np.asarray(s, _I64) & 1) << (e_bits + m_bits)) | ((((1 << e_bits) - 2) << m_bits) | ((1 << m_bits) - 1))
 
 
 def _nan_first(out: np.ndarray, a: np.ndarray, b: np.ndarray, ea, ma, eb, mb, e_bits: int = 8) -> np.ndarray:
-    out = np.where(_f32_nan(eb, mb, e_bits), b, out)
-    return np.where(_f32_nan(ea, ma, e_bits), a, out)
+    nb, na = f32_nan(eb, mb, e_bits), f32_nan(ea, ma, e_bits)
+    if nb.any():  # NaN operands are rare: no select pass without one
+        out = np.where(nb, b, out)
+    return np.where(na, a, out) if na.any() else out
 
 
 def fp16_to_fp32_bits(bits: np.ndarray | int) -> np.ndarray:
@@ -294,7 +299,7 @@ def fp16_to_fp32_bits(bits: np.ndarray | int) -> np.ndarray:
     s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
     out = _pack32(s, e + 112, m << 13)
     blen = _bit_length(m)
-    den = _pack32(s, 102 + blen, (m << np.clip(24 - blen, 0, 23)))
+    den = _pack32(s, 102 + blen, (m << np.minimum(np.maximum(24 - blen, 0), 23)))
     out = np.where((e == 0) & (m != 0), den, out)
     out = np.where((e == 0) & (m == 0), s << 31, out)
     out = np.where((e == 0x1F) & (m == 0), (s << 31) | F32_MAX_BITS, out)
@@ -311,7 +316,7 @@ def fp32_to_fp16_bits(x: np.ndarray) -> np.ndarray:
 
 def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
     """cmod ``FpWidthDec<8,23,e_out,10,...>``: fp32 -> 1+e_out+10 bits (FP16: e_out = 5; fp17: 6)."""
-    s, e, m = _f32_fields(x)
+    s, e, m = f32_fields(x)
     emax = (1 << e_out) - 1
     delta = 127 - ((1 << (e_out - 1)) - 1)
     sh_out = e_out + 10
@@ -327,7 +332,7 @@ def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
     maxv = _set_max(s, e_out, 10)
     out = np.where(ne >= emax, maxv, (s << sh_out) | (ne << 10) | nm)
     # denormal range: exponent delta-10 .. delta, shift 1..11 (FpMantDecShiftRight)
-    sh = np.clip(delta + 1 - e, 1, 11)
+    sh = np.minimum(np.maximum(delta + 1 - e, 1), 11)
     gpos = 13 + sh - 1
     gd = (p1 >> gpos) & 1
     sd = (p1 & ((_I64(1) << gpos) - 1)) != 0
@@ -341,11 +346,13 @@ def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
     out = np.where((e <= delta) & (e >= delta - 10), den, out)
     out = np.where(e < delta - 10, s << sh_out, out)
     out = np.where(e >= emax + delta, maxv, out)
-    return np.where(_f32_nan(e, m), (s << sh_out) | (emax << 10) | (m & 0x3FF), out)
+    return np.where(f32_nan(e, m), (s << sh_out) | (emax << 10) | (m & 0x3FF), out)
 
 
 def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
-    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
+    a, b = np.asarray(a, _I64), np.asarray(b, _I64)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
     sa, ea, ma = _fields(a, eb_, mb_)
     sb, eb, mb = _fields(b, eb_, mb_)
     emax = (1 << eb_) - 1
@@ -360,15 +367,15 @@ def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, 
     big = np.where(agt, pa, pb) << more
     small_m = np.where(agt, pb, pa)
     ls = more - d
-    small = np.where(ls >= 0, small_m << np.clip(ls, 0, more), small_m >> np.clip(-ls, 0, 63))
+    small = np.where(ls >= 0, small_m << np.minimum(np.maximum(ls, 0), more), small_m >> np.minimum(np.maximum(-ls, 0), 63))
     os_ = np.where(agt, sa, sb)
     tot = np.where(sa == sb, big + small, big - small)
-    carry = (tot >> width) & 1
-    inf = (carry == 1) & (oe >= emax - 1)
+    cy = ((tot >> width) & 1) == 1
+    inf = cy & (oe >= emax - 1)
     zc = width - _bit_length(tot)
-    zero = (carry == 0) & ((tot == 0) | (oe <= zc))
-    mant = np.where(carry == 1, tot >> 1, tot << np.clip(zc, 0, width))
-    oe = np.where(carry == 1, oe + 1, oe - zc)
+    zero = ~cy & ((tot == 0) | (oe <= zc))
+    mant = np.where(cy, tot >> 1, tot << np.minimum(np.maximum(zc, 0), width))
+    oe = np.where(cy, oe + 1, oe - zc)
     trunc = width - (mb_ + 1)
     top = mant >> trunc
     g = (mant >> (trunc - 1)) & 1
@@ -384,7 +391,9 @@ def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, 
 
 
 def _fp_mul(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
-    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
+    a, b = np.asarray(a, _I64), np.asarray(b, _I64)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
     sa, ea, ma = _fields(a, eb_, mb_)
     sb, eb, mb = _fields(b, eb_, mb_)
     emax = (1 << eb_) - 1
@@ -460,7 +469,7 @@ def fp16_to_fp17_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
     s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
     out = _pack(s, e + 16, m, 6, 10)
     blen = _bit_length(m)
-    den = _pack(s, 6 + blen, m << np.clip(11 - blen, 1, 10), 6, 10)
+    den = _pack(s, 6 + blen, m << np.minimum(np.maximum(11 - blen, 1), 10), 6, 10)
     out = np.where((e == 0) & (m != 0), den, out)
     out = np.where((e == 0) & (m == 0), s << 16, out)
     out = np.where((e == 0x1F) & (m == 0), _set_max(s, 6, 10), out)
@@ -489,11 +498,11 @@ def fraction_to_fp17_bits(frac: np.ndarray, frac_bits: int = 35) -> np.ndarray:
     to 11 significant bits; 0 -> +0."""
     f = np.asarray(frac, dtype=_I64)
     L = _bit_length(f)  # the leading one at bit L-1, value in [2^(L-1-35), 2^(L-35))
-    sh = np.clip(L - 11, 0, 63)
+    sh = np.minimum(np.maximum(L - 11, 0), 63)
     top = f >> sh
-    g = np.where(L > 11, (f >> np.clip(sh - 1, 0, 63)) & 1, 0)
-    st = np.where(L > 12, (f & ((_I64(1) << np.clip(sh - 1, 0, 62)) - 1)) != 0, False)
-    top = np.where(L > 11, top + (g & (st | (top & 1))), top << np.clip(11 - L, 0, 11))
+    g = np.where(L > 11, (f >> np.minimum(np.maximum(sh - 1, 0), 63)) & 1, 0)
+    st = np.where(L > 12, (f & ((_I64(1) << np.minimum(np.maximum(sh - 1, 0), 62)) - 1)) != 0, False)
+    top = np.where(L > 11, top + (g & (st | (top & 1))), top << np.minimum(np.maximum(11 - L, 0), 11))
     ovf = top >> 11
     e = 31 - (frac_bits - L + 1) + 1 + ovf - 1  # 31 - zero_count - 1 (+1 on round-up)
     out = _pack(0, e, top & 0x3FF, 6, 10)
@@ -504,9 +513,11 @@ def fraction_to_fp17_bits(frac: np.ndarray, frac_bits: int = 35) -> np.ndarray:
 def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.ndarray:
     """cmod ``FpMax``/``FpMin`` (FpCmp): sign/exponent/mantissa comparison of the patterns, a
     NaN operand wins (``a`` first)."""
-    a, b = np.broadcast_arrays(np.asarray(a, _I64), np.asarray(b, _I64))
-    sa, ea, ma = _f32_fields(a)
-    sb, eb, mb = _f32_fields(b)
+    a, b = np.asarray(a, _I64), np.asarray(b, _I64)
+    if a.shape != b.shape:
+        a, b = np.broadcast_arrays(a, b)
+    sa, ea, ma = f32_fields(a)
+    sb, eb, mb = f32_fields(b)
     abs_gt = (ea > eb) | ((ea == eb) & (ma > mb))
     a_gt = np.where(sa == 0, np.where(sb == 0, abs_gt, True), np.where(sb == 0, False, ~abs_gt))
     out = np.where(a_gt == take_max, a, b)
@@ -516,13 +527,13 @@ def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.
 def fp32_relu_bits(x: np.ndarray) -> np.ndarray:
     """cmod ``FpRelu``: negative values (not NaN) -> +0."""
     x = np.asarray(x, _I64)
-    s, e, m = _f32_fields(x)
-    return np.where((s == 0) | _f32_nan(e, m), x, 0)
+    s, e, m = f32_fields(x)
+    return np.where((s == 0) | f32_nan(e, m), x, 0)
 
 
 def fp32_is_nan(x: np.ndarray) -> np.ndarray:
-    _, e, m = _f32_fields(x)
-    return _f32_nan(e, m)
+    _, e, m = f32_fields(x)
+    return f32_nan(e, m)
 
 
 def float_to_int_frac(x: np.ndarray, rshift: int, int_bits: int = 9, frac_bits: int = 35) -> tuple[np.ndarray, np.ndarray]:
@@ -530,14 +541,15 @@ def float_to_int_frac(x: np.ndarray, rshift: int, int_bits: int = 9, frac_bits: 
     value): ``x / 2^rshift`` split into an integer part (saturated to 2^9 - 1) and a 35-bit
     fraction; the implied 1 is always set; the unbiased exponent is held in 8 signed bits, so
     the fp32 INF pattern (a register operand) indexes as 2^-128."""
-    _, e, m = _f32_fields(x)
+    _, e, m = f32_fields(x)
     p1 = m | (1 << 23)
     abs_e = ((e - 127 + 128) & 0xFF) - 128  # an 8-bit signed exponent: 128 (INF pattern) wraps to -128
     ls = abs_e - int(rshift) - 23
-    m_int = np.where(ls >= 0, (1 << int_bits) - 1, p1 >> np.clip(-ls, 0, 63))
+    m_int = np.where(ls >= 0, (1 << int_bits) - 1, p1 >> np.minimum(np.maximum(-ls, 0), 63))
     m_int = np.minimum(m_int, (1 << int_bits) - 1)
     fs = frac_bits + ls
-    fra = np.where(fs >= 0, (p1 << np.clip(fs, 0, 40)) & ((_I64(1) << frac_bits) - 1), p1 >> np.clip(-fs, 0, 63))
+    fra = np.where(fs >= 0, (p1 << np.minimum(np.maximum(fs, 0), 40)) & ((_I64(1) << frac_bits) - 1),
+                   p1 >> np.minimum(np.maximum(-fs, 0), 63))
     return m_int, np.where(ls >= 0, 0, fra)
 
 

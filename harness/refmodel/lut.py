@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...drivers.precision import LUT_SIZES, LutConfig, lut_config_from_fields
+from ...lut_registers import LUT_SIZES, LutConfig, lut_config_from_fields
+from . import fp16 as F
 from .base import EventSink
 from .ops import lsat, rnd
 
@@ -23,13 +24,11 @@ __all__ = [
     "KIND_UF",
     "LE_ENTRIES",
     "LO_ENTRIES",
-    "LutError",
     "LutParams",
     "LutStats",
     "decode_sdp_lut_params",
     "le_uflow_bias",
     "lut_stats",
-    "program_error",
     "sdp_lut",
     "sdp_lut_fp",
     "sdp_lut_stats",
@@ -48,8 +47,8 @@ _CHUNK = 1 << 16
 I64 = np.int64
 
 
-#: The decoded LUT configuration is the driver's :class:`~nvdla_hil.drivers.precision.LutConfig`;
-#: the model calls it ``LutParams``.
+#: The decoded LUT configuration, :class:`~nvdla_hil.lut_registers.LutConfig` (shared with the
+#: driver, which programs it); the model calls it ``LutParams``.
 LutParams = LutConfig
 
 
@@ -67,7 +66,7 @@ class LutStats:
 def decode_sdp_lut_params(view) -> LutParams:
     """Read the SDP ``S_LUT_*`` registers (section 5.1 types: INFO bytes 8-bit signed,
     starts/ends 32-bit signed, slope scales 16-bit signed, slope shifts 5-bit signed);
-    the decoding is the driver's :func:`~nvdla_hil.drivers.precision.lut_config_from_fields`."""
+    the decoding is :func:`~nvdla_hil.lut_registers.lut_config_from_fields`."""
     return lut_config_from_fields("SDP", lambda reg, fld: int(view.field("SDP", reg, fld)))
 
 
@@ -285,10 +284,8 @@ def _fp_index_exponent(d: np.ndarray, eo: int):
     """LE exponent mode on ``d = x - LE_START`` (fp32 patterns): UF for d <= 0 or NaN or an
     unbiased exponent below LE_INDEX_OFFSET; index = exponent - offset (OF from 64); the
     fraction is the 23-bit mantissa placed at the top of 35 bits."""
-    from . import fp16 as F
-
-    s, e, m = F._f32_fields(d)
-    uf = (s == 1) | ((e == 0) & (m == 0)) | F._f32_nan(e, m)
+    s, e, m = F.f32_fields(d)
+    uf = (s == 1) | ((e == 0) & (m == 0)) | F.f32_nan(e, m)
     k = e - 127
     uf |= k < eo
     i = k - eo
@@ -302,10 +299,8 @@ def _fp_index_exponent(d: np.ndarray, eo: int):
 def _fp_index_linear(d: np.ndarray, s_sel: int, n: int):
     """Linear mode on ``d = x - START`` (fp32 patterns): UF for d <= 0 or NaN, else
     ``FpFloatToIntFrac(d, select)``: integer part (OF from n - 1) and 35-bit fraction."""
-    from . import fp16 as F
-
-    s, e, m = F._f32_fields(d)
-    uf = (s == 1) | ((e == 0) & (m == 0)) | F._f32_nan(e, m)
+    s, e, m = F.f32_fields(d)
+    uf = (s == 1) | ((e == 0) & (m == 0)) | F.f32_nan(e, m)
     i, f = F.float_to_int_frac(d, s_sel)
     of = ~uf & (i >= n - 1)
     kind = np.where(uf, KIND_UF, np.where(of, KIND_OF, KIND_HIT)).astype(np.uint8)
@@ -327,8 +322,6 @@ def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
     with the SLOPE_*_SCALE register as FP16, the shift unused, anchor = START (UF) or END (OF),
     and bias = float(2^LE_INDEX_OFFSET) for LE exponent underflow (else 0). Result widened
     with ``Fp17ToFp32``. Returns ``(y, hit_le, hit_lo, kind)`` like :func:`sdp_lut`."""
-    from . import fp16 as F
-
     le = np.asarray(le).astype(np.int64) & 0xFFFF
     lo = np.asarray(lo).astype(np.int64) & 0xFFFF
     if le.shape != (LE_ENTRIES,) or lo.shape != (LO_ENTRIES,):
@@ -385,47 +378,3 @@ def sdp_lut_fp(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray,
         observer.event("sdp_lut", x=x, params=p, k_le=k_le, k_lo=k_lo, i_le=i_le, i_lo=i_lo,
                        use_lo=use_lo, kind=kind)
     return y, hit_le, hit_lo, kind.astype(np.uint8)
-
-
-# ---- how well a programmed LUT follows its function (drivers.lutgen programs it) ----------------------
-
-
-@dataclass(frozen=True)
-class LutError:
-    """Error of a programmed LUT against the function, in real output units (``Y/out_scale``)."""
-
-    max_abs: float
-    mean_abs: float
-    worst_x: float
-    points: int
-
-
-def program_error(program, fn, unit: str | None = None, *, points: int = 4097,  # noqa: ANN001
-                  x_range: tuple[float, float] | None = None, semantics: str = "rtl") -> LutError:
-    """Run a dense grid of the input range of a :class:`~nvdla_hil.drivers.lutgen.LutProgram`
-    through the bit-exact LUT model of ``unit`` (SDP :func:`sdp_lut` / CDP ``cdp_lut``) and compare
-    with ``fn``: worst-case and mean absolute error in real output units. The grid is integer
-    LUT inputs ``X`` (duplicates removed)."""
-    import math
-
-    from ...drivers.lutgen import eval_function
-
-    u = (unit or program.unit).lower()
-    if u not in ("sdp", "cdp"):
-        raise ValueError(f"unit must be 'sdp' or 'cdp', not {unit!r}")
-    lo_x, hi_x = x_range or program.x_range
-    xi_lo = math.ceil((lo_x - program.in_offset) * program.in_scale)
-    xi_hi = math.floor((hi_x - program.in_offset) * program.in_scale)
-    grid = np.unique(np.round(np.linspace(xi_lo, xi_hi, points)).astype(np.int64))
-    if u == "sdp":
-        y = sdp_lut(grid, program.params, program.le.view(np.uint16), program.lo.view(np.uint16), semantics)[0]
-    else:
-        from .cdp import cdp_lut
-
-        y = cdp_lut(grid, program.le.view(np.uint16), program.lo.view(np.uint16), program.params, semantics)[0]
-    got = np.asarray(y, dtype=np.float64) / program.out_scale
-    ref = eval_function(fn, grid / program.in_scale + program.in_offset, "reference")
-    err = np.abs(got - ref)
-    i = int(np.argmax(err))
-    return LutError(max_abs=float(err[i]), mean_abs=float(err.mean()),
-                    worst_x=float(grid[i] / program.in_scale + program.in_offset), points=int(grid.size))

@@ -267,14 +267,18 @@ def _fold_axis(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad: i
         v = np.take(x, idx[:, t], axis=axis)
         first = (first_t == t).reshape(shape)
         o = step(v if acc is None else acc, v, first)
-        if pads is not None:
-            at_last = (last_t == t)
-            pl = np.where(at_last, pads[:, 0], 0).reshape(shape)
-            pr = np.where(at_last, pads[:, 1], 0).reshape(shape)
-            o = fp17_add_bits(fp17_add_bits(o, pl), pr)
         acc = o if acc is None else np.where(valid[:, t].reshape(shape), o, acc)
     if acc is None:  # a kernel of 0 taps: the register fields encode size - 1, so k >= 1
         raise ValueError("PDP: pooling kernel with no taps")
+    if pads is not None:
+        # The cmod adds (PL, PR) after every tap: +0 except after an output's last real tap. x + (+0)
+        # is x for every fp17 pattern but the denormal ones (exponent 0, mantissa not 0), which
+        # neither Fp16ToFp17 nor Fp17Add produce, so only the last adds count: made once, here, for
+        # the outputs whose kept value is their last tap's (not a window without a real tap, which
+        # keeps tap 0's value: padded only when the kernel has one tap)
+        keep = (valid.any(axis=1) | (last_t == 0)).reshape(shape)
+        padded = fp17_add_bits(fp17_add_bits(acc, pads[:, 0].reshape(shape)), pads[:, 1].reshape(shape))
+        acc = np.where(keep, padded, acc)
     return acc
 
 

@@ -38,55 +38,33 @@ processing precision "always INT8"; nvdla/hw nvdlav1 cmod ``cmod/sdp/NV_NVDLA_sd
   conversion with PROC = INT8.
 
 Entry point: :func:`run_sdp`, called by the virtual NVDLA when SDP's ``D_OP_ENABLE`` fires.
+SDP_RDMA/WDMA (input, operands, output): :mod:`.sdp_dma`; statistics registers: :mod:`.sdp_stats`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
-from .dma import CubeGeometry, read_cube, read_vector, surfaces, write_cube
+from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
+from .dma import surfaces
 from .fp16 import FP16_MAX_BITS, int_to_fp16
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
+from .sdp_dma import Cube, fetch_operands, read_main, reg_address, stage_operand, write_dst
+from .sdp_fp import fp_datapath, fp_finish
+from .sdp_stats import SdpLiveCounters, sdp_statistics
 
 __all__ = ["SdpLiveCounters", "bs_bn_stage", "ew_operand_cvt", "ew_stage", "output_convert", "run_sdp"]
 
 I64 = np.int64
-U32_MAX = 0xFFFFFFFF
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 
 # D_DATA_FORMAT / D_FEATURE_MODE_CFG precision codes
 PREC_INT8, PREC_INT16, PREC_FP16 = 0, 1, 2
-# D_*RDMA_CFG.*_DATA_USE
-USE_MUL, USE_ALU, USE_BOTH = 0, 1, 2
 # ALU_ALGO
 ALGO_MAX, ALGO_MIN, ALGO_SUM, ALGO_EQL = 0, 1, 2, 3
-
-LUT_COUNTERS = (
-    ("D_PERF_LUT_UFLOW", "uflow"),
-    ("D_PERF_LUT_OFLOW", "oflow"),
-    ("D_PERF_LUT_HYBRID", "hybrid"),
-    ("D_PERF_LUT_LE_HIT", "le_hit"),
-    ("D_PERF_LUT_LO_HIT", "lo_hit"),
-)
-
-
-@dataclass
-class SdpLiveCounters:
-    """The RTL's live SDP perf counters, kept across layers by the caller ([DIFF] 8.2).
-
-    With a ``PERF_*_EN`` bit off the RTL freezes the live counter (its clear at layer start
-    is gated too) and still loads it into the group register at layer end, so the register
-    receives the count of the last layer that ran with the enable on. Pass one instance per
-    virtual NVDLA to ``run_sdp(..., live=...)`` to reproduce that.
-    """
-
-    values: dict[str, int] = field(default_factory=dict)
-
 
 # ---------------------------------------------------------------------------------------
 # arithmetic stages (pure functions on int64 arrays)
@@ -238,80 +216,12 @@ def _output_convert(
 # register decoding and operand fetch
 
 
-def _addr(view: RegisterView, block: str, stem: str) -> int:
-    """64-bit byte address from ``<stem>_LOW``/``_HIGH`` raw registers."""
-    return (int(view.reg(block, f"{stem}_HIGH")) << 32) | int(view.reg(block, f"{stem}_LOW"))
-
-
-@dataclass(frozen=True)
-class _Cube:
-    width: int
-    height: int
-    channels: int
-    group: int  # elements per surface
-
-    @property
-    def cpad(self) -> int:
-        return surfaces(self.channels, self.group) * self.group
-
-
-def _fetch_operands(
-    view: RegisterView, mem: MemoryPort, cube: _Cube, dma: str, prefix: str, options: ModelOptions
-) -> dict[str, np.ndarray]:
-    """Operands fetched by BRDMA/NRDMA/ERDMA (``dma`` = 'BRDMA'..., ``prefix`` = 'BS'...):
-    {'ALU': arr, 'MUL': arr} with arrays broadcastable to (Cpad, H, W), 16-bit signed."""
-    cfg = f"D_{dma}_CFG"
-    if view.field("SDP_RDMA", cfg, f"{dma}_DISABLE"):
-        return {}
-    use = view.field("SDP_RDMA", cfg, f"{dma}_DATA_USE")
-    bpc = 2 if view.field("SDP_RDMA", cfg, f"{dma}_DATA_SIZE") else 1
-    per_element = bool(view.field("SDP_RDMA", cfg, f"{dma}_DATA_MODE"))
-    comps = 2 if use == USE_BOTH else 1
-    base = _addr(view, "SDP_RDMA", f"D_{prefix}_BASE_ADDR")
-    port = engine_memory(mem, view, "SDP_RDMA", cfg, f"{dma}_RAM_TYPE")
-    if per_element:
-        geo = CubeGeometry(
-            base=base,
-            line_stride=int(view.reg("SDP_RDMA", f"D_{prefix}_LINE_STRIDE")),
-            surface_stride=_packed_1x1(cube.width, cube.height, cube.group, bpc * comps,
-                                       int(view.reg("SDP_RDMA", f"D_{prefix}_SURFACE_STRIDE"))),
-            width=cube.width,
-            height=cube.height,
-            channels=cube.channels,
-            group=cube.group,
-            bpe=bpc * comps,
-        )
-        vals = read_cube(port, geo, comps=comps)  # (comps, Cpad, H, W)
-    else:
-        vals = read_vector(port, base, cube.cpad, bpc=bpc, comps=comps)[:, :, None, None]
-    if use == USE_BOTH:
-        return {"ALU": vals[0], "MUL": vals[1]}
-    if use == USE_ALU:
-        return {"ALU": vals[0]}
-    if use == USE_MUL:
-        return {"MUL": vals[0]}
-    raise UnitNotModelled(f"SDP: {dma}_DATA_USE={use} (reserved) not modelled")
-
-
-def _operand(view: RegisterView, stage: str, kind: str, fetched: dict[str, np.ndarray], dma: str) -> np.ndarray | int:
-    """16-bit signed operand of BS/BN ALU or MUL: register or memory (section 3.1)."""
-    src = view.field("SDP", f"D_DP_{stage}_{kind}_CFG", f"{stage}_{kind}_SRC")
-    if src == 0:
-        return sx(view.field("SDP", f"D_DP_{stage}_{kind}_SRC_VALUE", f"{stage}_{kind}_OPERAND"), 16)
-    if kind not in fetched:
-        raise UnitNotModelled(
-            f"SDP: {stage} {kind} operand from memory but SDP_RDMA {dma} does not deliver it "
-            f"(disabled or DATA_USE mismatch)"
-        )
-    return fetched[kind]
-
-
 def _run_bs_bn(view, stage, dma, d, fetched, semantics) -> np.ndarray:
     cfg = f"D_DP_{stage}_CFG"
     f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))
     alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
-    alu_op = 0 if alu_bypass else _operand(view, stage, "ALU", fetched, dma)
-    mul_op = 0 if mul_bypass else _operand(view, stage, "MUL", fetched, dma)
+    alu_op = 0 if alu_bypass else stage_operand(view, stage, "ALU", fetched, dma)
+    mul_op = 0 if mul_bypass else stage_operand(view, stage, "MUL", fetched, dma)
     return bs_bn_stage(
         d,
         alu_bypass=alu_bypass,
@@ -454,7 +364,7 @@ def run_sdp(
     atom = options.atom_bytes
     proc_bpe = 1 if proc == PREC_INT8 else 2
     group = atom // proc_bpe  # processing / operand group (cmod: proc_precision for BS/BN/EW DMAs)
-    cube = _Cube(w, h, c, group)
+    cube = Cube(w, h, c, group)
     notes: list[str] = []
 
     # main input (MRDMA), or CACC in flying mode
@@ -464,13 +374,11 @@ def run_sdp(
             raise ValueError(f"SDP: flying input shape {x.shape} != {(cube.cpad, h, w)} (SDP D_DATA_CUBE_*)")
     elif in_prec == PREC_INT16 and proc == PREC_INT8:
         # 16 -> 8: int16 surfaces read in pairs (cube.cpad = atom * ceil(C / atom) lanes)
-        x = _read_main(view, mem, w, h, cube.cpad, atom // 2, 2)
+        x = read_main(view, mem, w, h, cube.cpad, atom // 2, 2)
     else:
-        x = _read_main(view, mem, w, h, c, group, proc_bpe)
+        x = read_main(view, mem, w, h, c, group, proc_bpe)
 
     if proc == PREC_FP16:
-        from .sdp_fp import fp_datapath, fp_finish
-
         x, notes_extra, eql, counts, lut = fp_datapath(view, mem, x, cube, options, flying=flying)
         notes.extend(notes_extra)
         return fp_finish(view, mem, options, x, cube, out_prec, eql, notes, live, to_pdp, counts, lut)
@@ -485,7 +393,7 @@ class _BatchView:
 
     def __init__(self, view: RegisterView, b: int) -> None:
         self._v = view
-        base = _addr(view, "SDP", "D_DST_BASE_ADDR") + b * int(view.reg("SDP", "D_DST_BATCH_STRIDE"))
+        base = reg_address(view, "SDP", "D_DST_BASE_ADDR") + b * int(view.reg("SDP", "D_DST_BATCH_STRIDE"))
         self._regs = {("SDP", "D_DST_BASE_ADDR_LOW"): base & 0xFFFFFFFF, ("SDP", "D_DST_BASE_ADDR_HIGH"): base >> 32}
 
     def reg(self, block: str, register: str) -> int:
@@ -523,47 +431,17 @@ def _run_batches(view: RegisterView, mem: MemoryPort, options: ModelOptions, liv
     return LayerResult(stats=stats, elements=elements, notes=notes)
 
 
-def _packed_1x1(w: int, h: int, group: int, bpe: int, surface_stride: int) -> int:
-    """SDP's DMA engines move a 1 x 1 x C cube as one request of its surfaces back to back: the
-    RTL's ``cfg_mode_1x1_pack`` (``WIDTH == 0 && HEIGHT == 0``) in NV_NVDLA_SDP_MRDMA_ig.v,
-    NV_NVDLA_SDP_RDMA_ig.v (BS/BN/EW operand cubes) and NV_NVDLA_SDP_WDMA_cmd.v ignores
-    ``SURFACE_STRIDE`` (found by ``nvdla-hil fuzz`` against the nv_small RTL). PDP and CDP have
-    no such mode."""
-    return w * group * bpe if (w == 1 and h == 1) else surface_stride
-
-
-def _surface(view: RegisterView, block: str, prefix: str, w: int, h: int, c: int, group: int, bpe: int) -> CubeGeometry:
-    """Geometry of the cube ``block``'s ``<prefix>_BASE_ADDR``/``_LINE_STRIDE``/``_SURFACE_STRIDE``
-    registers describe (a 1 x 1 x C cube: surfaces packed, :func:`_packed_1x1`)."""
-    return CubeGeometry(
-        base=_addr(view, block, f"D_{prefix}_BASE_ADDR"),
-        line_stride=int(view.reg(block, f"D_{prefix}_LINE_STRIDE")),
-        surface_stride=_packed_1x1(w, h, group, bpe, int(view.reg(block, f"D_{prefix}_SURFACE_STRIDE"))),
-        width=w,
-        height=h,
-        channels=c,
-        group=group,
-        bpe=bpe,
-    )
-
-
-def _read_main(view: RegisterView, mem: MemoryPort, w: int, h: int, c: int, group: int, in_bpe: int) -> np.ndarray:
-    src = _surface(view, "SDP_RDMA", "SRC", w, h, c, group, in_bpe)
-    port = engine_memory(mem, view, "SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE")
-    return read_cube(port, src)[0]  # (Cpad, H, W) int64, sign-extended
-
-
-def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, options: ModelOptions):
+def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: Cube, options: ModelOptions):
     """BS, BN, EW (+LUT) on the (Cpad, H, W) input; returns
     (x, notes, eql, lut stats, lut_on, ew_on)."""
     sem = options.semantics
     notes: list[str] = []
     # BS (X1), BN (X2)
     if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
-        fetched = _fetch_operands(view, mem, cube, "BRDMA", "BS", options)
+        fetched = fetch_operands(view, mem, cube, "BRDMA", "BS", options)
         x = _run_bs_bn(view, "BS", "BRDMA", x, fetched, sem)
     if not view.field("SDP", "D_DP_BN_CFG", "BN_BYPASS"):
-        fetched = _fetch_operands(view, mem, cube, "NRDMA", "BN", options)
+        fetched = fetch_operands(view, mem, cube, "NRDMA", "BN", options)
         x = _run_bs_bn(view, "BN", "NRDMA", x, fetched, sem)
 
     # EW (Y) + LUT
@@ -577,7 +455,7 @@ def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: _Cube, o
     eql = False
     if ew_on:
         ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
-        fetched = _fetch_operands(view, mem, cube, "ERDMA", "EW", options)
+        fetched = fetch_operands(view, mem, cube, "ERDMA", "EW", options)
         alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
         x = ew_stage(
             x,
@@ -642,11 +520,11 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
                                    offset=sx(view.field("SDP", "D_CVT_OFFSET", "CVT_OFFSET"), 32),
                                    scale=sx(view.field("SDP", "D_CVT_SCALE", "CVT_SCALE"), 16),
                                    shift=int(view.field("SDP", "D_CVT_SHIFT", "CVT_SHIFT")))
-        ocube = _Cube(w, h, c, out_group)
+        ocube = Cube(w, h, c, out_group)
         if proc == PREC_INT8 and out_bits == 16 and not to_pdp:
             # 8 -> 16: each int8 atom becomes two int16 surfaces (cmod WdmaSequence
             # ``surface_num = ((C+31)/32)*2``, RTL NV_NVDLA_SDP_WDMA_cmd.v cfg_mode_8to16)
-            ocube = _Cube(w, h, surfaces(c, atom) * atom, out_group)
+            ocube = Cube(w, h, surfaces(c, atom) * atom, out_group)
         if ocube.cpad > y.shape[0]:
             raise UnitNotModelled("SDP: output padding lanes beyond the input's not modelled")
         streamed, y = y, y[: ocube.cpad]
@@ -657,9 +535,9 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
 
             pdp_res = run_pdp(view, mem, options, source=streamed)  # every lane SDP streams (pdp._flying_parts)
         else:
-            _write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
+            write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
 
-    stats.update(_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
+    stats.update(sdp_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
     if out_fp16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = 0  # an integer pipeline makes no NaN
     if pdp_res is not None:
@@ -668,39 +546,3 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
     return LayerResult(stats=stats, elements=int(y.size) if not eql else 0, notes=notes)
 
 
-def _write_dst(view, mem, y, w, h, c, out_group, out_bpe) -> None:
-    dst = _surface(view, "SDP", "DST", w, h, c, out_group, out_bpe)
-    write_cube(engine_memory(mem, view, "SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"), dst, y)
-
-
-def _statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live) -> dict[tuple[str, str], int]:
-    """SDP statistics registers (section 8.2/8.3)."""
-    stats: dict[tuple[str, str], int] = {}
-    counters: dict[str, tuple[bool, int]] = {
-        "D_PERF_OUT_SATURATION": (bool(view.field("SDP", "D_PERF_ENABLE", "PERF_SAT_EN")), sat_count),
-    }
-    lut_en = bool(view.field("SDP", "D_PERF_ENABLE", "PERF_LUT_EN"))
-    if sem == "cmod":
-        if ew_on and lut_on:
-            for reg, attr in LUT_COUNTERS:
-                counters[reg] = (lut_en, getattr(lstats, attr))
-    else:
-        for reg, attr in LUT_COUNTERS:
-            counters[reg] = (lut_en, getattr(lstats, attr) if lut_on else 0)
-    stale: list[str] = []
-    for reg, (enabled, value) in counters.items():
-        value = min(value, U32_MAX)
-        if enabled:
-            stats[("SDP", reg)] = value
-            if live is not None:
-                live.values[reg] = value
-        elif sem == "rtl":
-            # frozen live counter is loaded at layer end ([DIFF] 8.2)
-            if live is not None:
-                stats[("SDP", reg)] = live.values.get(reg, 0)
-            else:
-                stale.append(reg)
-        # cmod: register left untouched
-    if stale:
-        notes.append(f"SDP: enable off, RTL loads stale live counters (not tracked): {', '.join(stale)}")
-    return stats

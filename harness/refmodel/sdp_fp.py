@@ -43,6 +43,8 @@ from . import fp16 as F
 from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut_fp
 from .ops import sx
+from .sdp_dma import Cube, fetch_operands, stage_operand, write_dst
+from .sdp_stats import sdp_statistics
 
 __all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input"]
 
@@ -112,13 +114,11 @@ def fp_input(raw: np.ndarray, nan_to_zero: bool) -> tuple[np.ndarray, F.NanInfCo
 
 
 def _stage_fp(view: RegisterView, stage: str, dma: str, x: np.ndarray, fetched, n2z: bool) -> np.ndarray:
-    from .sdp import _operand
-
     cfg = f"D_DP_{stage}_CFG"
     f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))
     alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
-    alu_op = 0 if alu_bypass else _op16(_operand(view, stage, "ALU", fetched, dma), n2z)
-    mul_op = 0 if mul_bypass else _op16(_operand(view, stage, "MUL", fetched, dma), n2z)
+    alu_op = 0 if alu_bypass else _op16(stage_operand(view, stage, "ALU", fetched, dma), n2z)
+    mul_op = 0 if mul_bypass else _op16(stage_operand(view, stage, "MUL", fetched, dma), n2z)
     return bs_bn_stage_fp(x, alu_bypass=alu_bypass, alu_algo=f("ALU_ALGO"), alu_op=alu_op, mul_bypass=mul_bypass,
                           mul_prelu=bool(f("MUL_PRELU")), mul_op=mul_op, relu_bypass=bool(f("RELU_BYPASS")))
 
@@ -140,12 +140,10 @@ def _check_two_byte(view: RegisterView, dma: str) -> None:
                               "(the cmod asserts TWO_BYTE operands for 16-bit processing)")
 
 
-def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube, options: ModelOptions, *,
+def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube, options: ModelOptions, *,
                 flying: bool = False):
     """Input conversion, BS, BN, EW (+ LUT) on the (Cpad, H, W) FP16 input (raw DMA values; in
     flying mode the CACC's fp32 patterns); returns (fp32 patterns, notes, eql, input NaN/INF counts, (LUT stats, lut_on, ew_on))."""
-    from .sdp import _fetch_operands
-
     n2z = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "NAN_TO_ZERO"))
     if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
         x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
@@ -156,16 +154,16 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube, opti
     notes: list[str] = []
     if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
         _check_two_byte(view, "BRDMA")
-        x = _stage_fp(view, "BS", "BRDMA", x, _fetch_operands(view, mem, cube, "BRDMA", "BS", options), n2z)
+        x = _stage_fp(view, "BS", "BRDMA", x, fetch_operands(view, mem, cube, "BRDMA", "BS", options), n2z)
     if not view.field("SDP", "D_DP_BN_CFG", "BN_BYPASS"):
         _check_two_byte(view, "NRDMA")
-        x = _stage_fp(view, "BN", "NRDMA", x, _fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)
+        x = _stage_fp(view, "BN", "NRDMA", x, fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)
     eql = lut_on = ew_on = False
     lstats = LutStats()
     if not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
         ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
         _check_two_byte(view, "ERDMA")
-        fetched = _fetch_operands(view, mem, cube, "ERDMA", "EW", options)
+        fetched = fetch_operands(view, mem, cube, "ERDMA", "EW", options)
         alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
         x = ew_stage_fp(x, alu_bypass=alu_bypass, alu_algo=ecfg("ALU_ALGO"),
                         alu_op=0 if alu_bypass else _ew_operand_fp(view, "ALU", fetched, n2z),
@@ -180,12 +178,10 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube, opti
     return x, notes, eql, counts, (lstats, lut_on, ew_on)
 
 
-def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.ndarray, cube, out_prec: int,
+def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.ndarray, cube: Cube, out_prec: int,
               eql: bool, notes: list[str], live, to_pdp: bool, counts: F.NanInfCounts,
               lut: tuple[LutStats, bool, bool] = (LutStats(), False, False)) -> LayerResult:  # fmt: skip
     """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics."""
-    from .sdp import _Cube, _statistics, _write_dst
-
     atom = options.atom_bytes
     group = atom // 2
     stats: dict[tuple[str, str], int] = {}
@@ -205,15 +201,15 @@ def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.
         else:
             y = h.astype(I64)
             sat_count = F.count_saturated_outputs(h)
-        ocube = _Cube(cube.width, cube.height, cube.channels, group)
+        ocube = Cube(cube.width, cube.height, cube.channels, group)
         y = y[: ocube.cpad]
         if to_pdp:  # the 16-bit results (FP16 patterns / int16) go to PDP as they would to WDMA
             from .pdp import run_pdp
 
             pdp_res = run_pdp(view, mem, options, source=y)
         else:
-            _write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
-    stats.update(_statistics(view, options.semantics, sat_count, lut[0], lut[1], lut[2], notes, live))
+            write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
+    stats.update(sdp_statistics(view, options.semantics, sat_count, lut[0], lut[1], lut[2], notes, live))
     if out_prec == PREC_FP16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = nan_out
     if view.field("SDP_RDMA", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):

@@ -1,4 +1,4 @@
-"""``nvdla-hil history`` and ``nvdla-hil dashboard`` (registered by harness/cli.py)."""
+"""``nvdla-hil history`` and ``nvdla-hil dashboard`` (registered in harness/cli/commands.py)."""
 
 from __future__ import annotations
 

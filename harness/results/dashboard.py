@@ -146,7 +146,20 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
     if not h.runs:
         p.append("<p>no runs in the results database yet</p></body></html>")
         return "\n".join(p)
-    # pass rate
+    p += _pass_rate_section(h)
+    p += _runs_section(h, out)
+    p += _changes_section(h)
+    p += _flaky_section(h)
+    p += _durations_section(h)
+    p += _clusters_section(h)
+    p.append(_grid(h, out, h.runs[:grid_runs]))
+    p.append("</body></html>")
+    return "\n".join(p)
+
+
+def _pass_rate_section(h: History) -> list[str]:
+    """Pass rate per night, target and profile: the plot and its table."""
+    p: list[str] = []
     p.append('<h2 id="passrate">Pass rate per night, target and profile</h2>')
     svg = pass_rate_svg(h)
     if svg:
@@ -158,7 +171,12 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
                      f'<td class="prof">{_e(profile)}</td><td>{n}</td><td data-rate="{rate:.4f}">{100 * rate:.1f}%</td>'
                      f"<td>{total}</td></tr>")
     p.append("</table>")
-    # runs
+    return p
+
+
+def _runs_section(h: History, out: Path) -> list[str]:
+    """One row per run, linked to its report.html."""
+    p: list[str] = []
     p.append('<h2 id="runs">Runs</h2><table id="runs-table"><tr><th>run</th><th>started (UTC)</th><th>target</th>'
              "<th>profile</th><th>status</th><th>exit</th><th>passed</th><th>failed</th><th>error</th><th>skipped</th>"
              "<th>injected bugs</th><th>note</th></tr>")
@@ -171,7 +189,12 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
                  f'<td>{r.get("n_passed") or 0}</td><td>{r.get("n_failed") or 0}</td><td>{r.get("n_error") or 0}</td>'
                  f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("model_bugs"))}</td><td>{_e(r.get("note"))}</td></tr>')
     p.append("</table>")
-    # new / fixed / still failing, per series
+    return p
+
+
+def _changes_section(h: History) -> list[str]:
+    """New failures, fixed and still failing: the newest run of each comparable series against the one before."""
+    p: list[str] = []
     p.append('<h2 id="changes">New failures, fixed, still failing (newest run of each series against the one before)</h2>')
     seen: set[tuple] = set()
     for r in h.runs:
@@ -193,7 +216,12 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
                          f'<td class="{cls}">{title}</td><td><code>{_e(_short(test))}</code></td>'
                          f'<td><a href="#c-{_e(cid)}"><code>{_e(cid)}</code></a></td><td>{_e(lab)}</td></tr>')
         p.append(f"</table><p>{len(cmp.new)} new, {len(cmp.fixed)} fixed, {len(cmp.still)} still failing</p>")
-    # flaky
+    return p
+
+
+def _flaky_section(h: History) -> list[str]:
+    """Tests whose outcome flips in the last comparable runs."""
+    p: list[str] = []
     p.append('<h2 id="flaky">Flaky tests (pass/fail flips in the last 20 comparable runs)</h2>')
     p.append('<table id="flaky-table"><tr><th>test</th><th>outcomes, oldest first</th><th>flips</th><th>flip rate</th></tr>')
     shown: set[str] = set()
@@ -205,7 +233,12 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
             p.append(f'<tr data-test="{_e(f.test)}" data-rate="{f.rate:.4f}"><td><code>{_e(_short(f.test))}</code></td>'
                      f"<td><code>{f.sequence}</code></td><td>{f.flips}</td><td>{f.rate:.0%}</td></tr>")
     p.append("</table>")
-    # durations
+    return p
+
+
+def _durations_section(h: History) -> list[str]:
+    """Tests of the newest complete run of each series that took longer than the median before."""
+    p: list[str] = []
     p.append('<h2 id="durations">Duration trends</h2>')
     svg = run_times_svg(h)
     if svg:
@@ -221,7 +254,12 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
                      f'<td><code>{_e(r["id"])}</code></td><td>{t.median_before:.2f} s</td>'
                      f"<td>{t.last:.2f} s</td><td>x{t.ratio:.1f}</td></tr>")
     p.append("</table>")
-    # clusters
+    return p
+
+
+def _clusters_section(h: History) -> list[str]:
+    """Every failure cluster with its signature, counts, label and an example reason."""
+    p: list[str] = []
     every = h.clusters([r["id"] for r in h.runs])
     p.append(f'<h2 id="clusters">Failure clusters ({len(every)})</h2><table id="clusters-table"><tr><th>cluster</th>'
              "<th>signature</th><th>failures</th><th>tests</th><th>runs</th><th>label</th><th>example</th></tr>")
@@ -236,9 +274,7 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
                  f'<td>{len(c["tests"])}</td><td>{len(c["runs"])}</td><td>{labhtml}</td>'
                  f'<td>{_e((c["reasons"] or [""])[0][:140])}</td></tr>')
     p.append("</table>")
-    p.append(_grid(h, out, h.runs[:grid_runs]))
-    p.append("</body></html>")
-    return "\n".join(p)
+    return p
 
 
 def _grid(h: History, out: Path, runs: Sequence[dict[str, Any]]) -> str:

@@ -16,8 +16,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..report import TestRow, _find, parse_junit, read_diagnosis, safe_name
+from ..analysis.junit import TestRow, find_test_file, parse_junit, safe_name
+from ..analysis.report import read_diagnosis
 from .db import ResultsDB
+from .rundir import run_state
 from .signature import failure_info, signature_of
 
 __all__ = ["import_run_dir", "import_dirs"]
@@ -56,17 +58,14 @@ def _failure(row: TestRow, run: Path) -> dict[str, Any]:
     exc, text = (m.group(1).rsplit(".", 1)[-1], m.group(2)) if m else ("", msg)
     diag = None
     if row.outcome == "failed":
-        hit = _find(run / "logs", f"{safe_name(row.name)}.diag.json")
+        hit = find_test_file(run / "logs", f"{safe_name(row.name)}.diag.json")
         diag = read_diagnosis(hit) if hit is not None else None
     return failure_info(row.outcome, "call" if row.outcome == "failed" else "setup", exc, text, diag, row.text)
 
 
 def _run_state(run: Path, meta: dict[str, Any]) -> str:
-    """``finished``, ``interrupted``, ``running`` or ``unknown`` (harness/cli.py ``run_state`` reads run.json)."""
-    try:
-        from ..cli import run_state
-    except ImportError:  # an older cli: a run.json with an exit code finished
-        return "finished" if "exit_code" in meta else "unknown"
+    """``finished``, ``interrupted``, ``running`` or ``unknown`` (:func:`.rundir.run_state` reads run.json;
+    a run.json with an exit code but no status, from an older nvdla-hil, finished)."""
     state = run_state(run)
     return "finished" if state == "finished" or (state == "unknown" and "exit_code" in meta) else state
 

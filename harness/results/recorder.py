@@ -1,8 +1,9 @@
-"""pytest plugin (loaded by the nvdla_hil plugin): record a run in the results database as it goes,
-and show live progress.
+"""Record a run in the results database as it goes: :class:`Recorder`, a pytest plugin object the
+``nvdla_hil`` plugin registers (:mod:`nvdla_hil.harness.plugin.results`, with the options and the
+live progress), and :func:`record_exit` for ``nvdla-hil regress``.
 
 Options (group ``nvdla-hil results``; not forwarded to Dask worker sessions, whose results reach
-the database through the controller that owns the run, harness/cluster.py):
+the database through the controller that owns the run, harness/plugin/cluster.py):
 
 ``--nvdla-results-db URL|PATH``  NVDLA_HIL_RESULTS_DB: record the run there (SQLite path or
                                  ``postgresql://...``); ``nvdla-hil regress`` always passes one
@@ -14,7 +15,7 @@ reports alike) sees each phase; the test row is written at its teardown report, 
 ``user_properties`` hold the plugin's per-test properties (target, profile, board, rtl_build,
 model_semantics, seed, waves). The structured failure is computed where the test ran
 (``pytest_runtest_makereport``: the exception, the diagnosis sidecar ``logs/<test>.diag.json`` of
-harness/report.py) and travels on the report as ``nvdla_failure`` (a JSON-able dict; xdist and
+harness/analysis/report.py) and travels on the report as ``nvdla_failure`` (a JSON-able dict; xdist and
 the Dask collector serialise report attributes).
 
 A run is ``interrupted`` when pytest was interrupted (Ctrl-C; SIGTERM is turned into one while a
@@ -32,27 +33,13 @@ import subprocess
 import sys
 import threading
 from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from .signature import failure_info, signature_of
-
-RECORDER_NAME = "nvdla-hil-results"
-PROGRESS_NAME = "nvdla-hil-progress"
-
-
-def pytest_addoption(parser: pytest.Parser) -> None:
-    g = parser.getgroup("nvdla-hil results", "NVDLA hardware-in-the-loop: results database and progress")
-    g.addoption("--nvdla-results-db", default=None, metavar="URL",
-                help="record the run in this results database: an SQLite file or postgresql://... (or NVDLA_HIL_RESULTS_DB)")
-    g.addoption("--nvdla-run-dir", default=None, metavar="DIR",
-                help="the run directory (its name is the run id in the results database)")
-    g.addoption("--nvdla-progress", choices=("auto", "tty", "plain", "off"), default="off",
-                help="live progress: done/total, failures, elapsed and ETA, the running test (auto: a status line "
-                     "on a terminal, plain lines otherwise)")
-
 
 def project_version() -> str:
     """nvdla-hil's version, with the git commit when it runs from a checkout."""
@@ -105,55 +92,17 @@ def _exc_parts(report: pytest.TestReport, call: Any) -> tuple[str, str]:
     return "", str(report.longreprtext or "")
 
 
-def structured_failure(item: pytest.Item, report: pytest.TestReport, call: Any) -> dict[str, Any]:
-    """The structured failure of a failed report (:func:`~.signature.failure_info`)."""
-    from ..plugin import log_dir
-    from ..report import diag_path, read_diagnosis
+def structured_failure(nodeid: str, logs: Path | None, report: pytest.TestReport, call: Any) -> dict[str, Any]:
+    """The structured failure of a failed report (:func:`~.signature.failure_info`); ``logs``: the
+    run's per-test log folder (``--nvdla-log``), where the test's diagnosis sidecar is, or None."""
+    from ..analysis.report import diag_path, read_diagnosis
 
     exc_type, message = _exc_parts(report, call)
     diag = None
-    logs = log_dir(item.config)
     if logs is not None and report.when == "call":
-        diag = read_diagnosis(diag_path(logs, item.nodeid))
+        diag = read_diagnosis(diag_path(logs, nodeid))
     outcome = "failed" if report.when == "call" else "error"
     return failure_info(outcome, report.when, exc_type, message, diag)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: Any):  # noqa: ANN201
-    outcome = yield
-    report = outcome.get_result()
-    if report.failed:
-        try:
-            report.nvdla_failure = structured_failure(item, report, call)
-        except Exception as e:  # noqa: BLE001 - a signature is never worth a lost result
-            report.nvdla_failure = {"outcome": "failed" if report.when == "call" else "error", "when": report.when,
-                                    "exception": "", "reason": f"(no structured failure: {type(e).__name__}: {e})"}
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def _dask_worker_session(config: pytest.Config) -> bool:
-    """A session harness/cluster.py runs inside a Dask worker for one test: its reports go back to
-    the controller, which records them in its own run (even with NVDLA_HIL_RESULTS_DB set)."""
-    return any(type(p).__name__ == "_Collector" and type(p).__module__.endswith("harness.cluster")
-               for p in config.pluginmanager.get_plugins())
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_configure(config: pytest.Config) -> None:
-    if _is_worker(config) or config.getoption("collectonly", default=False) or _dask_worker_session(config):
-        return
-    url = config.getoption("--nvdla-results-db", default=None) or os.environ.get("NVDLA_HIL_RESULTS_DB")
-    if url:
-        config.pluginmanager.register(Recorder(config, url), RECORDER_NAME)
-    mode = config.getoption("--nvdla-progress", default="off")
-    if mode != "off":
-        from .progress import LiveProgress
-
-        config.pluginmanager.register(LiveProgress(config, mode), PROGRESS_NAME)
 
 
 def _suite_of(items: list[pytest.Item]) -> str:
@@ -167,17 +116,23 @@ def _suite_of(items: list[pytest.Item]) -> str:
 
 
 class Recorder:
-    """Writes the run and each test to the results database as the session goes."""
+    """Writes the run and each test to the results database as the session goes. ``spec`` (the
+    session's target spec) and ``profiles`` describe the run; ``classify(outcome, reason)`` is the
+    outcome class of a test as the summary counts it (a skip's reason tells its class)."""
 
-    def __init__(self, config: pytest.Config, url: str) -> None:
+    def __init__(self, config: pytest.Config, url: str, *, spec: Any = None, profiles: Sequence[str] = (),
+                 classify: Callable[[str, str], str] | None = None) -> None:
         from .db import ResultsDB
 
         self.config = config
+        self.spec = spec
+        self.profiles = list(profiles)
+        self.classify = classify
         run_dir = config.getoption("--nvdla-run-dir", default=None)
         self.run_dir = Path(run_dir).resolve() if run_dir else None
         if self.run_dir is not None:
             self.run_id = self.run_dir.name
-        else:  # the form of nvdla-hil regress's run ids (harness/cli.py new_run_dir)
+        else:  # the form of nvdla-hil regress's run ids (harness/cli new_run_dir)
             self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"Z-{os.getpid()}-{secrets.token_hex(3)}"
         try:
             self.db = ResultsDB(url)
@@ -193,10 +148,7 @@ class Recorder:
     # ---- session --------------------------------------------------------------------------------
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
-        from ..plugin import PROFILES_KEY, SPEC_KEY
-
-        spec = self.config.stash.get(SPEC_KEY, None)
-        profiles = self.config.stash.get(PROFILES_KEY, [])
+        spec, profiles = self.spec, self.profiles
         bugs = (spec.extra.get("model_bugs") if spec is not None else None) or []
         seed = None
         for opt in ("randomly_seed", "hypothesis_seed"):
@@ -261,9 +213,7 @@ class Recorder:
         return ""
 
     def _outcome_class(self, outcome: str, reason: str) -> str:
-        from ..plugin import RegressionSummary
-
-        return RegressionSummary.outcome_class(outcome, reason)
+        return self.classify(outcome, reason) if self.classify is not None else outcome
 
     def _write(self, nodeid: str) -> None:
         p = self.pending.pop(nodeid, None)
@@ -298,7 +248,7 @@ class Recorder:
         allow_empty = bool(self.config.getoption("--nvdla-allow-empty", default=False))
         rc = {0: 0, 1: 1}.get(code, 0 if (code == 5 and allow_empty) else 2)
         if self.interrupted:
-            rc = 130  # Ctrl-C or SIGTERM: the exit code nvdla-hil gives (harness/cli.py EXIT_INTERRUPTED)
+            rc = 130  # Ctrl-C or SIGTERM: the exit code nvdla-hil gives (harness/cli EXIT_INTERRUPTED)
         props = self.db.tests_of([self.run_id])
         builds = sorted({str(t["properties"].get("rtl_build")) for t in props if t["properties"].get("rtl_build")})
         boards = sorted({str(t["properties"].get("board")) for t in props if t["properties"].get("board")})

@@ -1,4 +1,4 @@
-"""What the results database and the run record add to a run's ``report.html`` (harness/report.py):
+"""What the results database and the run record add to a run's ``report.html`` (harness/analysis/report.py):
 each test's recent history, its failure cluster and known-failure label, the reason as the
 recorder saw it (the error's message), the next commands to run for a failure, and the plain
 script that filters, sorts and collapses the page's tables (no external file: the page still

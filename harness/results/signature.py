@@ -1,8 +1,8 @@
 """Failure signatures: what kind of failure a test had, from the structured failure, not its text.
 
-A failing trace test leaves a diagnosis sidecar (``logs/<test>.diag.json``, harness/report.py):
+A failing trace test leaves a diagnosis sidecar (``logs/<test>.diag.json``, harness/analysis/report.py):
 the failing check, each differing region as (c, h, w) coordinates of the unit's output cube with
-expected and actual values, and the suspect registers of harness/triage.py. The signature is
+expected and actual values, and the suspect registers of harness/analysis/triage.py. The signature is
 made of
 
 * ``outcome``: failed (a check) or error (an exception before/after the check),
@@ -21,7 +21,7 @@ exception type and the error message with its numbers and hex values masked. The
 first 12 hex digits of the SHA-256 of the readable key.
 
 Clusters (:func:`cluster_map`): failures with the same signature form one cluster, across tests
-and runs. The suspect-register search is budgeted (harness/triage.py, 10 s in the suites), so on a
+and runs. The suspect-register search is budgeted (harness/analysis/triage.py, 10 s in the suites), so on a
 busy machine it may end before it finds the register that explains a failure; a signature
 without a suspect therefore joins the cluster of the one signature that is identical but for
 an explaining suspect, when there is exactly one. A label given to a cluster (:mod:`.labels`)
@@ -105,7 +105,7 @@ def error_message(exc_type: str, message: str, text: str = "") -> str:
     """The reason of a failure: the first failing check line when there is one, else the
     first line of the error's own message (``Type: message`` for an exception other than
     pytest's ``Failed``) - never a line of a traceback."""
-    from ..report import failure_reason
+    from ..analysis.junit import failure_reason
 
     check = failure_reason(message) or failure_reason(text)
     if check:

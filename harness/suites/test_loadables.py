@@ -21,7 +21,7 @@ from nvdla_hil.harness.plugin import SKIP_LACKS, configured_profiles, suite_spec
 from nvdla_hil.harness.targets import open_target
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
-pytest_plugins = ["nvdla_hil.harness.warm"]
+pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
 SKIP_NO_SOURCE = "no loadables configured"
 SKIP_NO_SW = "no nvdla/sw checkout"

@@ -13,7 +13,7 @@ missing, empty, or has no configuration the run may use is a collection error na
 option, never a skip. Only when no trace source is configured at all (a run of the vectors
 suite alone) is the suite one skipped test, ``no-trace-source``, saying what to pass.
 
-Each layer's wait is bounded by an estimate of its work (:mod:`nvdla_hil.harness.workload`):
+Each layer's wait is bounded by an estimate of its work (:mod:`nvdla_hil.harness.targets.workload`):
 a hung layer fails after that time, and the message says how long it waited and why.
 """
 
@@ -37,11 +37,15 @@ from nvdla_hil.harness.plugin import (
     trace_root,
 )
 from nvdla_hil.harness.targets import open_target
-from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace, trace_features
-from nvdla_hil.harness.workload import explain_timeout, trace_budget
+from nvdla_hil.harness.traces.limits import TraceError
+from nvdla_hil.harness.traces.needs import trace_features
+from nvdla_hil.harness.traces.parse import parse_trace
+from nvdla_hil.harness.traces.player import run_trace
+from nvdla_hil.harness.traces.sets import find_trace_sets
+from nvdla_hil.harness.targets.workload import explain_timeout, trace_budget
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
-pytest_plugins = ["nvdla_hil.harness.warm"]
+pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
 SKIP_NO_SOURCE = "no trace source configured"
 
@@ -125,8 +129,8 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
     diagnosis = ""
     if actual:
         from nvdla_hil.harness.plugin import log_dir
-        from nvdla_hil.harness.report import diag_path, trace_lut_info, write_diagnosis
-        from nvdla_hil.harness.triage import diagnose_trace
+        from nvdla_hil.harness.analysis.report import diag_path, trace_lut_info, write_diagnosis
+        from nvdla_hil.harness.analysis.triage import diagnose_trace
 
         diag = diagnose_trace(trace, actual, prof, semantics=spec.semantics, budget=10.0)
         diagnosis = "\n" + diag.summary()

@@ -1,5 +1,5 @@
 """nv_full's own trace tests (nvdla/hw nvdlav1 ``verif/traces/traceplayer``; ``input.txn``
-format, :mod:`nvdla_hil.harness.txn`), one pytest test per test folder under ``--nvdla-txn``
+format, :mod:`nvdla_hil.harness.traces.txn`), one pytest test per test folder under ``--nvdla-txn``
 (or ``NVDLA_TXN_TESTS``).
 
 They run on the first configured profile that is an nvdlav1 design (nv_full); when the run may
@@ -25,11 +25,11 @@ from nvdla_hil.harness.plugin import (
     suite_spec,
 )
 from nvdla_hil.harness.targets import layer_timeout, open_target
-from nvdla_hil.harness.traces import TraceError
-from nvdla_hil.harness.txn import find_txns, parse_txn, run_txn
+from nvdla_hil.harness.traces.limits import TraceError
+from nvdla_hil.harness.traces.txn import find_txns, parse_txn, run_txn
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
-pytest_plugins = ["nvdla_hil.harness.warm"]
+pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
 
 def _source(config: pytest.Config) -> tuple[str | None, Path | None]:

@@ -12,8 +12,6 @@ collection error naming the option, never a skip.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import os
 from pathlib import Path
 
@@ -23,11 +21,12 @@ from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
 from nvdla_hil.harness.plugin import PROFILES_KEY, SKIP_LACKS, attach_access_log, set_link_report, suite_spec
 from nvdla_hil.harness.targets import open_target
-from nvdla_hil.harness.workload import case_budget, explain_timeout
+from nvdla_hil.harness.targets.workload import case_budget, explain_timeout
 from nvdla_hil.harness.vectors import Case, bundled_root, find_cases, load_case, run_case
+from nvdla_hil.harness.vectors.run import spec_for_case
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
-pytest_plugins = ["nvdla_hil.harness.warm"]
+pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
 
 def _source(config: pytest.Config) -> str | None:
@@ -88,12 +87,9 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config, request: 
     if prof is None:
         pytest.skip(why)
     spec = suite_spec(pytestconfig, prof)
-    sem = case.provenance.get("semantics")
-    if spec.kind == "model" and sem and sem != spec.semantics:
-        # a golden kept from NVDLA's C model (fuzz --keep) is what the model must compute in that
-        # semantics: run it so, never skip it (the main job would otherwise test none of them)
-        spec = replace(spec, semantics=sem)
-        request.node.user_properties.append(("model_semantics", sem))
+    if (case_spec := spec_for_case(spec, case)) is not spec:
+        spec = case_spec
+        request.node.user_properties.append(("model_semantics", spec.semantics))
     nodeid = request.node.nodeid
     with open_target(spec, warm=nvdla_warm_pool) as target:
         drv = NvdlaDriver(target, prof)

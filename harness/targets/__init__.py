@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ...drivers.transport import Transport
+from .builds import BuildCache
 
 if TYPE_CHECKING:
     from .verilator import WarmSimulators
@@ -37,7 +38,7 @@ class TargetSpec:
     lab: str | None = None  # serial: lab file
     board: str | None = None  # serial: board name in the lab file
     extra: dict[str, Any] = field(default_factory=dict)
-    #: model: the :class:`~nvdla_hil.harness.coverage.Coverage` its layers feed (None: no coverage)
+    #: model: the :class:`~nvdla_hil.harness.analysis.coverage.Coverage` its layers feed (None: no coverage)
     coverage: Any = field(default=None, compare=False, repr=False)
     #: told of every target :func:`open_target` creates from this spec (the pytest plugin records
     #: what each test ran on: target, profile, board or RTL build)
@@ -45,6 +46,9 @@ class TargetSpec:
     #: serial: the session's :class:`~.serial.BoardMemoryBook` (what its boards' memory holds from
     #: one test to the next, so a slow link does not resend it); None: every test starts unknowing
     memory_book: Any = field(default=None, compare=False, repr=False)
+    #: verilator, cmod: the builds this spec's targets resolved (one content check of the checkout per
+    #: configuration, shared by every copy of the spec: ``replace``/``with_profile`` keep it)
+    build_cache: BuildCache = field(default_factory=BuildCache, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TARGETS:
@@ -78,11 +82,12 @@ def _create(spec: TargetSpec) -> Transport:
     if spec.kind == "cmod":
         from .cmod import CmodTarget
 
-        return CmodTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, **spec.extra)
+        return CmodTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, build_cache=spec.build_cache, **spec.extra)
     if spec.kind == "verilator":
         from .verilator import VerilatorTarget
 
-        return VerilatorTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, waves=spec.waves, **spec.extra)
+        return VerilatorTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, waves=spec.waves,
+                               build_cache=spec.build_cache, **spec.extra)
     from .serial import SerialTarget
 
     if not spec.lab or not spec.board:

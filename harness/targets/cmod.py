@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...drivers.transport import TransportError
+from .builds import BuildCache
 from .simproc import SimProcessTarget  # the process client (spawn, line protocol, deadlines, memory)
 
 __all__ = ["CmodBuild", "CmodBuildError", "CmodCrashed", "CmodTarget", "build_cmod", "cmod_cache_root"]
@@ -286,7 +287,6 @@ def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: 
 # ---------------------------------------------------------------------------------------------
 # target
 # ---------------------------------------------------------------------------------------------
-_BUILDS: dict[tuple[str, str], CmodBuild] = {}
 
 
 class CmodTarget(SimProcessTarget):
@@ -307,6 +307,9 @@ class CmodTarget(SimProcessTarget):
         irq_settle_ns: when ``wait_irq`` finds the line already high, simulate this long first.
         csb_ns: simulated time after each CSB access.
         run_dir: where the model's log goes (default: a fresh temp dir, kept on failure).
+        build_cache: the session's :class:`~.builds.BuildCache` (its ``TargetSpec``'s): the
+            checkout is content-checked once per configuration, not on every open (``None``:
+            checked on every open against the on-disk cache).
     """
 
     suggested_layer_timeout: float = 900.0
@@ -321,9 +324,11 @@ class CmodTarget(SimProcessTarget):
                  nvdla_hw: str | os.PathLike[str] | None = None, config: str | None = None,
                  request_timeout: float = 900.0, irq_max_ns: int = 1_000_000, irq_settle_ns: int = 100,
                  csb_ns: float = 1.0, startup_timeout: float = 60.0,
-                 run_dir: str | os.PathLike[str] | None = None, jobs: int | None = None) -> None:
+                 run_dir: str | os.PathLike[str] | None = None, jobs: int | None = None,
+                 build_cache: BuildCache | None = None) -> None:
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         self._build_arg = build
+        self._build_cache = build_cache
         self._nvdla_hw = nvdla_hw
         self._config = config
         self._jobs = jobs
@@ -341,11 +346,12 @@ class CmodTarget(SimProcessTarget):
             return b
         if b is not None:
             return CmodBuild.load(Path(b))
-        key = (str(self._nvdla_hw or os.environ.get("NVDLA_HW")), str(self._config))
-        got = _BUILDS.get(key)
-        if got is None or not Path(got.executable).is_file():
-            got = _BUILDS[key] = build_cmod(self._nvdla_hw, self._config, jobs=self._jobs)
-        return got
+        def make() -> CmodBuild:
+            return build_cmod(self._nvdla_hw, self._config, jobs=self._jobs)
+
+        if self._build_cache is None:
+            return make()
+        return self._build_cache.get(("cmod", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), str(self._config)), make)
 
     def _open(self) -> None:
         try:

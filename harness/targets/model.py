@@ -31,7 +31,7 @@ Units the reference model does not cover raise :class:`UnitNotModelled` from the
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +39,7 @@ import numpy as np
 from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
-from ..memory import RecordingMemory, SparseMemory
+from .memory import RecordingMemory, SparseMemory
 from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
@@ -108,12 +108,12 @@ class _GroupView:
         self._groups = groups
 
     def reg(self, block: str, register: str) -> int:
-        r = self._t.regmap.register(block, register)
-        return self._t._value(r, self._groups.get(block, 0))
+        r = self._t._register(block, register)
+        return self._t._regs[(r.address, self._groups.get(block, 0) if r.dual else 0)]
 
     def field(self, block: str, register: str, field: str) -> int:
-        r = self._t.regmap.register(block, register)
-        return r.field(field).extract(self._t._value(r, self._groups.get(block, 0)))
+        address, dual, shift, mask = self._t._field_at(block, register, field)
+        return (self._t._regs[(address, self._groups.get(block, 0) if dual else 0)] >> shift) & mask
 
     def lut(self, block: str, table: str) -> np.ndarray:
         return self._t._luts[block][table.upper()].copy()
@@ -153,7 +153,7 @@ class ModelTarget(Transport):
                  record_reads: bool = False, polls_per_event: int | None = None,
                  bugs: list[str] | None = None, coverage: EventSink | bool | None = None) -> None:  # fmt: skip
         super().__init__()
-        # functional coverage (harness/coverage.py): the collector the layers feed (None or False:
+        # functional coverage (harness/analysis/coverage.py): the collector the layers feed (None or False:
         # none); it never changes a result
         self.coverage: EventSink | None = None if isinstance(coverage, bool) else coverage
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
@@ -177,6 +177,12 @@ class ModelTarget(Transport):
         self._live: dict[str, object] = {}
         self._regs: dict[tuple[int, int], int] = {}
         self._by_addr: dict[int, Register] = {r.address: r for r in self.regmap.registers()}
+        # lookups resolved once per target (the register map never changes): see _register,
+        # _field_at, _write32 (ordinary writable registers) and _group_of (S_POINTER.PRODUCER)
+        self._reg_by_name: dict[tuple[str, str], Register] = {}
+        self._field_by_name: dict[tuple[str, str, str], tuple[int, bool, int, int]] = {}
+        self._plain: dict[int, tuple[int, bool, str | None]] = {}
+        self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
@@ -209,26 +215,44 @@ class ModelTarget(Transport):
     def _reset(self) -> None:
         self._reset_state()
 
+    def _register(self, block: str, reg: str) -> Register:
+        """``regmap.register(block, reg)``, looked up once (a failed lookup raises every time)."""
+        r = self._reg_by_name.get((block, reg))
+        if r is None:
+            r = self._reg_by_name[(block, reg)] = self.regmap.register(block, reg)
+        return r
+
+    def _field_at(self, block: str, reg: str, field: str) -> tuple[int, bool, int, int]:
+        """(address, dual, lsb, unshifted mask) of a field, looked up once."""
+        got = self._field_by_name.get((block, reg, field))
+        if got is None:
+            f = (r := self._register(block, reg)).field(field)
+            got = self._field_by_name[(block, reg, field)] = (r.address, r.dual, f.lsb, f.max_value)
+        return got
+
     def _group_of(self, r: Register) -> int:
         if not r.dual:
             return 0
-        ptr = self.regmap.register(r.block, "S_POINTER")
-        return ptr.field("PRODUCER").extract(self._regs[(ptr.address, 0)])
+        got = self._producer.get(r.block)  # (S_POINTER address, PRODUCER lsb, mask)
+        if got is None:
+            f = (ptr := self._register(r.block, "S_POINTER")).field("PRODUCER")
+            got = self._producer[r.block] = (ptr.address, f.lsb, f.max_value)
+        return (self._regs[(got[0], 0)] >> got[1]) & got[2]
 
     def _value(self, r: Register, group: int) -> int:
         return self._regs[(r.address, group if r.dual else 0)]
 
     def _set(self, block: str, reg: str, value: int, group: int = 0) -> None:
-        r = self.regmap.register(block, reg)
+        r = self._register(block, reg)
         self._regs[(r.address, group if r.dual else 0)] = value
 
     def _get(self, block: str, reg: str, group: int = 0) -> int:
-        r = self.regmap.register(block, reg)
+        r = self._register(block, reg)
         return self._regs[(r.address, group if r.dual else 0)]
 
     def _field(self, block: str, reg: str, field: str, group: int = 0) -> int:
-        r = self.regmap.register(block, reg)
-        return r.field(field).extract(self._regs[(r.address, group if r.dual else 0)])
+        address, dual, shift, mask = self._field_at(block, reg, field)
+        return (self._regs[(address, group if dual else 0)] >> shift) & mask
 
     # ---- register access ------------------------------------------------------------
     def _lookup(self, address: int) -> Register:
@@ -256,6 +280,15 @@ class ModelTarget(Transport):
         return self._value(r, self._group_of(r))
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
+        plain = self._plain.get(address)
+        if plain is not None:  # an ordinary writable register: (mask, dual, block or None)
+            mask, dual, op_block = plain
+            group = self._group_of(self._by_addr[address]) if dual else 0
+            key = (address, group)
+            self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
+            if op_block is not None and value & 1:
+                self._op_enable(op_block, group)
+            return
         r = self._lookup(address)
         block, name = r.block, r.name
         if name == "S_LUT_ACCESS_DATA":
@@ -268,15 +301,17 @@ class ModelTarget(Transport):
             self._regs[(address, 0)] &= ~value & 0xFFFFFFFF
             return
         if block == "GLB" and name == "S_INTR_SET":
-            self._regs[(self.regmap.register("GLB", "S_INTR_STATUS").address, 0)] |= value & r.writable_mask
+            self._regs[(self._register("GLB", "S_INTR_STATUS").address, 0)] |= value & r.writable_mask
             return
         if block == "BDMA" and (name == "CFG_OP" or name.startswith("CFG_LAUNCH")):
             self._bdma_write(r, value)
             return
         if not r.writable:
             return  # the hardware ignores writes to read-only registers
-        group = self._group_of(r)
+        # an ordinary register: remembered so that the next write to it takes the path above
         mask = r.writable_mask
+        self._plain[address] = (mask, r.dual, block if name == "D_OP_ENABLE" else None)
+        group = self._group_of(r)
         key = (address, group if r.dual else 0)
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if name == "D_OP_ENABLE" and value & 1:
@@ -296,7 +331,7 @@ class ModelTarget(Transport):
 
     def _lut_cfg_read(self, unit: str) -> int:
         p = self._lut_ports[unit]
-        r = self.regmap.register(unit, "S_LUT_ACCESS_CFG")
+        r = self._register(unit, "S_LUT_ACCESS_CFG")
         if unit == "SDP" and self.options.semantics == "rtl":
             return p.cfg_written if self._lut_present(unit) else 0
         value = r.field("LUT_ADDR").insert(0, p.addr & 0x3FF)
@@ -326,6 +361,27 @@ class ModelTarget(Transport):
             self._advance(unit, p)
         elif unit == "SDP" and self.options.semantics == "rtl":
             self._advance(unit, p)  # SDP RTL: address increments even on a READ-type data write
+
+    def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
+        """A burst to a LUT data port (``incr=False``: a table load) does per word what :meth:`_lut_data_write` does."""
+        r = self._by_addr.get(address)
+        if incr or r is None or r.name != "S_LUT_ACCESS_DATA":
+            super()._write_burst(address, values, incr)
+            return
+        unit, p = r.block, self._lut_ports[r.block]
+        if not self._lut_present(unit):
+            return
+        tbl, addr = self._table(unit, p), p.addr
+        wrap = unit == "SDP" and self.options.semantics == "rtl"  # see _advance
+        last = LUT_DEPTH["LO" if p.table else "LE"] - 1
+        for v in values:
+            if p.write:
+                if addr < tbl.size:
+                    tbl[addr] = v & 0xFFFF
+                addr = (addr + 1) & 0x3FF if wrap else min(addr + 1, last)
+            elif wrap:
+                addr = (addr + 1) & 0x3FF
+        p.addr = addr
 
     def _lut_data_read(self, unit: str) -> int:
         p = self._lut_ports[unit]
@@ -447,7 +503,7 @@ class ModelTarget(Transport):
             for m in recorders:
                 m.recording = False
         if any(b.stuck for b in self.bugs):
-            from ..outputs import output_cubes
+            from .outputs import output_cubes
             from .faults import apply_stuck_bits
 
             regs = {r.address: self._value(r, group) for r in self._by_addr.values()}
@@ -457,7 +513,7 @@ class ModelTarget(Transport):
         if sink is not None:
             sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,
                        stats=result.stats)
-        status = self.regmap.register("GLB", "S_INTR_STATUS")
+        status = self._register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
         unit_block = {"CDMA_DAT": "CDMA", "CDMA_WT": "CDMA"}
         bits = [status.field(f"{u}_DONE_STATUS{gmap.get(unit_block.get(u, u), group)}").mask for u in units]
@@ -478,7 +534,7 @@ class ModelTarget(Transport):
                 pass
         for b in layer.blocks:
             self._set(b, "D_OP_ENABLE", 0, gmap[b])
-            ptr = self.regmap.register(b, "S_POINTER")
+            ptr = self._register(b, "S_POINTER")
             key = (ptr.address, 0)
             self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], gmap[b] ^ 1)
         if not layer.groups:
@@ -510,7 +566,7 @@ class ModelTarget(Transport):
             return
         g = int(r.name[-1])
         cmds, self._bdma_queue = self._bdma_queue, []
-        st = self.regmap.register("BDMA", "STATUS")
+        st = self._register("BDMA", "STATUS")
         self._set("BDMA", "STATUS", st.field(f"GRP{g}_BUSY").insert(self._get("BDMA", "STATUS"), 1))
         for k in ("READ", "WRITE"):
             self._set("BDMA", f"STATUS_GRP{g}_{k}_STALL", 0)
@@ -533,13 +589,13 @@ class ModelTarget(Transport):
             self._set("BDMA", "STATUS", st.field(f"GRP{g}_BUSY").insert(self._get("BDMA", "STATUS"), 0))
             self._bdma_status()
 
-        self._events.append((self.regmap.register("GLB", "S_INTR_STATUS").field(f"BDMA_DONE_STATUS{g}").mask, complete))
+        self._events.append((self._register("GLB", "S_INTR_STATUS").field(f"BDMA_DONE_STATUS{g}").mask, complete))
         self._bdma_status()
 
     def _bdma_status(self) -> None:
         from ..refmodel.bdma import QUEUE_DEPTH
 
-        st = self.regmap.register("BDMA", "STATUS")
+        st = self._register("BDMA", "STATUS")
         v = st.field("FREE_SLOT").insert(self._get("BDMA", "STATUS"), QUEUE_DEPTH - len(self._bdma_queue))
         idle = not self._bdma_queue and not any(st.field(f"GRP{g}_BUSY").extract(v) for g in (0, 1))
         self._set("BDMA", "STATUS", st.field("IDLE").insert(v, int(idle)))
@@ -552,7 +608,7 @@ class ModelTarget(Transport):
         bits, complete = self._events.popleft()
         if complete is not None:
             complete()
-        status = self.regmap.register("GLB", "S_INTR_STATUS")
+        status = self._register("GLB", "S_INTR_STATUS")
         self._regs[(status.address, 0)] |= bits
         self._unseen |= bits
         self._idle_polls = 0
@@ -600,7 +656,7 @@ class ModelTarget(Transport):
 
     def _check_precisions(self, layer: _Layer, view: RegisterView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
-        from ..validity import InvalidPrecisionConfig, check_config
+        from ..refmodel.validity import InvalidPrecisionConfig, check_config
 
         units = [u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
                  if blk in layer.blocks]

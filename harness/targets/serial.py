@@ -7,7 +7,7 @@ typed object on every target.
 
 Outside a regression (``regs``, ``trace``, scripts) each target takes the board's lock itself.
 Inside a regression the pytest controller holds the session's boards for the whole session
-(:class:`~nvdla_hil.harness.lab.SessionBoardLock`, one per board of a pool) and passes
+(:class:`~nvdla_hil.harness.boards.lab.SessionBoardLock`, one per board of a pool) and passes
 ``session_lock`` (the lock files and the holder's PID) to every test's target: the target checks
 that the session still holds them, then takes one board's ``.use`` file (its xdist worker's own
 board first) so that no board is used by two tests at once, and never takes (or drops) a board
@@ -25,8 +25,9 @@ from typing import Any
 
 from ...drivers.transport import Transport, TransportError
 from ...drivers.uartbone import BoardConfigError, BoardDeadError, SerialTransport
-from ..lab import BoardBusyError, BoardConfig, BoardLock, LabError, resolve_board, run_reset
-from ..memory import KnownMemory
+from ..boards.lab import BoardBusyError, BoardConfig, BoardLock, LabError, resolve_board, run_reset
+from ..boards.quarantine import quarantine_path, quarantined
+from .memory import KnownMemory
 
 __all__ = ["BoardDeadError", "BoardMemoryBook", "SerialTarget", "make_serial_transport", "open_serial_target", "probe_board",
            "restore_known_state"]
@@ -149,7 +150,7 @@ def _window_error(lab_path: object, cfg: BoardConfig, e: BoardConfigError) -> La
 def probe_board(lab_path: str | os.PathLike[str] | None, board_name: str | None) -> None:
     """Open the board's link without a lock (the caller holds the board: a regression's session
     lock) and prove its DRAM window (:meth:`SerialTransport.probe_window`). A window the board
-    does not map raises :class:`~nvdla_hil.harness.lab.LabError` naming both windows: a
+    does not map raises :class:`~nvdla_hil.harness.boards.lab.LabError` naming both windows: a
     configuration error (``nvdla-hil regress`` exit 2), not a link fault."""
     lab, cfg = resolve_board(lab_path, board_name)
     if cfg.labgrid_place:
@@ -186,7 +187,7 @@ def _probe_place(lab_path: object, cfg: BoardConfig) -> None:
     the place's serial endpoint, and release it again (each test acquires it for itself)."""
     import dataclasses
 
-    from ..labgrid_place import LabgridPlace
+    from ..boards.labgrid_place import LabgridPlace
 
     place = LabgridPlace(cfg.labgrid_place or "", cfg.labgrid_coordinator)
     try:
@@ -363,6 +364,14 @@ class SerialTarget(SerialTransport):
                 raise BoardBusyError(
                     f"board {name!r}: this regression (PID {pid}) no longer holds its lock {path}; "
                     f"now held by {held.holder()}")
+        sick = quarantined(self.lab)  # quarantined mid-run (a failed health re-check): the pool goes on without it
+        if sick:
+            cands = [c for c in cands if c[0] not in sick]
+            if not cands:
+                raise BoardBusyError(
+                    "every board of this regression is quarantined: "
+                    + "; ".join(f"{n}: {sick[n].get('reason', '?')}" for n, _ in self._candidates())
+                    + f" (see {quarantine_path(self.lab)})")
         wait = float(s.get("wait", 300.0))
         deadline = time.monotonic() + wait
         while True:
@@ -398,7 +407,7 @@ class SerialTarget(SerialTransport):
     def _lease_place(self) -> None:
         """A labgrid board: acquire its place (or use this user's acquisition); its serial
         resource is the endpoint this open talks to."""
-        from ..labgrid_place import LabgridPlace
+        from ..boards.labgrid_place import LabgridPlace
 
         place = LabgridPlace(self.cfg.labgrid_place or "", self.cfg.labgrid_coordinator)
         self.url = place.acquire().url

@@ -21,7 +21,7 @@ shared with the cmod target.
 Warm simulators: :class:`WarmSimulators` keeps one open simulator per build and hands it to
 the next test reset to the state of a fresh start (:meth:`VerilatorTarget.restore_fresh`),
 as a :class:`WarmTarget` lease; see ``sims/README.md`` and the pytest plugin
-:mod:`nvdla_hil.harness.warm`.
+:mod:`nvdla_hil.harness.plugin.warm`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 from nvdla_hil.drivers.transport import NotOpenError, Transport, TransportError, TransportTimeoutError
 
+from .builds import BuildCache
 from .simproc import PORTS as _PORTS
 from .simproc import SimProcessTarget
 
@@ -49,8 +50,6 @@ __all__ = ["SimulatorCrashed", "VerilatorTarget", "WarmSimulators", "WarmStats",
 GLB_DUMP = {"GLB_HW_VERSION": 0x1000, "GLB_S_INTR_MASK": 0x1004, "GLB_S_INTR_SET": 0x1008,
             "GLB_S_INTR_STATUS": 0x100C}
 
-
-_BUILDS: dict[tuple[str, str, bool], Any] = {}
 _log = logging.getLogger(__name__)
 
 
@@ -74,6 +73,9 @@ class VerilatorTarget(SimProcessTarget):
         irq_settle_cycles: when ``wait_irq`` finds the line already high (another unit's
             interrupt pending), simulate this many cycles before returning, so a driver
             polling GLB S_INTR_STATUS for a different bit advances simulated time.
+        build_cache: the session's :class:`~.builds.BuildCache` (its ``TargetSpec``'s): the
+            checkout is content-checked once per configuration, not on every open (``None``:
+            checked on every open against the on-disk cache).
     """
 
     #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
@@ -91,9 +93,11 @@ class VerilatorTarget(SimProcessTarget):
                  wave_file: str | os.PathLike[str] | None = None,
                  request_timeout: float = 60.0, irq_max_cycles: int = 200_000_000,
                  startup_timeout: float = 120.0, run_dir: str | os.PathLike[str] | None = None,
-                 reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256) -> None:
+                 reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256,
+                 build_cache: BuildCache | None = None) -> None:
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         self._build_arg = build
+        self._build_cache = build_cache
         self._nvdla_hw = nvdla_hw
         self._config = config
         self.waves = waves
@@ -115,12 +119,14 @@ class VerilatorTarget(SimProcessTarget):
             return b
         if b is not None:
             return SimBuild.load(Path(b))
-        # one content-hash check per process and configuration, not one per test
-        key = (str(self._nvdla_hw or os.environ.get("NVDLA_HW")), self._config, self.waves)
-        build = _BUILDS.get(key)
-        if build is None or not Path(build.executable).is_file():
-            build = _BUILDS[key] = build_nvdla(self._nvdla_hw, self._config, waves=self.waves)
-        return build
+        def make() -> SimBuild:
+            return build_nvdla(self._nvdla_hw, self._config, waves=self.waves)
+
+        if self._build_cache is None:
+            return make()
+        # one content-hash check per session and configuration, not one per test
+        key = ("verilator", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), self._config, self.waves)
+        return self._build_cache.get(key, make)
 
     def _sim_env(self) -> dict[str, str]:
         import cocotb_tools.config as cfg

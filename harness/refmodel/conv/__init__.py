@@ -92,7 +92,7 @@ import numpy as np
 from ..base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from ._common import I64, PREC_FP16, PREC_INT8, PREC_INT16, PREC_NAMES, PSUM_BITS, PSUM_BITS_INT16, reg_addr
 from .cacc import cacc_truncate, conv_accumulate, direct_conv, fp16_conv_accumulate, fp48_add, fp48_to_fp32
-from .cdma import _fetch_feature, cdma_convert, read_dc_weights, weight_offsets
+from .cdma import cdma_convert, fetch_feature, read_dc_weights, weight_offsets
 from .cmac import booth_product, fp16_mac_step, mac_step
 from .csc import ConvConfig, check_cbuf, decode_conv_config, feature_entries_per_slice, pad_input
 
@@ -122,9 +122,6 @@ __all__ = [
     "weight_offsets",
 ]
 
-_addr = reg_addr
-_PREC_NAMES = PREC_NAMES
-
 
 def _fp16_bits(a: np.ndarray) -> np.ndarray:
     """FP16 bit patterns (int64 0..0xFFFF) of ``a``: float16 values, or 16-bit integers as read."""
@@ -152,7 +149,7 @@ def _fetch_input(view: RegisterView, mem: MemoryPort, options: ModelOptions, bpe
         except ImportError:
             raise UnitNotModelled("CDMA: image (pixel) input not modelled; feature input only") from None
         return fetch_image(view, mem, options)
-    return _fetch_feature(view, mem, options.atom_bytes, bpe)
+    return fetch_feature(view, mem, options.atom_bytes, bpe)
 
 
 def _read_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, cfg: ConvConfig, atomic_k: int,
@@ -167,7 +164,7 @@ def _read_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, cf
         return read_compressed_weights(view, mem, options, cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w)
     return read_dc_weights(
         engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE"),
-        _addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
+        reg_addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"),
         cfg.out_k, cfg.in_c, cfg.k_h, cfg.k_w, atomic_k, options.mac_atomic_c, bpe,
     )  # fmt: skip
 
@@ -252,7 +249,7 @@ def _conv_one(view: RegisterView, mem: MemoryPort, options: ModelOptions, prec: 
     sem = options.semantics
     atomic_c = options.mac_atomic_c
     cfg = decode_conv_config(view)
-    d = _fetch_input(view, mem, options, bpe) if batch == 0 else _fetch_feature(view, mem, options.atom_bytes, bpe, batch)
+    d = _fetch_input(view, mem, options, bpe) if batch == 0 else fetch_feature(view, mem, options.atom_bytes, bpe, batch)
     if is_image_input(view):  # the pre-extended cube is an ordinary 1-wide convolution (image.image_conv_config)
         from .image import image_conv_config
 

@@ -120,9 +120,8 @@ def _lead_same(v: np.ndarray, top: int) -> np.ndarray:
     at the first that differs (``top`` when every bit equals it)."""
     sign = _bit(v, top)
     x = np.where(sign == 1, ~v, v) & ((I64(1) << top) - 1)  # 1 where a bit differs from the sign
-    hb = np.full(np.shape(v), -1, dtype=I64)
-    for b in range(top - 1, -1, -1):
-        hb = np.where((hb < 0) & (((x >> b) & 1) == 1), b, hb)
+    # the highest differing bit: bit length - 1 (-1 for none), exact through float64 (x < 2^53)
+    hb = np.frexp(x.astype(np.float64))[1].astype(I64) - 1
     return (top - 1) - hb
 
 

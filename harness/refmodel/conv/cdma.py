@@ -12,8 +12,6 @@ from ._common import I64, PREC_FP16, reg_addr
 
 __all__ = ["cdma_convert", "fetch_feature", "read_dc_weights", "weight_offsets"]
 
-_addr = reg_addr
-
 
 def cdma_convert(
     x: np.ndarray, *, offset: int, scale: int, truncate: int, out_bits: int = 8
@@ -52,8 +50,7 @@ def read_dc_weights(
     return np.ascontiguousarray(raw).view(np.int8 if bpe == 1 else "<i2").astype(I64)[off]
 
 
-
-def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1, batch: int = 0) -> np.ndarray:
+def fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1, batch: int = 0) -> np.ndarray:
     """CDMA feature fetch + CVT: (C, H, W) int64 (real channels only); ``bpe`` 2 = INT16. Batch
     ``batch`` starts ``batch * D_BATCH_STRIDE`` bytes after ``D_DAIN_ADDR`` (cmod
     ``NV_NVDLA_cdma.cpp`` ``DirectConvDataRequestSequencerCommon``: ``base_addr + batch_iter * batch_stride``)."""
@@ -61,7 +58,7 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1,
     h = int(view.field("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT")) + 1
     c = int(view.field("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")) + 1
     geo = CubeGeometry(
-        base=_addr(view, "CDMA", "D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0") + batch * int(view.reg("CDMA", "D_BATCH_STRIDE")),
+        base=reg_addr(view, "CDMA", "D_DAIN_ADDR_HIGH_0", "D_DAIN_ADDR_LOW_0") + batch * int(view.reg("CDMA", "D_BATCH_STRIDE")),
         line_stride=int(view.reg("CDMA", "D_LINE_STRIDE")),
         surface_stride=int(view.reg("CDMA", "D_SURF_STRIDE")),
         width=w,
@@ -85,7 +82,3 @@ def _fetch_feature(view: RegisterView, mem: MemoryPort, atom: int, bpe: int = 1,
             out_bits=8 * bpe,
         )
     return d
-
-
-
-fetch_feature = _fetch_feature

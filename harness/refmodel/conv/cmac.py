@@ -42,14 +42,12 @@ def mac_step(wk: np.ndarray, t: np.ndarray, *, use_float: bool) -> np.ndarray:
 FP44_NAN_EXP = 0x3F
 _SIGN_COMP = {0: 0xAAAB0000, 4: 0xFAAAB000, 8: 0xFFAAAB00, 12: 0xFFFAAAB0, 16: 0xFFFFAAAB, 20: 0xFFFFFAAB,
               24: 0xFFFFFFAB, 28: 0xFFFFFFFB}  # cal_fp16_booth: constant per alignment shift
-_U32 = np.uint64(0xFFFFFFFF)
 
 
 def _csa(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """3:2 carry-save adder on 32-bit words: (sum, carry << 1)."""
-    s = a ^ b ^ c
-    cy = (((a & b) | (b & c) | (a & c)) << np.uint64(1)) & _U32
-    return s, cy
+    """3:2 carry-save adder on 32-bit words (uint32): (sum, carry << 1)."""
+    t = a ^ b
+    return t ^ c, ((a & b) | (c & t)) << np.uint32(1)  # majority
 
 
 def booth_product(neg: np.ndarray, wm: np.ndarray, dm: np.ndarray, sft: np.ndarray) -> np.ndarray:
@@ -58,23 +56,25 @@ def booth_product(neg: np.ndarray, wm: np.ndarray, dm: np.ndarray, sft: np.ndarr
     ``wm``/``dm``: pre-shifted significands (< 2^14), ``neg``: product sign, ``sft``: alignment
     shift (a multiple of 4; >= 32 gives 0). cmod/cmac/NV_NVDLA_cmac.h ``cal_fp16_booth``."""
     shape = np.broadcast(neg, wm, dm, sft).shape
-    neg = np.broadcast_to(neg, shape).astype(bool)
-    w = np.broadcast_to(wm, shape).astype(np.uint64) << np.uint64(1)
-    dmu = np.broadcast_to(dm, shape).astype(np.uint64)
+    # 32-bit words throughout: uint32 arithmetic wraps exactly as the model's 32-bit adders
+    w = np.broadcast_to(wm, shape).astype(np.uint32) << np.uint32(1)
+    dmu = np.broadcast_to(dm, shape).astype(np.uint32)
     sft = np.broadcast_to(sft, shape).astype(np.int64)
-    rev = np.where(neg, np.uint64(7), np.uint64(0))
-    one = np.uint64(0x10000)
+    rev = np.broadcast_to(neg, shape).astype(bool).astype(np.uint32) * np.uint32(7)
+    # Booth code c (3 bits of w, inverted for a negative product) -> partial product: magnitude
+    # m * dm (m = 0, 1, 1, 2, -2, -1, -1, -0); a negative one is ~(m * dm) & 0xFFFF (its inversion
+    # bit added two places up), a positive one has the sign-extension bit 0x10000 set: both are
+    # m * dm XOR key (m * dm < 2^15)
+    mult = np.array([0, 1, 1, 2, 2, 1, 1, 0], dtype=np.uint32)
+    inv = np.array([0, 0, 0, 0, 1, 1, 1, 0], dtype=np.uint32)
+    key = np.where(inv == 1, 0xFFFF, 0x10000).astype(np.uint32)
     pps, invs = [], []
     for _ in range(8):
-        code = (w & np.uint64(7)) ^ rev
-        w = w >> np.uint64(2)
-        pp = np.where((code == 1) | (code == 2), dmu | one,
-             np.where(code == 3, (dmu << np.uint64(1)) | one,
-             np.where(code == 4, ~(dmu << np.uint64(1)) & np.uint64(0xFFFF),
-             np.where((code == 5) | (code == 6), ~dmu & np.uint64(0xFFFF), one))))  # fmt: skip
-        pps.append(pp)
-        invs.append(((code >= 4) & (code <= 6)).astype(np.uint64))
-    u = lambda v, n: (v << np.uint64(n)) & _U32  # noqa: E731
+        code = ((w & np.uint32(7)) ^ rev).astype(np.intp)
+        w = w >> np.uint32(2)
+        pps.append((dmu * mult[code]) ^ key[code])
+        invs.append(inv[code])
+    u = lambda v, n: v << np.uint32(n)  # noqa: E731
     p = [pps[0], u(pps[1], 2) | invs[0], u(pps[2], 4) | u(invs[1], 2), u(pps[3], 6) | u(invs[2], 4), u(invs[3], 6),
          u(pps[4], 8), u(pps[5], 10) | u(invs[4], 8), u(pps[6], 12) | u(invs[5], 10), u(pps[7], 14) | u(invs[6], 12),
          u(invs[7], 14)]  # fmt: skip
@@ -88,13 +88,12 @@ def booth_product(neg: np.ndarray, wm: np.ndarray, dm: np.ndarray, sft: np.ndarr
     b0, b1 = reduce5(*p[5:10])
     s, cy = _csa(a0, a1, b0)
     s, cy = _csa(s, cy, b1)
-    sh = np.minimum(sft, 31).astype(np.uint64)
-    comp = np.zeros(shape, dtype=np.uint64)
-    for k, v in _SIGN_COMP.items():
-        comp[sft == k] = np.uint64(v)
-    tot = ((s >> sh) + (cy >> sh) + comp) & _U32
-    out = tot.astype(np.int64)
-    out = np.where(out >= 1 << 31, out - (1 << 32), out)
+    sh = np.minimum(sft, 31).astype(np.uint32)
+    # the sign-compensation constant by alignment shift (0 for a shift not in the table)
+    comp_of = np.array([_SIGN_COMP.get(k, 0) for k in range(0, 33, 4)], dtype=np.uint32)
+    comp = comp_of[np.where(((sft & 3) == 0) & (sft >= 0) & (sft < 32), sft >> 2, 8)]
+    tot = (s >> sh) + (cy >> sh) + comp  # wraps mod 2^32
+    out = tot.view(np.int32).astype(np.int64)  # 32-bit two's complement
     return np.where(sft >= 32, 0, out)
 
 

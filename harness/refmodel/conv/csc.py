@@ -67,10 +67,6 @@ def tap(padded: np.ndarray, cfg: ConvConfig, ky: int, kx: int) -> np.ndarray:
     ]
 
 
-
-_tap = tap
-
-
 def feature_entries_per_slice(width: int, channels: int, options: ModelOptions, bpe: int = 1) -> int:
     """CBUF entries one input line (slice) of a feature cube needs.
 
@@ -144,4 +140,3 @@ def decode_conv_config(view: RegisterView) -> ConvConfig:
         pad_top=f("CSC", "D_ZERO_PADDING", "PAD_TOP"),
         pad_value=int(sx(f("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE"), pad_bits)),
     )
-

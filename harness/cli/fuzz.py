@@ -1,0 +1,151 @@
+"""``nvdla-hil fuzz`` (constrained-random differential testing) and ``nvdla-hil coverage``
+(functional-coverage files: show, merge).
+
+    nvdla-hil fuzz --unit sdp-lut --target verilator|cmod|serial --count N --seed S
+                   [--profile P] [--constraints FILE] [--set key=value ...] [--out DIR]
+                   [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE] [--keep DIR]
+    nvdla-hil fuzz --unit sdp-lut --model-bug SPEC ...   (the model with an injected fault as the DUT)
+    nvdla-hil coverage show FILE... [--profile P ...]
+    nvdla-hil coverage merge FILE... --out FILE
+
+The reference model computes every case's golden, so ``--target model`` (the default) is
+refused unless ``--model-bug`` injects a fault into it (testing the harness itself): the model
+compared with itself proves nothing.
+
+``fuzz`` prints one line per failing case (its seed and index, the first and worst differing
+element of each output), saves each failing case as a packed vector under ``--out`` (replay:
+``nvdla-hil vectors run DIR/<case>`` or ``fuzz --seed S --first I --count 1``), then the
+coverage table of the unit's bins. Exit codes: 0 all matched, 1 a mismatch (or a case that
+could not run), 2 bad input (constraints, options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .options import add_target_options, target_spec
+
+__all__ = ["add_subcommands"]
+
+
+def _err(cmd: str, msg: str) -> int:
+    print(f"nvdla-hil {cmd}: {msg}", file=sys.stderr)
+    return 2
+
+
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    from ..analysis import coverage as covmod
+    from ..fuzz import UNIT_GROUPS, ConstraintError, load_constraints, run_fuzz
+
+    if args.count < 1 or args.budget < 1 or args.jobs < 1 or args.first < 0 or args.seed < 0:
+        return _err("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
+    try:  # first: a unit the profile cannot run is refused whatever the target
+        c = load_constraints(args.unit, profile=args.profile, files=args.constraints or (), sets=args.set or ())
+    except ConstraintError as e:
+        return _err("fuzz", str(e))
+    if args.target in ("verilator", "cmod") and not args.nvdla_hw:
+        return _err("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+    if args.keep and Path(args.keep).exists() and not Path(args.keep).is_dir():
+        return _err("fuzz", f"--keep {args.keep}: not a folder")
+    if args.target == "serial" and not (args.lab and args.board):
+        return _err("fuzz", "--target serial needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    if args.model_bug and args.target != "model":
+        return _err("fuzz", "--model-bug injects a fault into the model target only (--target model)")
+    if args.target == "model" and not args.model_bug:
+        # the golden of every case is the reference model's: the model as the DUT would agree by
+        # construction and prove nothing (nor should --keep record the model's outputs as goldens)
+        return _err("fuzz", "--target model (the default) would compare the reference model with itself, so every case "
+                    "would pass and prove nothing: choose a device under test with --target verilator|cmod|serial, or "
+                    "inject a fault with --model-bug SPEC to test the harness itself")
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        return _err("fuzz", f"--out {args.out}: not a folder")
+    spec = target_spec(args, c.profile.name, board_memory=False)
+    what = f"up to {args.budget} cases until covered" if args.until_covered else f"{args.count} cases"
+    print(f"fuzz {c.describe()}: {what}, seed {args.seed}, target {args.target}", flush=True)
+    rep = run_fuzz(args.unit, spec, count=args.count, seed=args.seed, first=args.first, profile=args.profile,
+                   constraint_files=args.constraints or (), sets=args.set or (), out=args.out,
+                   until_covered=args.until_covered, budget=args.budget, jobs=args.jobs,
+                   semantics=args.model_semantics, model_bugs=args.model_bug or None,
+                   log=lambda s: print(s, flush=True), keep=args.keep)
+    print(covmod.format_table(rep.coverage, [c.profile], UNIT_GROUPS[args.unit]))
+    if args.coverage_out:
+        rep.coverage.write(args.coverage_out)
+        print(f"coverage written to {args.coverage_out}")
+    counts: dict[str, int] = {}
+    for fc in rep.cases:
+        counts[fc.status] = counts.get(fc.status, 0) + 1
+    empty = rep.empty_bins()
+    print(f"summary: {len(rep.cases)} cases in {rep.seconds:.1f} s: "
+          + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+          + f"; {len(rep.aimed) - len(empty)} of {len(rep.aimed)} aimed bins hit")
+    if args.until_covered:
+        if empty:
+            print(f"budget spent, {len(empty)} bins stayed empty: {', '.join(empty)}")
+        else:
+            print(f"every reachable bin of {args.unit} on {c.profile.name} hit after {len(rep.cases)} cases")
+    if rep.cases and all(fc.status == "error" and "cannot open the target" in fc.line for fc in rep.cases):
+        # nothing ran: the target itself is the problem (no simulator, no checkout, no board)
+        return _err("fuzz", f"the {args.target} target could not be opened: "
+                    f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
+    return 1 if rep.failed else 0
+
+
+def _cmd_coverage(args: argparse.Namespace) -> int:
+    from ..analysis import coverage as covmod
+
+    try:
+        covs = [covmod.load(p) for p in args.files]
+    except (OSError, ValueError) as e:
+        return _err("coverage", str(e))
+    cov = covmod.merge(*covs)
+    if args.coverage_cmd == "merge":
+        if Path(args.out).exists() and not args.force:
+            return _err("coverage", f"--out {args.out} exists; pass --force to replace it")
+        cov.write(args.out)
+        print(f"merged {len(covs)} file(s) into {args.out}")
+        return 0
+    try:
+        print(covmod.format_table(cov, args.profile or None))
+    except Exception as e:  # noqa: BLE001 - a bad profile name
+        return _err("coverage", str(e))
+    return 0
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    from ..fuzz import UNITS
+
+    p = subparsers.add_parser("fuzz", help="constrained-random differential testing against the reference model",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--unit", required=True, choices=UNITS)
+    p.add_argument("--count", type=int, default=50, help="cases to run (default 50)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--first", type=int, default=0, help="index of the first case (replay one: --first I --count 1)")
+    p.add_argument("--constraints", action="append", metavar="FILE", help="constraint file merged over the shipped one")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="override one field: k=v, k=lo..hi, k=a|b")
+    p.add_argument("--out", help="folder for the packed vectors of failing cases")
+    p.add_argument("--keep", metavar="DIR", help="save every case that ran as a packed vector whose golden is the DUT's "
+                   "outputs (provenance names the DUT): bundled suites with goldens from the C model or the RTL")
+    p.add_argument("--until-covered", action="store_true", help="run until every reachable bin is hit (or --budget)")
+    p.add_argument("--budget", type=int, default=1000, help="most cases with --until-covered (default 1000)")
+    p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--coverage-out", metavar="FILE", help="write the reference model's coverage (JSON)")
+    p.add_argument("--model-bug", action="append", metavar="SPEC", help="inject a fault into the model target (DUT) only")
+    add_target_options(p, include=("semantics", "hw", "lab"), profile_default=None,
+                       target_help="the device under test: verilator (RTL), cmod (NVDLA's C model), serial (board); "
+                                   "model only with --model-bug (the reference model with an injected fault)",
+                       profile_help="hardware profile (default: the unit's constraint file's)")
+    p.set_defaults(func=_cmd_fuzz, command="fuzz")
+
+    c = subparsers.add_parser("coverage", help="functional-coverage files: show, merge")
+    sub = c.add_subparsers(dest="coverage_cmd", required=True)
+    s = sub.add_parser("show", help="print the coverage table of one or more files (merged)")
+    s.add_argument("files", nargs="+")
+    s.add_argument("--profile", action="append", help="profiles whose reachable bins count (default: the files')")
+    s.set_defaults(func=_cmd_coverage, command="coverage")
+    m = sub.add_parser("merge", help="merge coverage files into one")
+    m.add_argument("files", nargs="+")
+    m.add_argument("--out", required=True)
+    m.add_argument("--force", action="store_true")
+    m.set_defaults(func=_cmd_coverage, command="coverage")

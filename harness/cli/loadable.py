@@ -1,0 +1,124 @@
+"""``nvdla-hil loadable show FILE`` and ``nvdla-hil loadable run FILE --target ...``: an NVDLA
+loadable (a compiled network, harness/loadables) listed, or run through NVDLA's firmware on a
+target with its output dump compared with a golden."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from .options import add_target_options, target_spec
+
+__all__ = ["add_subcommands", "show_text"]
+
+
+def add_subcommands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("loadable", help="show or run an NVDLA loadable (a compiled network) through NVDLA's firmware")
+    ls = p.add_subparsers(dest="loadable_cmd", metavar="ACTION", required=True)
+    q = ls.add_parser("show", help="memory list, tasks, submit list, operations, LUTs, inputs and outputs")
+    q.add_argument("file")
+    q.set_defaults(func=_cmd_show)
+    q = ls.add_parser("run", help="run every task on a target and compare the output dump with a golden")
+    q.add_argument("file")
+    add_target_options(q)
+    q.add_argument("--nvdla-sw", default=os.environ.get("NVDLA_SW"),
+                   help="nvdla/sw checkout whose kmd/firmware is built and run (or NVDLA_SW)")
+    q.add_argument("--golden", help="expected DIMG dump (o_000000.dimg); default: found beside the loadable in "
+                                    "NVDLA's regression layout (golden/<name>_<hash>/dla/)")
+    q.add_argument("--input", help="input tensor: a PGM image or a raw tensor of the input's size")
+    q.add_argument("--dump", help="write the output DIMG here")
+    q.add_argument("--model-bug", action="append", metavar="SPEC",
+                   help="model target: inject a datapath bug (harness/targets/faults.py); the run names the first wrong layer")
+    q.set_defaults(func=_cmd_run)
+
+
+def show_text(path: str) -> str:
+    from ..loadables.check import profile_for_loadable, read_loadable
+    from ..loadables.descriptors import PRECISIONS  # noqa: F401 - the names the listing uses
+    from ..loadables.fbs import INTERFACES, IFACE_DLA1, IFACE_EMU1
+    from ..loadables.runtime import dla_ops, loadable_config, task_version
+
+    ld = read_loadable(path)
+    out = [f"{Path(path).name}: loadable version {'.'.join(map(str, ld.version))}; written for "
+           f"{profile_for_loadable(ld)} ({loadable_config(ld)})"]
+    out.append(f"memory ({len(ld.memory)}):")
+    for m in ld.memory:
+        where = "DRAM" if m.domain == 0 else "SRAM"
+        cont = ", ".join(f"{c}@{o}" for c, o in zip(m.contents, m.offsets) if c) if m.flags & 2 else ""
+        io = f" bind {m.bind_id} tensor {m.tensor_desc_id}" if m.flags & 12 else ""
+        out.append(f"  [{m.id}] {where} {m.flag_names():<14} {m.size:>9} B align {m.alignment}{io} {cont}")
+    out.append(f"tasks ({len(ld.tasks)}):")
+    for i, t in enumerate(ld.tasks):
+        out.append(f"  task {t.id}: {INTERFACES.get(t.interface, t.interface)} instance {t.instance}, "
+                   f"{len(t.address_list)} addresses, events pre {list(t.pre_actions)} post {list(t.post_actions)}")
+        if t.interface == IFACE_DLA1:
+            ops, luts = dla_ops(ld, i)
+            out.append(f"    firmware interface {'.'.join(map(str, task_version(ld, i)))}, {len(ops)} operations, {luts} LUTs")
+            for op in ops:
+                out.append(f"    op {op.index:>2} {op.name:<5} {op.precision:<12} {op.detail}")
+                if op.src is not None:
+                    out.append(f"         in  {op.src.describe()}")
+                for nm, c in op.extra:
+                    out.append(f"         {nm:<3} {c.describe()}")
+                if op.dst is not None:
+                    out.append(f"         out {op.dst.describe()}")
+                if op.lut_index >= 0:
+                    out.append(f"         LUT {op.lut_index}")
+        elif t.interface == IFACE_EMU1:
+            from ..loadables.emulator import decode_emu_task
+            from ..loadables.runtime import entry_bytes
+
+            def entry(k: int, t=t) -> bytes:  # noqa: ANN001
+                a = ld.addresses[t.address_list[k]]
+                return entry_bytes(ld, a.mem_id)[a.offset:]
+            for emu in decode_emu_task(entry(0), entry):
+                out.append(f"    EMU {emu.name} ({emu.layout} layout) {emu.params}; in [{emu.src.address_index}] "
+                           f"{emu.src.width}x{emu.src.height}x{emu.src.channel} out [{emu.dst.address_index}]")
+    out.append("submit list: " + "; ".join(f"{s.id}: tasks {list(s.task_ids)}" for s in ld.submits))
+    out.append(f"tensors ({len(ld.tensors)}):")
+    for td in ld.tensors:
+        dn, dc, dh, dw = td.dims
+        out.append(f"  {td.id} {td.name!r} mem {td.mem_id} {td.type_name} {dn}x{dc}x{dh}x{dw} strides {list(td.strides[:3])} {td.size} B")
+    return "\n".join(out)
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    print(show_text(args.file))
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import time
+
+    from ..loadables.check import check_loadable, find_loadables, profile_for_loadable, read_loadable, with_bugs
+    from ..loadables.firmware import find_nvdla_sw
+
+    find_nvdla_sw(args.nvdla_sw)  # a clear exit 2 before anything runs
+    prof = args.profile.split(",")[0] if args.profile else profile_for_loadable(read_loadable(args.file))
+    spec = with_bugs(target_spec(args, prof), args.model_bug if args.target == "model" else None)
+    if args.model_bug and args.target != "model":
+        print("nvdla-hil loadable run: --model-bug applies to the model target only", file=sys.stderr)
+        return 2
+    golden = args.golden
+    if golden is None and not args.input:  # NVDLA's goldens are of the run without an image
+        path = Path(args.file).resolve()
+        for parent in path.parents:
+            if (parent / "golden").is_dir() and (parent / "flatbufs").is_dir():
+                found = [g for n, f, g in find_loadables(parent) if f.resolve() == path]
+                golden = str(found[0]) if found and found[0] else None
+                break
+    t0 = time.monotonic()
+    v = check_loadable(args.file, spec=spec, nvdla_sw=args.nvdla_sw, golden=golden, input_path=args.input,
+                       log=lambda s: print(f"  {s}"))
+    wall = time.monotonic() - t0
+    if args.dump and v.result is not None:
+        Path(args.dump).write_bytes(v.result.dump)
+    verdict = "PASS" if v.status == "passed" else "FAIL"
+    against = f" against {golden}" if golden else " (no golden: ran only)"
+    print(f"{verdict} {v.name} on {v.target} ({v.profile}){against}: output MD5 {v.md5 or '-'}"
+          + (f", golden {v.expected_md5}" if v.expected_md5 else "") + f"; run {v.seconds:.2f} s, wall {wall:.2f} s")
+    if v.message:
+        print(v.message)
+    return 0 if v.status == "passed" else 1

@@ -1,0 +1,102 @@
+"""The target options every subcommand that runs something shares, defined once: ``--target``,
+``--profile``/``--nvdla-config``, ``--model-semantics``, ``--nvdla-hw``, ``--waves``,
+``--lab``/``--board`` and the labgrid place options (``--lg-place``, ``--lg-env``,
+``--lg-coordinator``); and the :class:`~nvdla_hil.harness.targets.TargetSpec` built from them.
+
+A subcommand takes the whole set (``regress``, ``regs``, ``trace``, ``loadable run``) or the part
+that means something for it (``fuzz``, ``vectors``, ``minimize``, ``triage``: ``include``), and
+may say what ``--target`` or ``--profile`` means for it (``fuzz --target`` is the device under
+test, ``vectors gen --target`` the oracle of the goldens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Collection, Sequence
+
+from ..targets import TARGETS, TargetSpec
+from .exits import BadInput
+
+__all__ = ["ALL_TARGET_OPTIONS", "add_target_options", "target_spec", "labgrid_lab"]
+
+#: the optional members of the set (``--target`` and ``--profile`` are always there)
+ALL_TARGET_OPTIONS = ("semantics", "hw", "waves", "lab", "labgrid")
+_FROM_ENV = object()  # the default of --target: NVDLA_HIL_TARGET, else model; of --profile: NVDLA_HIL_CONFIG
+
+
+def add_target_options(p: argparse.ArgumentParser, *, kinds: Sequence[str] = TARGETS, default: object = _FROM_ENV,
+                       required: bool = False, profile_default: object = _FROM_ENV,
+                       include: Collection[str] = ALL_TARGET_OPTIONS,
+                       target_help: str | None = None, profile_help: str | None = None,
+                       hw_help: str | None = None, group: bool = True) -> None:
+    """Add the shared target options to ``p`` (in an argument group "target" unless ``group`` is
+    false): ``--target`` (one of ``kinds``) and ``--profile`` always, the members of
+    ``include`` (:data:`ALL_TARGET_OPTIONS`) besides; ``*_help`` says what an option means for
+    this subcommand when that differs from the shared text; ``default``/``profile_default``
+    replace the environment's default (NVDLA_HIL_TARGET, NVDLA_HIL_CONFIG) where the
+    subcommand's own default is another (the case's profile, the run's target)."""
+    unknown = set(include) - set(ALL_TARGET_OPTIONS)
+    if unknown:
+        raise ValueError(f"add_target_options: no such target option {sorted(unknown)}")
+    g = p.add_argument_group("target") if group else p
+    g.add_argument("--target", choices=tuple(kinds), required=required,
+                   default=(os.environ.get("NVDLA_HIL_TARGET", "model") if default is _FROM_ENV else default),
+                   help=target_help or "where to run (default: model, the in-process virtual NVDLA)")
+    g.add_argument("--profile", "--nvdla-config", dest="profile",
+                   default=os.environ.get("NVDLA_HIL_CONFIG") if profile_default is _FROM_ENV else profile_default,
+                   help=profile_help or "hardware profile (nv_small, nv_small_256_full, nv_full, ...)")
+    if "semantics" in include:
+        g.add_argument("--model-semantics", choices=("rtl", "cmod"), default="rtl",
+                       help="model target: follow the RTL (default) or NVDLA's C model where they differ")
+    if "hw" in include:
+        g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"),
+                       help=hw_help or "nvdla/hw checkout (verilator and cmod targets)")
+    if "waves" in include:
+        g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
+    if "lab" in include:
+        g.add_argument("--lab", default=os.environ.get("NVDLA_HIL_LAB"), help="lab file (serial target)")
+        g.add_argument("--board", default=os.environ.get("NVDLA_HIL_BOARD"), help="board name (serial target)")
+    if "labgrid" in include:
+        g.add_argument("--lg-place", default=None, metavar="NAME",
+                       help="serial target without --lab: the board is this labgrid place (or LG_PLACE)")
+        g.add_argument("--lg-env", default=None, metavar="FILE",
+                       help="serial target without --lab: the labgrid place of this labgrid environment (or LG_ENV)")
+        g.add_argument("--lg-coordinator", default=None, metavar="HOST:PORT",
+                       help="labgrid coordinator of --lg-place (or LG_COORDINATOR)")
+
+
+def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_memory: bool = True) -> TargetSpec:
+    """The target the shared options name, on ``profile`` (default: the first of ``--profile``,
+    else nv_small). ``board_memory``: several tests in one command share a record of what the
+    serial target's board holds, so a slow link does not resend it."""
+    prof = profile or (args.profile.split(",")[0] if args.profile else "nv_small")
+    book = None
+    if args.target == "serial" and board_memory:  # several traces in one command: what the board holds is not resent
+        from ..targets.serial import BoardMemoryBook
+
+        book = BoardMemoryBook()
+    return TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
+                      nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
+                      lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book)
+
+
+def labgrid_lab(args: argparse.Namespace) -> None:
+    """``--target serial`` with a labgrid place (``--lg-place``/``--lg-env``, or LG_PLACE/LG_ENV)
+    instead of ``--lab``: a one-board lab file for the place (shared per user, see
+    :func:`~nvdla_hil.harness.boards.labgrid_place.place_lab_file`) becomes ``--lab``/``--board``."""
+    if getattr(args, "target", None) != "serial" or getattr(args, "lab", None) or not hasattr(args, "lg_place"):
+        return
+    from ..boards.lab import LabError
+    from ..boards.labgrid_place import PlaceBoardMismatch, place_lab_file
+
+    place = args.lg_place or os.environ.get("LG_PLACE")
+    prof = args.profile.split(",")[0] if args.profile else "nv_small"
+    try:
+        found = place_lab_file(place, args.lg_env, args.lg_coordinator, profile=prof, board=args.board)
+    except PlaceBoardMismatch as e:
+        raise BadInput(f"--board {e.board} and the labgrid place {e.place} name two boards: give one") from None
+    except LabError as e:
+        raise BadInput(f"{'--lg-place' if place else '--lg-env'}: {e}") from None
+    if found is not None:
+        args.lab, args.board = found

@@ -1,0 +1,248 @@
+"""Running a fuzz campaign: each case generated, run on the device under test, compared;
+cases in chunks on one open target (or in worker processes), coverage merged, failing cases
+saved, every case kept as a vector with the DUT's goldens on request; :class:`FuzzReport`."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..analysis import coverage as covmod
+from ..vectors.load import load_case
+from ..vectors.run import run_case
+from ..vectors.write import golden_source_of, write_case
+from .case import case_name, generate
+from .draw import Constraints
+from .registry import UNIT_GROUPS, load_constraints
+
+
+@dataclass
+class FuzzCase:
+    index: int
+    name: str
+    status: str  # passed / failed / error / skipped
+    line: str
+    seconds: float
+    saved: str | None = None
+
+
+@dataclass
+class FuzzReport:
+    unit: str
+    profile: str
+    seed: int
+    cases: list[FuzzCase] = field(default_factory=list)
+    coverage: covmod.Coverage = field(default_factory=covmod.Coverage)
+    seconds: float = 0.0
+    aimed: list[str] = field(default_factory=list)  # reachable bins the unit aims at
+
+    @property
+    def failed(self) -> list[FuzzCase]:
+        return [c for c in self.cases if c.status in ("failed", "error")]
+
+    def empty_bins(self) -> list[str]:
+        return self.coverage.empty(self.aimed)
+
+
+def open_dut(spec: Any, model_bugs: list[str] | None = None) -> Any:
+    """The device under test for ``spec`` (a TargetSpec). The model target as the DUT never
+    feeds coverage (the reference run does); ``model_bugs`` injects faults into it only."""
+    if spec.kind == "model":
+        from ..targets.model import ModelTarget
+
+        return ModelTarget(spec.profile, semantics=spec.semantics, bugs=model_bugs or None, coverage=False)
+    from ..targets import open_target
+
+    return open_target(spec)
+
+
+def _fail_line(c: Constraints, seed: int, index: int, res: Any) -> str:
+    parts = []
+    for chk in res.checks:
+        if not chk.passed:
+            parts.append(f"{chk.name}: {chk.message}")
+    if res.statistics is not None and not res.statistics.passed:
+        parts.append("statistics: " + "; ".join(res.statistics.format().splitlines()[:3]))
+    if not parts:
+        parts.append(res.message)
+    return f"seed={seed} case={index}: " + " | ".join(parts)
+
+
+def keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> None:
+    """Save ``folder`` as a packed vector under ``dest`` whose golden is what the DUT computed
+    (its outputs and statistics counters), the provenance naming the DUT and whether the
+    reference model agreed. This is how bundled suites get goldens from NVDLA's C model."""
+    from ...drivers import yamlstrict
+
+    man = yamlstrict.load((folder / "case.yaml").read_text(encoding="utf-8"), str(folder / "case.yaml"))
+    blobs: dict[str, bytes] = {p.name: p.read_bytes() for p in folder.iterdir() if p.name != "case.yaml"}
+    for o in man["outputs"]:
+        blobs[o["expected"]] = np.ascontiguousarray(res.outputs[o["name"]]).tobytes()
+    if man.get("statistics") is not None and res.actual_statistics is not None:
+        from ...drivers.precision import golden_counters
+
+        man["statistics"] = golden_counters(res.actual_statistics, golden_source_of(dut)["kind"])
+    describe = getattr(dut, "describe", None)
+    who = describe() if describe else type(dut).__name__
+    prov = dict(man["provenance"])
+    prov["generator"] = "nvdla-hil fuzz --keep"
+    prov["note"] = (f"{prov.get('note', '')}; golden: the outputs of {who}; the reference model "
+                    f"{'agreed bit for bit' if agreed else 'DISAGREED'} when it was kept").lstrip("; ")
+    man["provenance"] = prov
+    if dest.exists():
+        shutil.rmtree(dest)
+    write_case(dest, man, blobs, dut=dut)  # golden_source: derived from the DUT (vectors.golden_source_of)
+    load_case(dest)  # what we wrote must load
+
+
+def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: str = "rtl",
+            model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None,
+            ) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
+    """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON).
+    ``dut`` is an open target kept across cases (else one is opened for this case); ``keep``
+    saves the case with the DUT's outputs as its golden (:func:`keep_case`)."""
+    from ..targets import layer_timeout
+
+    t0 = time.monotonic()
+    cov = covmod.Coverage()
+    name = case_name(c.unit, seed, index)
+    with tempfile.TemporaryDirectory(prefix="nvdla-fuzz-") as tmp:
+        try:
+            folder = generate(c, seed, index, Path(tmp), semantics=semantics, coverage=cov)
+        except Exception as e:  # noqa: BLE001 - a generator bug must not stop the campaign
+            return FuzzCase(index, name, "error", f"seed={seed} case={index}: generation failed: "
+                            f"{type(e).__name__}: {e}", time.monotonic() - t0), cov.to_json()
+        case = load_case(folder)
+        dspec = spec.with_profile(c.profile.name)
+        kind = "model" if dspec.kind == "model" else "rtl"
+        try:
+            if dut is not None:
+                res = run_case(case, dut, target_kind=kind, timeout=layer_timeout(dut))
+            else:
+                with open_dut(dspec, model_bugs) as t:
+                    res = run_case(case, t, target_kind=kind, timeout=layer_timeout(t))
+        except Exception as e:  # noqa: BLE001 - a target that cannot open is an error of this case
+            res = None
+            status, line = "error", f"seed={seed} case={index}: {type(e).__name__}: {e}"
+        else:
+            assert res is not None
+            status = res.status
+            line = f"seed={seed} case={index}: {res.status}" if res.passed else (
+                _fail_line(c, seed, index, res) if res.status == "failed" else f"seed={seed} case={index}: {res.message}")
+        saved = None
+        if status in ("failed", "error") and out is not None:
+            dest = Path(out) / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(folder, dest)
+            saved = str(dest)
+        if keep is not None and res is not None and status in ("passed", "failed") and res.outputs:
+            keep_case(folder, Path(keep) / name, res, dut, status == "passed")
+    return FuzzCase(index, name, status, line, time.monotonic() - t0, saved), cov.to_json()
+
+
+def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path | None, *, semantics: str,
+               model_bugs: list[str] | None, keep: Path | None) -> list[tuple[FuzzCase, dict[str, Any]]]:  # fmt: skip
+    """Run cases ``idx`` on one DUT opened for the chunk (a simulator or C model starts once, not
+    per case). Every case programs the registers it uses and the runner poisons its outputs, so
+    what an earlier case left behind can make a case fail, never pass; the DUT is reset
+    between cases all the same, and a DUT that dies is reopened for the next case."""
+    dspec = spec.with_profile(c.profile.name)
+    results: list[tuple[FuzzCase, dict[str, Any]]] = []
+    dut = None
+    fresh = True
+    try:
+        for k in idx:
+            if dut is None:
+                try:
+                    dut = open_dut(dspec, model_bugs)
+                    dut.__enter__()
+                    fresh = True
+                except Exception as e:  # noqa: BLE001 - report it against the case, try again for the next
+                    dut = None
+                    results.append((FuzzCase(k, case_name(c.unit, seed, k), "error",
+                                             f"seed={seed} case={k}: cannot open the target: {type(e).__name__}: {e}", 0.0), {}))
+                    continue
+            if not fresh:
+                # a fresh start for every case: what a layer leaves in the status registers (the
+                # C model's counters that a later layer does not update) must not leak into the next
+                dut.reset()
+            fresh = False
+            fc, cj = run_one(c, spec, seed, k, out, semantics=semantics, model_bugs=model_bugs, dut=dut, keep=keep)
+            results.append((fc, cj))
+            if fc.status == "error":  # the DUT may be gone: start a fresh one
+                with contextlib.suppress(Exception):
+                    dut.__exit__(None, None, None)
+                dut = None
+    finally:
+        if dut is not None:
+            dut.__exit__(None, None, None)
+    return results
+
+
+def _worker(args: tuple) -> list[tuple[FuzzCase, dict[str, Any]]]:
+    unit, profile, files, sets, spec, seed, idx, out, semantics, bugs, keep = args
+    c = load_constraints(unit, profile=profile, files=files, sets=sets)
+    return _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics, model_bugs=bugs,
+                      keep=Path(keep) if keep else None)
+
+
+def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int = 0, profile: str | None = None,
+             constraint_files: Iterable[str] = (), sets: Iterable[str] = (), out: str | Path | None = None,
+             until_covered: bool = False, budget: int = 1000, jobs: int = 1, semantics: str = "rtl",
+             model_bugs: list[str] | None = None, log: Callable[[str], None] | None = None,
+             keep: str | Path | None = None) -> FuzzReport:  # fmt: skip
+    """Run ``count`` cases (``first`` .. ``first+count-1``), or with ``until_covered`` up to
+    ``budget`` cases until every bin the unit aims at is hit. ``jobs`` > 1 runs cases in worker
+    processes (results and coverage merged in case order); each worker (or this process) keeps
+    its DUT open across a chunk of cases. ``keep`` saves every case that ran, golden = the DUT's
+    outputs."""
+    files, sets = list(constraint_files), list(sets)
+    c = load_constraints(unit, profile=profile, files=files, sets=sets)
+    rep = FuzzReport(unit, c.profile.name, seed)
+    rep.aimed = covmod.reachable([c.profile], UNIT_GROUPS[unit])
+    t0 = time.monotonic()
+    limit = budget if until_covered else count
+    batch = 10 * max(jobs, 1)  # cases per round: each worker opens its DUT once per round
+    pool = None
+    if jobs > 1:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        pool = ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("spawn"))
+    try:
+        i = 0
+        while i < limit:
+            idx = list(range(first + i, first + min(i + batch, limit)))
+            if pool is None:
+                results = _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics,
+                                     model_bugs=model_bugs, keep=Path(keep) if keep else None)
+            else:
+                per = -(-len(idx) // jobs)
+                args = [(unit, profile, files, sets, spec, seed, idx[j:j + per], str(out) if out else None, semantics,
+                         model_bugs, str(keep) if keep else None) for j in range(0, len(idx), per)]
+                results = [r for chunk in pool.map(_worker, args) for r in chunk]
+            for fc, cj in results:
+                rep.cases.append(fc)
+                if cj:  # a case whose target could not open has no coverage (and says why)
+                    rep.coverage.merge(cj)
+                if log is not None and fc.status != "passed":
+                    log(f"{fc.status.upper()} {unit} {fc.line}" + (f" -> saved {fc.saved}" if fc.saved else ""))
+            i += len(idx)
+            if until_covered and not rep.empty_bins():
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    rep.seconds = time.monotonic() - t0
+    return rep
+

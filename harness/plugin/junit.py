@@ -1,0 +1,219 @@
+"""What each test ran on: JUnit classname and ``<properties>`` (target, profile, board or RTL
+build, model semantics, seed, golden source), and the report attributes that survive xdist's and
+Dask's serialisation (suite test, golden kind, dead board, bad input).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ...drivers.uartbone import BoardDeadError
+from .keys import CURRENT_ITEMS_KEY, GOLDEN_KEY, OPENED_KEY, RERUN_WAVES_KEY, SPEC_KEY
+from .options import asked_for_nvdla, session_is_ours
+
+if TYPE_CHECKING:
+    from ..targets import TargetSpec
+
+#: the shipped suites whose tests make a session nvdla-hil's (their count decides "nothing ran")
+SUITE_FILES = ("suites/test_traces.py", "suites/test_vectors.py")
+_SUITES_DIR = Path(__file__).resolve().parents[1] / "suites"
+
+
+def _suite_module(item: pytest.Item) -> str | None:
+    """``nvdla_hil.harness.suites.<module>`` for a test of the shipped suites (found by its file,
+    since pytest may import the file under another name, e.g. ``harness.suites.test_vectors``)."""
+    path = getattr(item, "path", None)
+    if path is None:
+        return None
+    try:
+        p = Path(path).resolve()
+    except OSError:
+        return None
+    return f"nvdla_hil.harness.suites.{p.stem}" if p.parent == _SUITES_DIR and p.suffix == ".py" else None
+
+
+def is_suite(item: pytest.Item) -> bool:
+    return _suite_module(item) is not None or any(f in item.nodeid.replace("\\", "/") for f in SUITE_FILES)
+
+
+def item_is_ours(item: pytest.Item) -> bool:
+    """A test of nvdla-hil: the shipped suites, any test of a session started with ``--nvdla-*``
+    options (a user's own tests driving a target through ``suite_spec``), or a test using one of
+    the plugin's fixtures or markers (``nvdla_target``, ``nvdla_feature``, ...). Only these get
+    nvdla-hil's JUnit ``<properties>``."""
+    if is_suite(item) or asked_for_nvdla(item.config):
+        return True
+    if any(str(f).startswith("nvdla_") for f in getattr(item, "fixturenames", ()) or ()):
+        return True
+    return any(m.name.startswith("nvdla_") for m in item.iter_markers())
+
+
+def _classname(item: pytest.Item) -> str | None:
+    """The dotted module (and class) of a test, when the nodeid does not give a proper one: a
+    test of the shipped suites always gets ``nvdla_hil.harness.suites.<module>``, whatever the
+    rootdir or the install (``--pyargs`` of an installed module makes its nodeid ``::test``,
+    and JUnit's classname empty); any other test only when its nodeid has no file part."""
+    mod = _suite_module(item)
+    if mod is None:
+        if not item.nodeid.startswith("::"):
+            return None
+        mod = getattr(getattr(item, "module", None), "__name__", None)
+        if not mod:
+            return None
+    cls = getattr(item, "cls", None)
+    return mod + (f".{cls.__qualname__}" if cls is not None else "")
+
+
+def _vector_seed(item: pytest.Item) -> int | None:
+    params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+    case = params.get("vector_case")
+    if not isinstance(case, Path):
+        return None
+    try:
+        from ...drivers import yamlstrict
+
+        doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
+        seed = (doc.get("provenance") or {}).get("seed")
+    except Exception:  # noqa: BLE001 - a property is not worth a failure
+        return None
+    return seed if isinstance(seed, int) else None
+
+
+def _properties(item: pytest.Item) -> list[tuple[str, object]]:
+    """target, profile, board (serial) or RTL build key (verilator), model semantics, seed."""
+    spec: TargetSpec | None = item.config.stash.get(SPEC_KEY, None)
+    if spec is None:
+        return []
+    opened = item.stash.get(OPENED_KEY, [])
+    props: list[tuple[str, object]] = [("target", spec.kind)]
+
+    def uniq(values) -> str:  # noqa: ANN001
+        out: list[str] = []
+        for v in values:
+            if v and str(v) not in out:
+                out.append(str(v))
+        return ",".join(out)
+
+    profile = uniq(getattr(t, "profile_name", None) or sp.profile for t, sp in opened)
+    if profile:
+        props.append(("profile", profile))
+    if spec.kind == "serial":
+        board = uniq(getattr(t, "board_name", None) for t, _ in opened)
+        if board:
+            props.append(("board", board))
+    if spec.kind == "verilator":
+        build = uniq(getattr(getattr(t, "build", None), "key", None) for t, _ in opened)
+        if build:
+            props.append(("rtl_build", build))
+    if spec.kind == "model" and opened:
+        props.append(("model_semantics", uniq(sp.semantics for _, sp in opened)))
+    seed = _vector_seed(item)
+    if seed is not None:
+        props.append(("seed", seed))
+    golden = vector_golden(item)
+    if golden is not None:  # where the case's goldens came from: an oracle or the model itself
+        props.append(("golden_source", golden))
+        props.append(("checked_against", "self-consistency" if golden == "model" else "oracle"))
+    return props
+
+
+def vector_golden(item: pytest.Item) -> str | None:
+    """``golden_source.kind`` of a packed-vector test's case (rtl, cmod, seed, hand, model), else None."""
+    if GOLDEN_KEY in item.stash:
+        return item.stash[GOLDEN_KEY] or None
+    params = getattr(getattr(item, "callspec", None), "params", {}) or {}
+    case = params.get("vector_case")
+    kind = ""
+    if isinstance(case, Path):
+        try:
+            from ...drivers import yamlstrict
+
+            doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
+            gs = doc.get("golden_source") if isinstance(doc, dict) else None
+            kind = str(gs.get("kind", "")) if isinstance(gs, dict) else ""
+        except Exception:  # noqa: BLE001 - the test itself reports a bad case
+            kind = ""
+    item.stash[GOLDEN_KEY] = kind
+    return kind or None
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN201
+    running = item.config.stash.setdefault(CURRENT_ITEMS_KEY, [])
+    running.append(item)
+    try:
+        yield
+    finally:
+        running.remove(item)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
+    if call.when == "teardown" and RERUN_WAVES_KEY not in item.config.stash and item_is_ours(item):
+        have = {k for k, _ in item.user_properties}
+        item.user_properties.extend((k, v) for k, v in _properties(item) if k not in have)
+    outcome = yield
+    report = outcome.get_result()
+    cls = _classname(item)
+    if cls:
+        report.nvdla_classname = cls  # survives xdist's report serialisation
+    if is_suite(item):
+        report.nvdla_suite = True
+    golden = vector_golden(item)
+    if golden is not None:
+        report.nvdla_golden = golden  # survives serialisation; "model": a pass is self-consistency only
+    if call.excinfo is not None and (call.excinfo.errisinstance(BoardDeadError)
+                                     or any(c.__name__ == "BoardDeadError" for c in call.excinfo.type.__mro__)):
+        report.nvdla_board_dead = str(call.excinfo.value)  # survives serialisation (xdist, Dask)
+    if call.excinfo is not None and is_suite(item) and is_bad_input(call.excinfo.value):
+        # a malformed trace, vector or manifest is the input's fault, not the target's: its own
+        # outcome, one line naming the file and line, no traceback (the CLI exits 2 for it)
+        report.nvdla_bad_input = str(call.excinfo.value)
+        report.longrepr = f"bad input: {call.excinfo.value}"
+
+
+def is_bad_input(exc: BaseException) -> bool:
+    """A malformed input found while a test ran: the tool's :class:`InputError` (traces, YAML,
+    lab files) or a :class:`~nvdla_hil.harness.vectors.VectorError`."""
+    from ...drivers.errors import InputError
+
+    return isinstance(exc, InputError) or any(
+        c.__name__ == "VectorError" and c.__module__.startswith("nvdla_hil.") for c in type(exc).__mro__)
+
+
+def junit_classname(config: pytest.Config, report: pytest.TestReport) -> None:
+    cls = getattr(report, "nvdla_classname", None)
+    if not cls:
+        return
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest without it keeps its own classnames
+        return
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    prefix = getattr(xml, "prefix", None)
+    xml.node_reporter(report).add_attribute("classname", f"{prefix}.{cls}" if prefix else cls)
+
+
+def set_junit_family(config: pytest.Config) -> None:
+    """``junit_family=xunit1`` unless the user chose one: per-test ``<properties>`` (target,
+    profile, board or RTL build, semantics, seed) are valid JUnit only in xunit1. Only in a
+    session that runs nvdla-hil's tests (:func:`session_is_ours`)."""
+    if not session_is_ours(config):
+        return
+    try:
+        overrides = config.getoption("override_ini", default=None) or []
+        if any(str(o).split("=", 1)[0].strip() == "junit_family" for o in overrides):
+            return
+        inicfg = getattr(config, "_inicfg", None)
+        if inicfg is None:  # pytest 8
+            inicfg = config.inicfg
+        if "junit_family" in inicfg:
+            return
+        config._inicache["junit_family"] = "xunit1"  # read once, by junitxml's pytest_configure
+    except Exception:  # noqa: BLE001 - a pytest without these internals keeps its own default
+        return

@@ -1,0 +1,199 @@
+"""The end of a session: the per-test summary table of ``nvdla-hil regress`` (``--nvdla-summary``),
+with skips for a unit the target does not model and for hardware a configuration lacks counted
+apart, the oracle split of packed-vector tests, and "nothing ran is not green": a session of the
+shipped suites in which tests were collected but none passed or failed exits 5
+(``NO_TESTS_COLLECTED``) unless ``--nvdla-allow-empty``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .boards import count_board_dead
+from .junit import SUITE_FILES, is_suite, junit_classname
+from .keys import COUNTS_KEY, PROFILES_KEY, SPEC_KEY, UNWRITTEN_KEY, WAVES_SEEN_KEY, is_worker
+from .waves import waves_lines
+
+#: skip-reason prefixes the summary counts apart: a unit the target cannot run yet, and a
+#: feature the configuration's hardware does not have
+SKIP_NOT_MODELLED = "not modelled"
+SKIP_LACKS = "lacks unit"
+
+
+#: the outcome of a passing test whose goldens are the reference model's own (golden_source kind model)
+SELF_CONSISTENCY = "passed (self-consistency)"
+
+
+def oracle_split(rows: list[tuple[str, str, float, str]], golden: dict[str, str]) -> str:
+    """The summary's oracle line: passing packed-vector tests checked against an oracle (per
+    golden_source kind) apart from those that only checked self-consistency. Empty without any."""
+    passed = [golden[n] for n, outcome, *_ in rows if n in golden and outcome in ("passed", SELF_CONSISTENCY)]
+    if not passed:
+        return ""
+    kinds: dict[str, int] = {}
+    for k in passed:
+        if k != "model":
+            kinds[k] = kinds.get(k, 0) + 1
+    own = passed.count("model")
+    line = (f"oracle split: of {len(passed)} passing vector tests, {len(passed) - own} checked against an oracle ("
+            + (", ".join(f"{kinds[k]} {k}" for k in sorted(kinds)) or "none") + f"), {own} self-consistency only")
+    if own:
+        line += " (goldens from the reference model itself: not evidence of correctness)"
+    return line
+
+
+class RegressionSummary:
+    """Collects one row per test and prints a table (test, outcome, time, reason) at the end,
+    then the counts: skips for a unit the target does not model yet and skips for hardware a
+    configuration lacks are counted apart, and per configuration when the traces span several."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.rows: list[tuple[str, str, float, str]] = []
+        self.golden: dict[str, str] = {}  # nodeid -> golden_source.kind of packed-vector tests
+
+    @staticmethod
+    def _reason(report: pytest.TestReport) -> str:
+        if report.passed:
+            return ""
+        if report.skipped and isinstance(report.longrepr, tuple):
+            return str(report.longrepr[2]).removeprefix("Skipped: ")
+        failure = getattr(report, "nvdla_failure", None)  # the error's own message (harness/results/recorder.py)
+        if isinstance(failure, dict) and failure.get("reason"):
+            return str(failure["reason"])
+        lines = [ln.strip() for ln in report.longreprtext.strip().splitlines()
+                 if ln.strip() and not ln.startswith("[gw")]
+        first = next((ln for ln in lines if "MISMATCH" in ln or "differ" in ln), None)
+        return first or (lines[0] if lines else "")
+
+    @staticmethod
+    def outcome_class(outcome: str, why: str) -> str:
+        if outcome != "skipped":
+            return outcome
+        if why.startswith(SKIP_NOT_MODELLED):
+            return "skipped: not modelled"
+        if why.startswith(SKIP_LACKS):
+            return "skipped: lacks unit"
+        return "skipped: other"
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "call" or (report.when == "setup" and report.outcome != "passed") or (
+            report.when == "teardown" and report.failed
+        ):
+            outcome: str = "error" if report.when != "call" and report.failed else report.outcome
+            if getattr(report, "nvdla_bad_input", None):
+                outcome = "bad input"  # counted apart: the input's fault, not the target's
+            elif getattr(report, "nvdla_infra", None):
+                outcome = "infrastructure"  # board, link or simulator failed: not the hardware's result
+            golden = getattr(report, "nvdla_golden", None)
+            if golden is not None:
+                self.golden[report.nodeid] = golden
+                if outcome == "passed" and golden == "model":
+                    outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
+            self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+        tr = terminalreporter
+        spec = self.config.stash[SPEC_KEY]
+        names: list[str] = self.config.stash[PROFILES_KEY]
+        title = f"nvdla-hil regression on {spec.kind} ({', '.join(names)})"
+        tr.write_sep("=", title)
+        lines: list[str] = [title]
+        write_line = tr.write_line
+
+        class _Tee:
+            @staticmethod
+            def write_line(line: str) -> None:
+                lines.append(line)
+                write_line(line)
+
+        tr = _Tee
+        classes = ("passed", SELF_CONSISTENCY, "failed", "error", "bad input", "infrastructure", "skipped: not modelled",
+                   "skipped: lacks unit", "skipped: other")
+        counts: dict[str, int] = {}
+        per_config: dict[str, dict[str, int]] = {}
+        width = min(max((len(n.split("::")[-1]) for n, *_ in self.rows), default=20), 70)
+        for nodeid, outcome, dur, why in self.rows:
+            cls = self.outcome_class(outcome, why)
+            counts[cls] = counts.get(cls, 0) + 1
+            name = nodeid.split("::")[-1]
+            if name.startswith("test_trace[") and "/" in name:
+                cfg = name[len("test_trace[") :].split("/", 1)[0]
+                per_config.setdefault(cfg, {})[cls] = per_config.setdefault(cfg, {}).get(cls, 0) + 1
+            name = name if len(name) <= width else "..." + name[-(width - 3):]
+            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {why[:90]}")
+        tr.write_line("")
+        if len(per_config) > 1:
+            tr.write_line(f"{'configuration':<22}" + "".join(f"{c.replace('skipped: ', 'skip/'):>18}" for c in classes))
+            for cfg, cc in per_config.items():
+                tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
+            tr.write_line("")
+        tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
+                                              if k != SELF_CONSISTENCY or counts.get(k)))
+        split = oracle_split(self.rows, self.golden)
+        if split:
+            tr.write_line(split)
+        for line in waves_lines(self.config):
+            tr.write_line(line)
+        path = self.config.getoption("--nvdla-summary-file", default=None)
+        if path:
+            from ...drivers.errors import write_atomic
+
+            try:
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                write_atomic(path, "\n".join(lines) + "\n")  # never a truncated summary
+            except OSError as e:
+                self.config.stash.setdefault(UNWRITTEN_KEY, []).append(f"{e.filename or path}: {e.strerror or e}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list) -> None:
+    counts = config.stash[COUNTS_KEY]
+    counts["suite"] += sum(1 for it in items if is_suite(it))
+
+
+class RunCounter:
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.counts = config.stash[COUNTS_KEY]
+
+    @pytest.hookimpl(tryfirst=True)  # before junitxml writes the testcase
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        junit_classname(self.config, report)
+        waves = getattr(report, "nvdla_waves", None)
+        if waves:
+            self.config.stash[WAVES_SEEN_KEY].append((report.nodeid, waves))
+        self.counts["reports"] += 1
+        count_board_dead(self.config, report)
+        if getattr(report, "nvdla_suite", False) or any(f in report.nodeid.replace("\\", "/") for f in SUITE_FILES):
+            self.counts["suite"] += 1
+        if report.when == "call" and report.passed and getattr(report, "nvdla_golden", None) == "model":
+            # golden from the model itself: not a test checked against an oracle (never a plain pass)
+            self.counts["self_consistency"] = self.counts.get("self_consistency", 0) + 1
+        elif report.when == "call" and report.outcome in ("passed", "failed"):
+            self.counts["ran"] += 1
+        elif report.failed:  # an error in set-up or teardown is a result too
+            self.counts["ran"] += 1
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if is_worker(config) or config.getoption("--nvdla-allow-empty") or config.getoption("collectonly"):
+        return
+    counts = config.stash.get(COUNTS_KEY, None)
+    if counts is None:
+        return
+    ours = counts["suite"] > 0 or config.getoption("--nvdla-summary")
+    if ours and session.exitstatus == pytest.ExitCode.OK and counts["ran"] == 0:
+        session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED
+        tr = config.pluginmanager.get_plugin("terminalreporter")
+        msg = ("nvdla-hil: no test ran (every collected test was skipped or deselected); "
+               "this is an error unless --nvdla-allow-empty")
+        if counts.get("self_consistency"):
+            msg = (f"nvdla-hil: no test was checked against an oracle: {counts['self_consistency']} passed only "
+                   f"self-consistency (goldens from the reference model itself); not a green run")
+        if tr is not None:
+            tr.write_line(msg, red=True)

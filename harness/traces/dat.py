@@ -1,0 +1,158 @@
+"""A trace's ``.dat`` memory images: ``{offset:0x.., size:N, payload:0x.. 0x..},`` records
+(braces on their own lines are allowed), read into sparse :class:`DatImage` segments.
+
+``.dat`` files must be ASCII, regular files inside the trace folder (a symlink that resolves
+elsewhere is refused without reading it), at most :data:`~.limits.MAX_DAT_BYTES` with lines of
+at most :data:`~.limits.MAX_DAT_LINE`, hold at least one record, records must fit
+:data:`~.limits.MAX_REGION_BYTES`, and records that overlap must agree byte for byte. Errors
+are :class:`~.limits.TraceError` naming the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from .limits import MAX_DAT_BYTES, MAX_DAT_LINE, MAX_REGION_BYTES, NUMBER, TraceError, parse_number
+
+__all__ = ["DatImage", "read_dat", "load_dat"]
+
+_A = re.ASCII
+_DAT_HEAD = re.compile(rf"^\{{\s*offset\s*:\s*({NUMBER})\s*,\s*size\s*:\s*({NUMBER})\s*,\s*payload\s*:", _A)
+# payload tokens 0xH or 0xHH, each followed by white space or the end (no backtracking)
+_PAYLOAD = re.compile(r"(?:\s*0[xX][0-9a-fA-F]{1,2}(?![0-9a-zA-Z]))*\s*", _A)
+
+
+@dataclass(frozen=True)
+class DatImage:
+    """A ``.dat`` image: ``extent`` bytes from its base (gaps read 0), ``segments`` sorted,
+    disjoint ``(offset, bytes)`` runs of record payload."""
+
+    extent: int
+    segments: tuple[tuple[int, bytes], ...]
+
+    def dense(self) -> np.ndarray:
+        image = np.zeros(self.extent, dtype=np.uint8)
+        for off, payload in self.segments:
+            image[off : off + len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+        return image
+
+
+def _check_file(path: Path, where: Path | str, folder: Path | None) -> None:
+    """``path`` is a regular file of at most :data:`MAX_DAT_BYTES` (inside ``folder`` when given,
+    checked without reading it); errors name ``where``."""
+    if folder is not None:
+        try:
+            resolved = path.resolve(strict=True)
+        except FileNotFoundError:
+            raise TraceError(where, None, f"missing data file {path.name}: No such file or directory") from None
+        except (OSError, RuntimeError) as e:
+            raise TraceError(where, None, f"cannot resolve data file {path.name}: {e}") from None
+        if not resolved.is_relative_to(folder.resolve()):
+            raise TraceError(where, None, f"data file {path.name} resolves outside the trace folder "
+                                          f"(a symlink?); refused")
+    try:
+        st = path.stat()
+    except OSError as e:
+        raise TraceError(where, None, f"missing data file {path.name}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TraceError(where, None, f"data file {path.name} is not a regular file")
+    if st.st_size > MAX_DAT_BYTES:
+        raise TraceError(where, None, f"data file {path.name} is {st.st_size} bytes, more than {MAX_DAT_BYTES} "
+                                      f"({MAX_DAT_BYTES >> 20} MiB); refused")
+
+
+def _record(path: Path, lineno: int, line: str) -> tuple[int, bytes]:
+    """``(offset, payload)`` of one record line."""
+    m = _DAT_HEAD.match(line)
+    body = line[m.end():].rstrip() if m else ""
+    if body.endswith(","):
+        body = body[:-1].rstrip()
+    if m is None or not body.endswith("}") or _PAYLOAD.fullmatch(body, 0, len(body) - 1) is None:
+        raise TraceError(path, lineno, f"malformed memory record: {line[:80]!r}")
+    off = parse_number(path, lineno, m.group(1), "record offset")
+    size = parse_number(path, lineno, m.group(2), "record size")
+    tokens = body[:-1].split()
+    if len(tokens) != size:
+        raise TraceError(path, lineno, f"record says size {size} but carries {len(tokens)} bytes")
+    if off + size > MAX_REGION_BYTES:
+        raise TraceError(path, lineno, f"record {off:#x}+{size:#x} runs past the bound of one image "
+                                       f"({MAX_REGION_BYTES:#x} bytes)")
+    if all(len(t) == 4 for t in tokens):
+        return off, bytes.fromhex("".join(t[2:] for t in tokens))
+    return off, bytes(int(t[2:], 16) for t in tokens)
+
+
+def _records(path: Path, fh: BinaryIO) -> list[tuple[int, bytes, int]]:
+    """``(offset, payload, line)`` of every record, line by line (each at most :data:`MAX_DAT_LINE`)."""
+    records: list[tuple[int, bytes, int]] = []
+    lineno = 0
+    while True:
+        rawline = fh.readline(MAX_DAT_LINE + 1)
+        if not rawline:
+            break
+        lineno += 1
+        if len(rawline) > MAX_DAT_LINE and not rawline.endswith(b"\n"):
+            raise TraceError(path, lineno, f"line longer than {MAX_DAT_LINE} characters")
+        try:
+            line = rawline.decode("ascii").strip()
+        except UnicodeDecodeError as e:
+            raise TraceError(path, lineno, f"byte {rawline[e.start]:#04x} at column {e.start + 1} is not "
+                                           f"ASCII text") from None
+        if not line or line in ("{", "}"):
+            continue
+        off, payload = _record(path, lineno, line)
+        records.append((off, payload, lineno))
+    return records
+
+
+def _image(path: Path, records: list[tuple[int, bytes, int]]) -> DatImage:
+    """The records merged into sorted, disjoint segments; overlapping records must agree."""
+    if not records:
+        raise TraceError(path, None, "no memory records (an empty data file)")
+    records.sort(key=lambda r: r[0])
+    extent = max(off + len(p) for off, p, _ in records)
+    segments: list[tuple[int, bytearray, int]] = []  # (offset, bytes, line of the last record)
+    for off, payload, lineno in records:
+        if segments and off <= segments[-1][0] + len(segments[-1][1]):
+            start, buf, prev = segments[-1]
+            common = min(start + len(buf), off + len(payload)) - off
+            if common > 0 and buf[off - start : off - start + common] != payload[:common]:
+                i = next(k for k in range(common) if buf[off - start + k] != payload[k])
+                raise TraceError(path, lineno, f"record overlaps the record of line {prev} with different "
+                                               f"bytes (offset {off + i:#x})")
+            buf += payload[common:]
+            segments[-1] = (start, buf, lineno)
+        else:
+            segments.append((off, bytearray(payload), lineno))
+    return DatImage(extent, tuple((off, bytes(buf)) for off, buf, _ in segments))
+
+
+def read_dat(path: Path, *, where: Path | str | None = None, folder: Path | None = None) -> DatImage:
+    """Read and check a ``.dat`` file (see :func:`load_dat`). ``where`` (the ``.cfg`` line that
+    loads it) is named when the file is missing or refused; ``folder``, when given, is the
+    trace folder the file must resolve inside (its content is never read or echoed then)."""
+    where = where or path
+    _check_file(path, where, folder)
+    try:
+        fh = path.open("rb")
+    except OSError as e:
+        raise TraceError(where, None, f"missing data file {path.name}: {e.strerror}") from e
+    with fh:
+        records = _records(path, fh)
+    return _image(path, records)
+
+
+def load_dat(path: Path, *, trace_path: Path | None = None) -> np.ndarray:
+    """Read a ``.dat`` memory image: ``{offset:0x.., size:N, payload:0x.. 0x..},`` records
+    (braces on their own lines are allowed). Returns the image as ``uint8``, gaps zero.
+
+    The file must be ASCII, hold at least one record, records must fit
+    :data:`MAX_REGION_BYTES` and records that overlap must agree; errors are
+    :class:`TraceError` naming the ``.dat`` file and line (``trace_path`` when it is missing)."""
+    return read_dat(Path(path), where=trace_path).dense()
