@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import InputError
 from ...drivers.profiles import (
     FEATURE_TEXT,
     HardwareProfile,
@@ -16,7 +17,7 @@ from ...drivers.profiles import (
 )
 
 
-class ConstraintError(ValueError):
+class ConstraintError(InputError):
     """A bad constraint file or ``--set``; the message names the file, line and key."""
 
 

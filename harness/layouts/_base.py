@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ...errors import InputError
+
 __all__ = [
     "REQUIRED",
     "AlignmentError",
@@ -34,7 +36,7 @@ __all__ = [
 ]
 
 
-class LayoutError(ValueError):
+class LayoutError(InputError):
     """A tensor, buffer or parameter does not fit a layout; the message names the rule."""
 
 

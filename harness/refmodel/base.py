@@ -24,7 +24,7 @@ class UnitNotModelled(ModelError, NotImplementedError):
     a pass: the message names the unit and the feature."""
 
 
-class InvalidLayer(ValueError):
+class InvalidLayer(ModelError, ValueError):
     """The registers describe a layer the hardware cannot run as programmed (e.g. more CBUF
     banks than the configuration has); the message names the register. The model target
     refuses such a layer instead of inventing a result."""

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import InputError
 from ...drivers.precision import ConvertorSetting, LutConfig
 
 #: what output surfaces hold before a run (``execute_case``); a byte a layer leaves alone keeps it,
@@ -60,7 +61,7 @@ GOLDEN_KEYS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 GOLDEN_MAX_CHARS = 2000
 
 
-class VectorError(ValueError):
+class VectorError(InputError):
     """A malformed test-vector case; the message names the file and the field."""
 
     def __init__(self, path: Path | str, fieldname: str | None, message: str) -> None:
