@@ -49,3 +49,30 @@ def test_a_specs_copies_share_one_memo():
     spec = TargetSpec(kind="verilator", profile="nv_small", nvdla_hw="/hw")
     assert spec.with_profile("nv_large").build_cache is spec.build_cache
     assert TargetSpec(kind="verilator").build_cache is not spec.build_cache  # another session: its own
+
+
+def test_a_target_runs_the_build_it_was_given_else_the_memo(tmp_path):
+    from nvdla_hil.harness.targets.builds import resolve_build
+
+    exe = tmp_path / "Vtop"
+    exe.write_bytes(b"")
+
+    class Loaded(_Build):
+        @classmethod
+        def load(cls, folder: Path) -> Loaded:
+            return cls(folder / "Vtop")
+
+    made: list[int] = []
+
+    def make() -> Loaded:
+        made.append(1)
+        return Loaded(exe)
+
+    given = Loaded(exe)
+    assert resolve_build(given, Loaded, make, BuildCache(), "k") is given
+    assert resolve_build(str(tmp_path), Loaded, make, None, "k").executable == exe  # a build folder: loaded
+    cache = BuildCache()
+    first = resolve_build(None, Loaded, make, cache, "k")
+    assert resolve_build(None, Loaded, make, cache, "k") is first and made == [1]
+    resolve_build(None, Loaded, make, None, "k")  # no memo: built (found in the disk cache) every time
+    assert made == [1, 1]

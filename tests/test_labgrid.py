@@ -358,3 +358,19 @@ def test_place_busy_at_start_ends_the_run_at_once_with_exit_2(lg, tmp_path):
         assert lg.holder() == "hil-host/colleague"  # theirs, untouched
     finally:
         lg.client("-p", PLACE, "release", user="colleague")
+
+
+def test_a_quarantined_labgrid_board_says_so_on_its_place(lg, as_tester, tmp_path):
+    """Quarantine is recorded where the lab looks: the lab's record, and the labgrid place's
+    comment (``labgrid-client show``), so a colleague who acquires the place by hand sees why."""
+    from nvdla_hil.harness.boards.lab import load_lab
+    from nvdla_hil.harness.boards.quarantine import quarantine, quarantined
+
+    lab = load_lab(_lab_file(tmp_path, lg.coordinator))
+    try:
+        quarantine(lab, lab.board("farm"), "known-good layer sdp_cvt-s1-006 differs")
+        assert "known-good layer" in quarantined(lab)["farm"]["reason"]
+        shown = lg.client("-p", PLACE, "show").stdout
+        assert "nvdla-hil quarantine: known-good layer sdp_cvt-s1-006 differs" in shown, shown
+    finally:
+        lg.client("-p", PLACE, "set-comment", "")

@@ -15,9 +15,19 @@ from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["BuildCache"]
+__all__ = ["BuildCache", "resolve_build"]
 
 B = TypeVar("B")
+
+
+def resolve_build(given: Any, build_cls: Any, make: Callable[[], B], cache: BuildCache | None, key: Hashable) -> B:
+    """The build a target runs: the one it was given (a build object, or the folder of one),
+    else the session's memo of ``make()`` under ``key``, else a fresh ``make()``."""
+    if isinstance(given, build_cls):
+        return given
+    if given is not None:
+        return build_cls.load(Path(given))
+    return make() if cache is None else cache.get(key, make)
 
 
 class BuildCache:

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ...drivers.transport import TransportError
-from .builds import BuildCache
+from .builds import BuildCache, resolve_build
 from .simproc import SimProcessTarget  # the process client (spawn, line protocol, deadlines, memory)
 
 __all__ = ["CmodBuild", "CmodBuildError", "CmodCrashed", "CmodTarget", "build_cmod", "cmod_cache_root"]
@@ -341,17 +341,11 @@ class CmodTarget(SimProcessTarget):
 
     # ---- life cycle ---------------------------------------------------------------------------
     def _resolve_build(self) -> CmodBuild:
-        b = self._build_arg
-        if isinstance(b, CmodBuild):
-            return b
-        if b is not None:
-            return CmodBuild.load(Path(b))
         def make() -> CmodBuild:
             return build_cmod(self._nvdla_hw, self._config, jobs=self._jobs)
 
-        if self._build_cache is None:
-            return make()
-        return self._build_cache.get(("cmod", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), str(self._config)), make)
+        key = ("cmod", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), str(self._config))
+        return resolve_build(self._build_arg, CmodBuild, make, self._build_cache, key)
 
     def _open(self) -> None:
         try:

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 from nvdla_hil.drivers.transport import NotOpenError, Transport, TransportError, TransportTimeoutError
 
-from .builds import BuildCache
+from .builds import BuildCache, resolve_build
 from .simproc import PORTS as _PORTS
 from .simproc import SimProcessTarget
 
@@ -114,19 +114,12 @@ class VerilatorTarget(SimProcessTarget):
     def _resolve_build(self) -> Any:
         from nvdla_hil.sims.build import SimBuild, build_nvdla
 
-        b = self._build_arg
-        if isinstance(b, SimBuild):
-            return b
-        if b is not None:
-            return SimBuild.load(Path(b))
         def make() -> SimBuild:
             return build_nvdla(self._nvdla_hw, self._config, waves=self.waves)
 
-        if self._build_cache is None:
-            return make()
         # one content-hash check per session and configuration, not one per test
         key = ("verilator", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), self._config, self.waves)
-        return self._build_cache.get(key, make)
+        return resolve_build(self._build_arg, SimBuild, make, self._build_cache, key)
 
     def _sim_env(self) -> dict[str, str]:
         import cocotb_tools.config as cfg
