@@ -1,10 +1,18 @@
-"""A known state before every test on every board (``harness/targets/serial.py``): with a reset
-(``reset_address``) the serial vector regression passes in either order on the board emulator;
-NVDLA's registers alone are not proven to give a reset's state (issue 27's counterexample,
-pdp_flying_rtl/fuzz-sdp-pdp-s2-00001 after -00000, still failed after the register-level clean-up
-in some runs and passed in others: what differs lies inside NVDLA, out of the registers' reach), so
-a board without a reset is refused at the start of a regression (exit 2) naming the missing reset,
-unless its lab entry accepts the register-level known state (``reset: registers``).
+"""A known state before every test on every board (``harness/targets/serial.py``).
+
+* With a reset (``reset_address``) the serial vector regression passes in either order on the
+  board emulator.
+* Without one (``reset: registers``: NVDLA brought to a known state by its registers) the packed
+  vectors pass in either order too. Issue 27's counterexample (pdp_flying_rtl/fuzz-sdp-pdp-s2-00001
+  after -00000) was ours: a fused conv -> SDP -> PDP layer leaves SDP_RDMA idle, so its consumer
+  pointer stays at group 0 while SDP's moves to 1. The vector runner programmed every engine in
+  the main unit's group, and the model paired SDP -> PDP engines by group index; the hardware runs
+  each engine's own consumer group, and both now do.
+* NVDLA's traces and firmware program group 0 of every unit, as a reset leaves them, and a consumer
+  pointer is read-only. So on a board without a reset, a trace finding a unit at group 1 is
+  skipped, saying why, not failed (29 of 32 nv_small traces had failed that way).
+* A board with neither is refused at the start of a regression (exit 2), naming the missing reset,
+  unless its lab entry accepts the register-level known state.
 
 Goldens: the bundled vectors' own (their ``golden_source``: RTL runs, the C model, seeds)."""
 
@@ -104,3 +112,56 @@ def test_known_state_by_registers(emu):
             t.write32(ptr.address, g, posted=False)
             assert t.read32(sdp.address) == sdp.reset
         assert set(consumers.values()) <= {0, 1} and "SDP" in consumers
+
+
+def test_vector_regression_by_registers_passes_in_either_order(tmp_path, emu):
+    """``reset: registers``: forwards then backwards, each test after the register-level known
+    state, whatever the earlier tests (and this module's other runs) left in the emulator: the same
+    tests pass as with a reset, the old counterexample pair among them."""
+    (tmp_path / "f").mkdir()
+    (tmp_path / "r").mkdir()
+    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, "    reset: registers\n", k=SUBSET)
+    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, "    reset: registers\n", reverse=True, k=SUBSET)
+    assert fwd.returncode == 0, (fwd.stdout + fwd.stderr)[-3000:]
+    assert rev.returncode == 0, (rev.stdout + rev.stderr)[-3000:]
+    ran = [n for n in order_f if out_f[n] != "skipped"]
+    assert len(ran) >= (25 if SUBSET else 50) and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
+    assert order_r == list(reversed(order_f))
+    assert out_f == out_r
+
+
+def test_a_trace_on_a_board_without_a_reset_is_skipped_saying_why(tmp_path, trace_root):
+    """On a board fresh from power-up, a fused conv -> SDP -> PDP vector moves SDP's and PDP's
+    consumer pointers to group 1; NVDLA's traces that follow, on a board without a reset, are
+    skipped naming the units and the missing reset, never failed (a false failure every night)."""
+    with serve_in_thread(ModelTarget("nv_small"), mode="tcp") as fresh:
+        _vector_then_traces(tmp_path, fresh.url, trace_root)
+
+
+def _vector_then_traces(tmp_path: Path, url: str, trace_root: Path) -> None:
+    lab = tmp_path / "lab.yaml"
+    lab.write_text(f"lock_dir: {tmp_path}\nboards:\n  emu:\n    url: {url}\n    baud: 3000000\n"
+                   f"    profile: nv_small\n    reset: registers\n")
+    env = dict(os.environ)
+    (tmp_path / "vectors_first.py").write_text(
+        "import pytest\n\n@pytest.hookimpl(trylast=True)\ndef pytest_collection_modifyitems(items):\n"
+        "    items.sort(key=lambda i: 'test_vector' not in i.name)\n")
+    env["PYTHONPATH"] = f"{tmp_path}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    r = subprocess.run([*CLI, "regress", "--target", "serial", "--lab", str(lab), "--board", "emu", "--suite", "all",
+                        "--traces", str(trace_root), "--results-dir", str(tmp_path / "res"),
+                        "-k", "fuzz-sdp-pdp-s2-00000 or cdp_8x8x32_lrn3_int8_0 or pdp_1x1x1_3x3_ave_int8_0",
+                        "--", "-p", "vectors_first", "-rs"],
+                       capture_output=True, text=True, timeout=900, cwd=tmp_path, env=env)
+    out = r.stdout + r.stderr
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "res" / "latest" / "junit.xml").getroot().iter("testcase")}
+    vec = cases["test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00000]"]
+    assert vec.find("failure") is None and vec.find("skipped") is None, out[-3000:]
+    traces = [c for n, c in cases.items() if n.startswith("test_trace")]
+    assert len(traces) == 2, list(cases)
+    for c in traces:
+        assert c.find("failure") is None and c.find("error") is None, out[-3000:]
+        skipped = c.find("skipped")
+        assert skipped is not None, out[-3000:]
+        why = skipped.get("message", "")
+        assert "has no reset (reset: registers)" in why and "PDP" in why and "SDP" in why, why
+    assert r.returncode == 0, out[-3000:]

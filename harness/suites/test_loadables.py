@@ -12,6 +12,8 @@ what to pass, and without an nvdla/sw checkout every loadable is a skip saying s
 
 from __future__ import annotations
 
+import contextlib
+
 import os
 from pathlib import Path
 
@@ -78,7 +80,15 @@ def test_loadable(loadable_case: tuple[str, Path, Path | None] | None, pytestcon
     prof = load_profile(prof_name)
     record_property("profile", prof.name)
     spec = suite_spec(pytestconfig, prof)
-    v = check_loadable(path, spec=spec, nvdla_sw=sw, golden=golden, open_target=lambda s: open_target(s, warm=nvdla_warm_pool))
+    @contextlib.contextmanager
+    def open_in_reset_state(s):  # noqa: ANN001, ANN202 - a TargetSpec; a target
+        with open_target(s, warm=nvdla_warm_pool) as t:
+            not_reset = getattr(t, "not_in_reset_state", lambda: None)()
+            if not_reset:
+                pytest.skip(f"{path.name}: {not_reset}")
+            yield t
+
+    v = check_loadable(path, spec=spec, nvdla_sw=sw, golden=golden, open_target=open_in_reset_state)
     record_property("md5", v.md5)
     if v.status != "passed":
         pytest.fail(f"{name} on {spec.kind} ({prof.name}): {v.message}", pytrace=False)

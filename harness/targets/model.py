@@ -430,31 +430,31 @@ class ModelTarget(Transport):
             return _Layer(("RBK",), ("RUBIK",), "rubik:run_rubik")
         f = lambda b, r, fld: self._field(b, r, fld, group)  # noqa: E731
         sdp_flying = f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 1
-        sdp_to_pdp = f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 1
         pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
+        # each engine (SDP and its RDMA, PDP and its RDMA, the conv pipeline in lockstep) executes the
+        # group its own consumer pointer names (the enabled block: ``group``): its register groups
+        # are its own, and they part when a layer leaves an engine out (a flying input leaves the
+        # RDMA idle, its pointer where it was); nothing on the flying data path names a group
+        cons = lambda b: group if b == block or (b in CONV_BLOCKS and block in CONV_BLOCKS) \
+            else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
+        mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple((b, cons(b)) for b in blocks
+                                                                              if cons(b) != group))  # noqa: E731
+        to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", cons("SDP")) == 1
         if block in CONV_BLOCKS or (block == "SDP" and sdp_flying):
-            # each engine of a fused conv executes the group its own consumer pointer names
-            # (the enabled block: ``group``); the same group for all of them in lockstep
-            cons = lambda b: group if b == block or (b in CONV_BLOCKS and block in CONV_BLOCKS) \
-                else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
-            gs = cons("SDP")
-            to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", gs) == 1
             blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if to_pdp else ())
             if self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", cons("SDP_RDMA")):
                 # a fused conv whose SDP reads operands (NVDLA's firmware enables SDP_RDMA):
                 # SDP_RDMA completes with the layer (OP_EN cleared, its pointer toggled)
                 blocks += ("SDP_RDMA",)
-            groups = tuple((b, cons(b)) for b in blocks if cons(b) != group)
-            done = ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ())
-            return _Layer(blocks, done, "conv:run_conv", groups)
+            return mk(blocks, ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ()), "conv:run_conv")
         if block in ("SDP", "SDP_RDMA") or (block == "PDP" and pdp_from_sdp):
-            if sdp_to_pdp:
-                return _Layer(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
-            return _Layer(("SDP", "SDP_RDMA"), ("SDP",), "sdp:run_sdp")
+            if to_pdp:
+                return mk(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
+            return mk(("SDP", "SDP_RDMA"), ("SDP",), "sdp:run_sdp")
         if block in ("PDP", "PDP_RDMA"):
-            return _Layer(("PDP", "PDP_RDMA"), ("PDP",), "pdp:run_pdp")
+            return mk(("PDP", "PDP_RDMA"), ("PDP",), "pdp:run_pdp")
         if block in ("CDP", "CDP_RDMA"):
-            return _Layer(("CDP", "CDP_RDMA"), ("CDP",), "cdp:run_cdp")
+            return mk(("CDP", "CDP_RDMA"), ("CDP",), "cdp:run_cdp")
         return None
 
     def _clear_stats(self, block: str, group: int) -> None:

@@ -316,6 +316,9 @@ class SerialTarget(SerialTransport):
         self._vouched: tuple[int, int] | None = None
         self._lock: BoardLock | None = None
         self._place: Any = None  # a LabgridPlace while open (labgrid is an optional dependency)
+        #: with no reset line (``reset: registers``): each unit's consumer group after the
+        #: register-level known state (None: the board was reset)
+        self.consumers: dict[str, int] | None = None
         self.cfg = cfg
         super().__init__(**self._kwargs(cfg))
 
@@ -404,6 +407,21 @@ class SerialTarget(SerialTransport):
                     f"--nvdla-board-wait")
             time.sleep(0.05)
 
+    def not_in_reset_state(self) -> str | None:
+        """Why NVDLA's own traces and firmware cannot run now (None: they can). A trace, and the
+        firmware running a loadable, program register group 0 of every unit first, as a reset
+        leaves them; without a reset line the register-level known state cannot move a consumer
+        pointer back (it is read-only: only a completed layer moves it), so a unit an earlier layer
+        left at group 1 would never run the layer. Packed vectors do not mind: they program each
+        engine in the group it runs next."""
+        moved = sorted(b for b, g in (self.consumers or {}).items() if g)
+        if not moved:
+            return None
+        return (f"board {self.cfg.name!r} has no reset (reset: registers) and the consumer pointer of "
+                f"{', '.join(moved)} is at group 1 from an earlier layer; NVDLA's traces and firmware assume every unit at "
+                f"group 0, as after a reset (a consumer pointer is read-only): add reset_address or reset_command "
+                f"to run them")
+
     def _lease_place(self) -> None:
         """A labgrid board: acquire its place (or use this user's acquisition); its serial
         resource is the endpoint this open talks to."""
@@ -432,7 +450,7 @@ class SerialTarget(SerialTransport):
             if self.cfg.reset_address is not None or self.cfg.reset_command:
                 self.reset()  # every test starts from a reset NVDLA, as NVDLA's own flow does
             else:  # no reset line: as near to it as registers go (check_reset refuses it unless accepted)
-                restore_known_state(self, self.cfg.profile)
+                self.consumers = restore_known_state(self, self.cfg.profile)
             if self.cfg.probe_window:
                 self.probe_window()
         except BaseException as e:

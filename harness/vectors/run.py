@@ -183,9 +183,13 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
     for s in case.outputs:  # the layer writes them: unknown until read back
         if s.port in known:
             known[s.port].forget(s.address, s.nbytes)
-    group = drv.consumer_group(unit)
+    # each engine is programmed in the group it runs next, its own consumer group: after a reset
+    # all are 0, but a layer that leaves an engine out (a flying input leaves its RDMA idle) parts
+    # them, and the hardware runs each engine's own group (NVDLA's firmware tracks them apart)
+    groups = {b: drv.consumer_group(b) for b in case.launch}
+    group = groups[unit] if unit in groups else drv.consumer_group(unit)
     for b in case.launch:
-        drv.select_group(b, group)
+        drv.select_group(b, groups[b])
     for r in case.registers:
         drv.write(r.name, r.value)
     pc = drv.precision
@@ -204,7 +208,7 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
     drv.launch(*case.launch)
     drv.wait_done(unit, group, timeout=timeout)
     if unit != "PDP" and "PDP" in case.launch:  # SDP/CONV -> PDP on the fly: PDP still writes after SDP's done
-        drv.wait_done("PDP", group, timeout=timeout)
+        drv.wait_done("PDP", groups["PDP"], timeout=timeout)
     outputs = {}
     for s in case.outputs:
         golden = _exact_golden(s)
