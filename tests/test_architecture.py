@@ -227,3 +227,14 @@ def test_the_reference_model_stands_alone():
            for m in MODULES if m.startswith("nvdla_hil.harness.refmodel")
            for t, line, _ in imports_of(m) if t.startswith("nvdla_hil.drivers")]
     assert not bad, "the reference model imports the driver package:\n" + "\n".join(bad)
+
+
+def test_every_package_ships_in_the_wheel():
+    """pyproject lists the packages the wheel carries (the folders are mapped into ``nvdla_hil``):
+    a new package folder missing there imports from a checkout and fails only when installed."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    assert folders - listed == set(), "package folders missing from pyproject's packages list"
+    assert listed - folders == set(), "pyproject lists packages that do not exist"

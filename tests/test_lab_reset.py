@@ -74,20 +74,24 @@ def test_board_without_a_reset_is_refused_at_start(tmp_path, emu):
 SUBSET = None if os.environ.get("NVDLA_HIL_LAB_FULL") else "pdp_flying_rtl or pdp_rtl or sdp_cvt"
 
 
-def test_vector_regression_with_a_reset_passes_in_either_order(tmp_path, emu):
+@pytest.mark.parametrize("known_state", ["    reset_address: 0xf0000000\n", "    reset: registers\n"],
+                         ids=["reset", "registers"])
+def test_vector_regression_passes_in_either_order(tmp_path, emu, known_state):
     """The bundled vectors, forwards then backwards, each test after a reset through the SoC's
-    reset register: the same tests pass, none fails, whatever ran before."""
+    reset register, or after the register-level known state (``reset: registers``), whatever the
+    earlier tests left in the emulator: the same tests pass, none fails, the old counterexample
+    pair among them."""
     (tmp_path / "f").mkdir()
     (tmp_path / "r").mkdir()
-    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, "    reset_address: 0xf0000000\n", k=SUBSET)
-    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, "    reset_address: 0xf0000000\n", reverse=True, k=SUBSET)
+    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, known_state, k=SUBSET)
+    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, known_state, reverse=True, k=SUBSET)
     assert fwd.returncode == 0, (fwd.stdout + fwd.stderr)[-3000:]
     assert rev.returncode == 0, (rev.stdout + rev.stderr)[-3000:]
     ran = [n for n in order_f if out_f[n] != "skipped"]
     assert len(ran) >= (25 if SUBSET else 50) and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
     assert order_r == list(reversed(order_f))  # really the other order
     assert out_f == out_r
-    print(f"vector regression with a reset: {len(ran)} passed forwards and backwards")
+    print(f"vector regression ({known_state.strip()}): {len(ran)} passed forwards and backwards")
 
 
 def test_known_state_by_registers(emu):
@@ -112,22 +116,6 @@ def test_known_state_by_registers(emu):
             t.write32(ptr.address, g, posted=False)
             assert t.read32(sdp.address) == sdp.reset
         assert set(consumers.values()) <= {0, 1} and "SDP" in consumers
-
-
-def test_vector_regression_by_registers_passes_in_either_order(tmp_path, emu):
-    """``reset: registers``: forwards then backwards, each test after the register-level known
-    state, whatever the earlier tests (and this module's other runs) left in the emulator: the same
-    tests pass as with a reset, the old counterexample pair among them."""
-    (tmp_path / "f").mkdir()
-    (tmp_path / "r").mkdir()
-    fwd, order_f, out_f = _regress(tmp_path / "f", emu.url, "    reset: registers\n", k=SUBSET)
-    rev, order_r, out_r = _regress(tmp_path / "r", emu.url, "    reset: registers\n", reverse=True, k=SUBSET)
-    assert fwd.returncode == 0, (fwd.stdout + fwd.stderr)[-3000:]
-    assert rev.returncode == 0, (rev.stdout + rev.stderr)[-3000:]
-    ran = [n for n in order_f if out_f[n] != "skipped"]
-    assert len(ran) >= (25 if SUBSET else 50) and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
-    assert order_r == list(reversed(order_f))
-    assert out_f == out_r
 
 
 def test_a_trace_on_a_board_without_a_reset_is_skipped_saying_why(tmp_path, trace_root):
