@@ -90,6 +90,19 @@ def test_empty_vectors_folder_is_exit_2(clean_env, capsys):
     assert code == 2 and "no packed test vectors" in err
 
 
+def test_nvdla_sw_naming_a_missing_checkout_is_exit_2(clean_env, capsys, tmp_path):
+    """A loadable run whose nvdla/sw checkout is not there would fail every loadable (exit 1, as
+    if the hardware were wrong): it is bad input, said once, before any run starts."""
+    flatbufs = tmp_path / "lds" / "flatbufs" / "kmd" / "SDP"
+    flatbufs.mkdir(parents=True)
+    (flatbufs / "SDP_X1_L0_0_fbuf").write_bytes(b"\0" * 16)
+    code, out, err = _regress(capsys, "--suite", "loadables", "--loadables", str(tmp_path / "lds"),
+                              "--nvdla-sw", str(tmp_path / "no-sw"))
+    assert code == 2, out + err
+    assert f"--nvdla-sw (or NVDLA_SW) {tmp_path / 'no-sw'}" in err and "kmd/firmware/scheduler.c is missing" in err
+    assert not (clean_env / "results").exists()
+
+
 def test_verilator_without_checkout_is_exit_2(clean_env, capsys):
     code, _, err = _regress(capsys, "--target", "verilator", "--suite", "vectors")
     assert code == 2 and "--target verilator" in err and "--nvdla-hw" in err

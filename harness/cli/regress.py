@@ -73,6 +73,17 @@ def _default_txn() -> str | None:
 # ---- checks before pytest starts ------------------------------------------------------------
 
 
+def _check_nvdla_sw(path: str) -> None:
+    """A checkout named but not there would fail every loadable (exit 1, as if the hardware were
+    wrong): bad input, said once, before the run."""
+    from ..loadables.firmware import FirmwareError, find_nvdla_sw
+
+    try:
+        find_nvdla_sw(path)
+    except FirmwareError as e:
+        raise BadInput(f"--nvdla-sw (or NVDLA_SW) {path}: {e}") from None
+
+
 def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
     """Validate everything that can be checked before pytest starts; the trace root to pass."""
     import pytest
@@ -134,6 +145,8 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
                 args.loadables = _default_loadables()
                 if args.loadables is None and args.suite == "loadables":
                     raise BadInput("--suite loadables: no loadables configured: pass --loadables PATH (or set NVDLA_LOADABLES)")
+            if args.loadables is not None and args.nvdla_sw:
+                _check_nvdla_sw(args.nvdla_sw)
         elif args.loadables:
             raise BadInput(f"--loadables {args.loadables} was given but --suite {args.suite} runs no loadables")
         if "vectors" in suites and args.vectors:
