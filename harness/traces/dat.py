@@ -11,14 +11,13 @@ are :class:`~.limits.TraceError` naming the file and line.
 from __future__ import annotations
 
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-from .limits import MAX_DAT_BYTES, MAX_DAT_LINE, MAX_REGION_BYTES, NUMBER, TraceError, parse_number
+from .limits import MAX_DAT_BYTES, MAX_DAT_LINE, MAX_REGION_BYTES, NUMBER, TraceError, parse_number, regular_file
 
 __all__ = ["DatImage", "read_dat", "load_dat"]
 
@@ -56,15 +55,7 @@ def _check_file(path: Path, where: Path | str, folder: Path | None) -> None:
         if not resolved.is_relative_to(folder.resolve()):
             raise TraceError(where, None, f"data file {path.name} resolves outside the trace folder "
                                           f"(a symlink?); refused")
-    try:
-        st = path.stat()
-    except OSError as e:
-        raise TraceError(where, None, f"missing data file {path.name}: {e.strerror}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise TraceError(where, None, f"data file {path.name} is not a regular file")
-    if st.st_size > MAX_DAT_BYTES:
-        raise TraceError(where, None, f"data file {path.name} is {st.st_size} bytes, more than {MAX_DAT_BYTES} "
-                                      f"({MAX_DAT_BYTES >> 20} MiB); refused")
+    regular_file(path, where, "data file", MAX_DAT_BYTES, unreadable="missing")
 
 
 def _record(path: Path, lineno: int, line: str) -> tuple[int, bytes]:

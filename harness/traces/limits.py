@@ -89,12 +89,13 @@ def ascii_text(path: Path, raw: bytes) -> str:
         raise TraceError(path, line, f"byte {raw[e.start]:#04x} at column {col} is not ASCII text") from None
 
 
-def regular_file(path: Path, where: Path | str, what: str, limit: int) -> os.stat_result:
-    """``path``'s status: a regular file of at most ``limit`` bytes, else an error at ``where``."""
+def regular_file(path: Path, where: Path | str, what: str, limit: int, *, unreadable: str = "cannot read") -> os.stat_result:
+    """``path``'s status: a regular file of at most ``limit`` bytes, else an error at ``where``
+    (``unreadable``: how the message names a file that cannot be opened)."""
     try:
         st = path.stat()
     except OSError as e:
-        raise TraceError(where, None, f"cannot read {what} {path.name}: {e.strerror}") from None
+        raise TraceError(where, None, f"{unreadable} {what} {path.name}: {e.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
         raise TraceError(where, None, f"{what} {path.name} is not a regular file")
     if st.st_size > limit:
