@@ -40,6 +40,13 @@ DEFAULT_SET = (
     "dc_6x8x192_3x3x192x32_int8_0",
     "dc_24x44x14_5x3x14x41_int8_0",
 )
+#: the three public nv_small traces with the most simulated cycles (NVDLA's native player:
+#: 1.20 M, 324 k and 305 k cycles), the set issue 29 measures per-cycle speed on
+LONGEST_NV_SMALL = (
+    "dc_35x22x54_6x8x54x29_int8_0",
+    "dc_32x26x76_6x3x76x16_int8_0",
+    "dc_8192x1x1_2x3x1x41_int8_0",
+)
 
 
 def _run_ours(trace: Path, build, timeout: float) -> tuple[str, int, float, str]:
@@ -146,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--traces", default=os.environ.get("NVDLA_TRACES"), help="folder of trace folders")
     ap.add_argument("-k", action="append", default=[], help="run traces whose name contains this (repeatable)")
     ap.add_argument("--all", action="store_true", help="every trace in --traces")
+    ap.add_argument("--longest", action="store_true",
+                    help="the three public nv_small traces with the most cycles (LONGEST_NV_SMALL)")
     ap.add_argument("--native", help="NVDLA's native Verilator player (VNV_nvdla) to compare with, or "
                     "'auto' to build/reuse it with `nvdla-hil sim native`")
     ap.add_argument("--fixture", action="store_true",
@@ -153,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--native-tests", help="folder with <trace>/trace.bin for the native player")
     ap.add_argument("--idle-cycles", type=int, default=200_000)
     ap.add_argument("--timeout", type=float, default=600.0, help="per-layer wall timeout (s)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="Verilator model threads for both simulators (as `sim build --threads`)")
     return ap
 
 
@@ -169,14 +180,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.traces:
         ap.error("--traces (or NVDLA_TRACES) is required")
 
-    build = build_nvdla(args.nvdla_hw, args.config)
+    build = build_nvdla(args.nvdla_hw, args.config, threads=args.threads)
     if args.native == "auto":
         from nvdla_hil.sims.native import build_native
 
-        args.native = str(build_native(args.nvdla_hw, args.config))
+        args.native = str(build_native(args.nvdla_hw, args.config, threads=args.threads))
     root = Path(args.traces)
     names = sorted(p.name for p in root.iterdir() if p.is_dir())
-    if args.k:
+    if args.longest:
+        names = [n for n in LONGEST_NV_SMALL if n in names]
+    elif args.k:
         names = [n for n in names if any(k in n for k in args.k)]
     elif not args.all:
         names = [n for n in DEFAULT_SET if n in names]
@@ -184,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"# {time.strftime('%Y-%m-%d %H:%M %Z')}; {platform.node()}: {os.cpu_count()} cores, "
           f"{platform.processor() or platform.machine()}, load {load}")
-    print(f"# {build.verilator}; build {build.directory}")
+    print(f"# {build.verilator}; build {build.directory}; model threads {args.threads}")
     if args.native:
         print(f"# native player: {args.native}")
     hdr = f"{'trace':40s} {'result':8s} {'cycles':>9s} {'wall s':>7s} {'cyc/s':>8s}"

@@ -69,6 +69,7 @@ __all__ = [
     "add_subcommands",
     "build_fixture",
     "build_nvdla",
+    "thread_flags",
     "cache_key",
     "cache_root",
     "check_known_rtl_issues",
@@ -167,13 +168,23 @@ def _own_hdl(names: Sequence[str]) -> list[Path]:
     return [HDL_DIR / n for n in names]
 
 
+#: our HDL around NV_nvdla, and the fixture's (sims/hdl/)
+TOP_HDL = ("nvdla_hil_axi_mem.sv", "nvdla_hil_csb_master.sv", "nvdla_hil_top.sv")
+FIXTURE_HDL = ("nvdla_hil_axi_mem.sv", "nvdla_hil_csb_master.sv", "nvdla_hil_fixture.sv")
+
+#: the simulator's main loop (ours: the clock is toggled in C++, no VPI call per half cycle);
+#: it replaces cocotb's ``share/lib/verilator/verilator.cpp``.
+SIM_MAIN = HDL_DIR / "nvdla_hil_main.cpp"
+
+
 def _cocotb_paths() -> tuple[Path, Path, str]:
+    """The simulator's main loop, cocotb's VPI library folder and cocotb's version."""
     try:
         import cocotb
         import cocotb_tools.config as cfg
     except ImportError as e:  # pragma: no cover - depends on install
         raise BuildError("cocotb is not installed: pip install 'nvdla-hil[sim]'") from e
-    return Path(cfg.share_dir) / "lib" / "verilator" / "verilator.cpp", Path(cfg.libs_dir), cocotb.__version__
+    return SIM_MAIN, Path(cfg.libs_dir), cocotb.__version__
 
 
 def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], key_parts: Sequence[str],
@@ -184,8 +195,8 @@ def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], ke
     the checkout or the cache are."""
     vversion = vversion or verilator_version()
     if cocotb_version is None:
-        verilator_cpp, _, cocotb_version = _cocotb_paths()
-        own = [*own, verilator_cpp]
+        sim_main, _, cocotb_version = _cocotb_paths()
+        own = [*own, sim_main]
     h = hashlib.sha256()
     for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, compiler_identity(),
                  *flags, *key_parts, *MAKE_FLAGS]:
@@ -199,11 +210,12 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
              hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
              defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
              force: bool, progress: Progress, cache: Path | None,
-             lookup_only: bool = False) -> SimBuild | None:
-    verilator_cpp, cocotb_libs, cocotb_version = _cocotb_paths()
+             lookup_only: bool = False, threads: int = 1) -> SimBuild | None:
+    sim_main, cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
     flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
     flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
+    flags += thread_flags(threads)
     wave_format = ""
     if waves:
         wave_format = "fst" if have_fst_headers() else "vcd"
@@ -216,7 +228,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
-                    hashed=hashed, hashed_base=hashed_base, own=[*own, verilator_cpp], waves=waves,
+                    hashed=hashed, hashed_base=hashed_base, own=[*own, sim_main], waves=waves,
                     vversion=vversion, cocotb_version=cocotb_version)
     root = cache or cache_root()
     if lookup_only:
@@ -228,7 +240,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     def build(tmp: Path) -> dict:
         return _compile_into(tmp, root=root, name=name, config=config, toplevel=toplevel,
                              sources=sources, flags=flags, key=key, vversion=vversion,
-                             cocotb_version=cocotb_version, verilator_cpp=verilator_cpp,
+                             cocotb_version=cocotb_version, sim_main=sim_main,
                              cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
                              wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
                              jobs=jobs, progress=progress)
@@ -239,7 +251,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
 
 def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: str, sources: list[str],
                   flags: list[str], key: str, vversion: str, cocotb_version: str,
-                  verilator_cpp: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
+                  sim_main: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
                   wave_format: str, reset_wait_cycles: int, jobs: int | None,
                   progress: Progress) -> dict:
     """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
@@ -253,7 +265,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
         str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
         "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel,
         "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
-        *flags, str(verilator_cpp), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
+        *flags, str(sim_main), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
         *sources,
     ]
     jobs = jobs or max(1, os.cpu_count() or 1)
@@ -284,10 +296,20 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
             "wave_format": wave_format, "peak_rss_mb": int(peak_mb)}
 
 
+def thread_flags(threads: int) -> list[str]:
+    """Verilator flags for a model evaluated by ``threads`` threads (1: the single-threaded
+    runtime, no flag, the default). Part of the cache key like every flag."""
+    if threads < 1:
+        raise BuildError(f"--threads must be at least 1, not {threads}")
+    return [] if threads == 1 else ["--threads", str(threads)]
+
+
 def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                 waves: bool = False, jobs: int | None = None, force: bool = False,
-                progress: Progress = default_progress, cache: Path | None = None) -> SimBuild:
-    """Build (or fetch from cache) the simulator of ``<nvdla_hw>/outdir/<config>/vmod``."""
+                progress: Progress = default_progress, cache: Path | None = None,
+                threads: int = 1) -> SimBuild:
+    """Build (or fetch from cache) the simulator of ``<nvdla_hw>/outdir/<config>/vmod``
+    (``threads`` > 1: Verilator's multi-threaded model, a separate cache entry)."""
     vmod = find_vmod(nvdla_hw, config)
     rams = check_ram_models(vmod)
     if rams:
@@ -299,11 +321,11 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
                            f"--apply-fixes` makes these changes for you (and shows the diff).")
     ss = collect_sources(vmod)
     params, defines = wrapper_params(vmod)
-    sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
+    sources = ss.args() + [str(HDL_DIR / n) for n in TOP_HDL]
     simb = _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
-                    jobs=jobs, force=force, progress=progress, cache=cache)
+                    jobs=jobs, force=force, progress=progress, cache=cache, threads=threads)
     assert simb is not None  # None only with lookup_only=True
     return simb
 
@@ -317,7 +339,7 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
         return None
     ss = collect_sources(vmod)
     params, defines = wrapper_params(vmod)
-    sources = ss.args() + [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_top.sv")]
+    sources = ss.args() + [str(HDL_DIR / n) for n in TOP_HDL]
     return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
@@ -327,7 +349,7 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
                   progress: Progress = default_progress, cache: Path | None = None) -> SimBuild:
     """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
-    sources = [str(HDL_DIR / "nvdla_hil_axi_mem.sv"), str(HDL_DIR / "nvdla_hil_fixture.sv")]
+    sources = [str(HDL_DIR / n) for n in FIXTURE_HDL]
     simb = _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
                     sources=sources, key_parts=[], hashed=[], hashed_base=None,
                     parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
@@ -345,7 +367,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             b = build_fixture(waves=args.waves, jobs=args.jobs, force=args.force)
         else:
             b = build_nvdla(args.nvdla_hw, args.config, waves=args.waves, jobs=args.jobs,
-                            force=args.force)
+                            force=args.force, threads=args.threads)
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -362,6 +384,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> argparse._SubPars
                    help="nvdla/hw checkout with outdir/<config>/vmod (default: $NVDLA_HW)")
     b.add_argument("--config", default="nv_small", help="NVDLA project (default nv_small)")
     b.add_argument("--waves", action="store_true", help="compile FST wave support")
+    b.add_argument("--threads", type=int, default=1,
+                   help="Verilator model threads (default 1; >1 is a separate build, for the larger "
+                        "configurations; see sims/README.md)")
     b.add_argument("--jobs", "-j", type=int, default=None, help="parallel C++ compile jobs")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     b.add_argument("--fixture", action="store_true",

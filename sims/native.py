@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from .build import BASE_VERILATOR_FLAGS, cache_key, cache_root
+from .build import BASE_VERILATOR_FLAGS, cache_key, cache_root, thread_flags
 from .rtl import NVDLA_DEFINES, check_known_rtl_issues, collect_sources, find_vmod
 from .toolchain import (
     BuildError,
@@ -60,14 +60,15 @@ def native_inputs(nvdla_hw: str | os.PathLike[str] | None, config: str) -> tuple
 
 def build_native(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                  jobs: int | None = None, force: bool = False, progress: Progress = default_progress,
-                 cache: Path | None = None) -> Path:
-    """Build (or reuse) NVDLA's native trace player for ``config``; return its executable."""
+                 cache: Path | None = None, threads: int = 1) -> Path:
+    """Build (or reuse) NVDLA's native trace player for ``config``; return its executable
+    (``threads`` as for ``sim build``, so the two compare with the same flags)."""
     vmod, cpp, header = native_inputs(nvdla_hw, config)
     problems = check_known_rtl_issues(vmod)
     if problems:
         raise BuildError("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems))
     ss = collect_sources(vmod)
-    flags = [*BASE_VERILATOR_FLAGS, *(f"-D{d}" for d in NVDLA_DEFINES)]
+    flags = [*BASE_VERILATOR_FLAGS, *(f"-D{d}" for d in NVDLA_DEFINES), *thread_flags(threads)]
     vversion = verilator_version()
     key = cache_key(name="native", config=config, toplevel="NV_nvdla", flags=flags, key_parts=[],
                     hashed=[*ss.hashed, header], hashed_base=vmod, own=[cpp], waves=False,
@@ -114,7 +115,7 @@ def build_native(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
 
 def _cmd_native(args: argparse.Namespace) -> int:
     try:
-        exe = build_native(args.nvdla_hw, args.config, jobs=args.jobs, force=args.force)
+        exe = build_native(args.nvdla_hw, args.config, jobs=args.jobs, force=args.force, threads=args.threads)
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -133,4 +134,5 @@ def add_native_subcommand(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--config", default="nv_small", help="NVDLA project (default nv_small)")
     n.add_argument("--jobs", "-j", type=int, default=None, help="parallel C++ compile jobs")
     n.add_argument("--force", action="store_true", help="rebuild even when cached")
+    n.add_argument("--threads", type=int, default=1, help="Verilator model threads (as `sim build --threads`)")
     n.set_defaults(func=_cmd_native)

@@ -23,6 +23,7 @@ from nvdla_hil.sims import build as simbuild
 
 ID, SCRATCH, LUT_CFG, LUT_DATA = 0x00, 0x04, 0x08, 0x0C
 DMA_SRC, DMA_DST, DMA_LEN, DMA_GO, INTR_STATUS, INTR_MASK, DMA_BUSY = 0x10, 0x14, 0x18, 0x1C, 0x20, 0x24, 0x28
+HANG = 0x2C
 
 
 def _sim_tools_missing() -> str | None:
@@ -170,6 +171,28 @@ def test_csb_read_write(target) -> None:
     target.write32(SCRATCH, 0xCAFEF00D, posted=False)       # waits for wr_complete
     assert target.read32(SCRATCH) == 0xCAFEF00D
     assert target.read32(0x3C) == 0xDEAD3C00                 # unmapped: 0xDEAD0000 | offset << 8
+
+
+@pytestmark_sim
+def test_csb_waits_are_bounded_and_named(fixture_build) -> None:
+    """A slave that never answers a read, or never takes a request, ends the access with a
+    timeout naming which wait ran out (the HDL CSB master counts the cycles), not a hang."""
+    from nvdla_hil.drivers.transport import TransportTimeoutError
+    from nvdla_hil.harness.targets.verilator import VerilatorTarget
+
+    with VerilatorTarget(fixture_build, config="fixture") as t:
+        t.write32(HANG, 0b10)                                    # reads are never answered
+        c0 = t.cycles
+        with pytest.raises(TransportTimeoutError, match=r"no CSB read response for word 0x0001 within 10000 cycles"):
+            t.read32(SCRATCH)
+        assert 10_000 <= t.cycles - c0 < 10_100
+        t.restore_fresh()                                        # the reset clears the hang
+        t.write32(HANG, 0b01)                                    # posted: taken, then ready stays low
+        with pytest.raises(TransportTimeoutError, match=r"not accepted within 10000 cycles \(csb ready stuck low\)"):
+            t.write32(SCRATCH, 1)
+        t.restore_fresh()                                        # the reset clears the hang
+        t.write32(SCRATCH, 7)
+        assert t.read32(SCRATCH) == 7
 
 
 @pytestmark_sim

@@ -2,7 +2,7 @@
 //
 // Written for nvdla-hil (Apache-2.0). Lets CI exercise the cocotb CSB driver, the AXI memory
 // model with its shared-memory backdoor, the interrupt line and the build cache without an
-// nvdla/hw checkout. Same ports as nvdla_hil_top.
+// nvdla/hw checkout. Same ports as nvdla_hil_top (host_* to the same HDL CSB master).
 //
 // Register map (CSB byte address; the bus carries byte >> 2):
 //   0x00 ID         RO  0x4C555431
@@ -16,22 +16,36 @@
 //   0x20 INTR_STATUS RW1C [0] copy done
 //   0x24 INTR_MASK  RW  [0] 1 = masked
 //   0x28 DMA_BUSY   RO  [0]
+//   0x2C HANG       WO  [0] 1 = ready stays low, [1] 1 = reads are never answered (until reset)
 // The slave stalls requests (ready low) on a pseudo-random pattern and answers reads after
 // 1..4 cycles, so the driver's handshakes are exercised.
 module nvdla_hil_fixture_top (
     input  logic        clk,
     input  logic        rstn,
-    input  logic        csb_valid,
-    output logic        csb_ready,
-    input  logic [15:0] csb_addr,
-    input  logic [31:0] csb_wdat,
-    input  logic        csb_write,
-    input  logic        csb_nposted,
-    output logic        csb_rvalid,
-    output logic [31:0] csb_rdata,
-    output logic        csb_wr_complete,
+    input  logic        host_req,
+    input  logic [15:0] host_addr,
+    input  logic [31:0] host_wdat,
+    input  logic        host_write,
+    input  logic        host_nposted,
+    input  logic [31:0] host_timeout,
+    output logic        host_ack,
+    output logic [31:0] host_rdata,
+    output logic [1:0]  host_err,
     output logic        intr
 );
+    // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
+    logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
+    logic [15:0] csb_addr;
+    logic [31:0] csb_wdat, csb_rdata;
+    nvdla_hil_csb_master u_csb_master (
+        .clk(clk), .rstn(rstn),
+        .host_req(host_req), .host_addr(host_addr), .host_wdat(host_wdat), .host_write(host_write),
+        .host_nposted(host_nposted), .host_timeout(host_timeout), .host_ack(host_ack),
+        .host_rdata(host_rdata), .host_err(host_err),
+        .csb_valid(csb_valid), .csb_ready(csb_ready), .csb_addr(csb_addr), .csb_wdat(csb_wdat),
+        .csb_write(csb_write), .csb_nposted(csb_nposted), .csb_rvalid(csb_rvalid),
+        .csb_rdata(csb_rdata), .csb_wr_complete(csb_wr_complete)
+    );
     logic [15:0] lfsr;
     logic [31:0] scratch, dma_src, dma_dst, dma_len;
     logic [16:0] lut_cfg;
@@ -43,12 +57,13 @@ module nvdla_hil_fixture_top (
     logic        rd_pending, wc_pending;
     logic [31:0] rd_value;
     logic        go;
+    logic        hang_ready, mute_reads;
 
     // DMA state (declared early for readback)
     typedef enum logic [2:0] {IDLE, AR, R, AW, W, B} dstate_t;
     dstate_t     dstate;
 
-    assign csb_ready = rstn && !rd_pending && !wc_pending && lfsr[0];
+    assign csb_ready = rstn && !hang_ready && !rd_pending && !wc_pending && lfsr[0];
     assign intr = st_done && !mask_done;
 
     function automatic logic [15:0] lut_get(input logic tbl, input logic [9:0] idx);
@@ -66,12 +81,13 @@ module nvdla_hil_fixture_top (
             lut_cfg <= '0; lut_idx <= '0; mask_done <= 1'b0;
             rd_wait <= '0; rd_pending <= 1'b0; wc_pending <= 1'b0; rd_value <= '0;
             csb_rvalid <= 1'b0; csb_rdata <= '0; csb_wr_complete <= 1'b0; go <= 1'b0;
+            hang_ready <= 1'b0; mute_reads <= 1'b0;
         end else begin
             lfsr <= {lfsr[14:0], lfsr[15] ^ lfsr[13] ^ lfsr[12] ^ lfsr[10]};
             csb_rvalid <= 1'b0;
             csb_wr_complete <= 1'b0;
             go <= 1'b0;
-            if (rd_pending) begin
+            if (rd_pending && !mute_reads) begin
                 if (rd_wait == 0) begin
                     csb_rvalid <= 1'b1;
                     csb_rdata <= rd_value;
@@ -97,6 +113,7 @@ module nvdla_hil_fixture_top (
                     8'h18: dma_len <= csb_wdat;
                     8'h1C: go <= csb_wdat[0];
                     8'h24: mask_done <= csb_wdat[0];
+                    8'h2C: begin hang_ready <= csb_wdat[0]; mute_reads <= csb_wdat[1]; end
                     default: ;
                 endcase
             end else if (take) begin

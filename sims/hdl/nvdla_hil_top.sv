@@ -2,7 +2,8 @@
 //
 // Written for nvdla-hil (Apache-2.0); not derived from NVDLA sources.
 // One clock drives both the core and the CSB clock; rstn drives both resets.
-// The CSB port is driven by the cocotb CSB driver (nvdla_hil.sims.csb); DBBIF (and CVIF
+// The CSB port is driven by nvdla_hil_csb_master.sv, which the cocotb driver
+// (nvdla_hil.sims.csb) asks for one access at a time through the host_* ports; DBBIF (and CVIF
 // when the configuration has it, `define NVDLA_HIL_CVIF) attach to nvdla_hil_axi_mem.
 module nvdla_hil_top #(
     parameter int DBB_DW = 64,
@@ -14,17 +15,30 @@ module nvdla_hil_top #(
 ) (
     input  logic        clk,
     input  logic        rstn,
-    input  logic        csb_valid,
-    output logic        csb_ready,
-    input  logic [15:0] csb_addr,
-    input  logic [31:0] csb_wdat,
-    input  logic        csb_write,
-    input  logic        csb_nposted,
-    output logic        csb_rvalid,
-    output logic [31:0] csb_rdata,
-    output logic        csb_wr_complete,
+    input  logic        host_req,
+    input  logic [15:0] host_addr,
+    input  logic [31:0] host_wdat,
+    input  logic        host_write,
+    input  logic        host_nposted,
+    input  logic [31:0] host_timeout,
+    output logic        host_ack,
+    output logic [31:0] host_rdata,
+    output logic [1:0]  host_err,
     output logic        intr
 );
+    // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
+    logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
+    logic [15:0] csb_addr;
+    logic [31:0] csb_wdat, csb_rdata;
+    nvdla_hil_csb_master u_csb_master (
+        .clk(clk), .rstn(rstn),
+        .host_req(host_req), .host_addr(host_addr), .host_wdat(host_wdat), .host_write(host_write),
+        .host_nposted(host_nposted), .host_timeout(host_timeout), .host_ack(host_ack),
+        .host_rdata(host_rdata), .host_err(host_err),
+        .csb_valid(csb_valid), .csb_ready(csb_ready), .csb_addr(csb_addr), .csb_wdat(csb_wdat),
+        .csb_write(csb_write), .csb_nposted(csb_nposted), .csb_rvalid(csb_rvalid),
+        .csb_rdata(csb_rdata), .csb_wr_complete(csb_wr_complete)
+    );
     logic dbb_ar_valid, dbb_ar_ready, dbb_r_valid, dbb_r_ready, dbb_r_last;
     logic dbb_aw_valid, dbb_aw_ready, dbb_w_valid, dbb_w_ready, dbb_w_last, dbb_b_valid, dbb_b_ready;
     logic [7:0] dbb_ar_id, dbb_r_id, dbb_aw_id, dbb_b_id;
