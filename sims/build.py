@@ -347,13 +347,14 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
 
 
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
-                  progress: Progress = default_progress, cache: Path | None = None) -> SimBuild:
+                  progress: Progress = default_progress, cache: Path | None = None,
+                  threads: int = 1) -> SimBuild:
     """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
     sources = [str(HDL_DIR / n) for n in FIXTURE_HDL]
     simb = _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
                     sources=sources, key_parts=[], hashed=[], hashed_base=None,
                     parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
-                    force=force, progress=progress, cache=cache)
+                    force=force, progress=progress, cache=cache, threads=threads)
     assert simb is not None  # None only with lookup_only=True
     return simb
 
@@ -364,7 +365,7 @@ def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool =
 def _cmd_build(args: argparse.Namespace) -> int:
     try:
         if args.fixture:
-            b = build_fixture(waves=args.waves, jobs=args.jobs, force=args.force)
+            b = build_fixture(waves=args.waves, jobs=args.jobs, force=args.force, threads=args.threads)
         else:
             b = build_nvdla(args.nvdla_hw, args.config, waves=args.waves, jobs=args.jobs,
                             force=args.force, threads=args.threads)
