@@ -3,8 +3,9 @@
 The pytest/CLI process starts the simulator (a binary built by ``nvdla-hil sim build``) as a
 child process running the cocotb module ``nvdla_hil.sims.tb_server``, and talks to it over an
 inherited socket with one JSON request/response per line (register access, burst, reset,
-wait for the interrupt). Per-cycle work stays in the simulator: the clock is cocotb's C++
-(GPI) clock, the AXI memory is HDL + C++ DPI, and Python runs only per transaction.
+wait for the interrupt). Per-cycle work stays in the simulator: the clock is toggled by its C++
+main loop (``sims/hdl/nvdla_hil_main.cpp``), the CSB handshake and the AXI memory are HDL (+ C++
+DPI for the memory's bytes), and Python runs only per transaction.
 
 External memory is a pair of 4 GiB sparse shared-memory files (``pri_mem``, ``sec_mem``)
 that the simulator's memory model and this process both map; ``mem_write``/``mem_read`` touch
