@@ -107,7 +107,7 @@ class NvdlaDriver:
               verify: bool = False, posted: bool = True) -> None:
         """Write a whole register. Bits outside any field must be 0; read-only registers are refused."""
         r = self.register(name, reg)
-        if not r.writable:
+        if r.access == "ro":  # not r.writable
             raise ReadOnlyFieldError(f"{r.full_name} is read-only")
         if not 0 <= value < 1 << 32:
             raise FieldRangeError(f"{r.full_name}: value {value!r} does not fit 32 bits")
@@ -135,7 +135,10 @@ class NvdlaDriver:
         """Register value with ``fields`` set over ``base`` (default: the reset value).
 
         Range-checked per field; enum names accepted; read-only fields refused."""
-        r = self.register(name, reg)
+        return self._encode_reg(self.register(name, reg), fields, base)
+
+    def _encode_reg(self, r: Register, fields: Mapping[str, int | str], base: int | None = None) -> int:
+        """:meth:`encode` of a register already looked up."""
         value = r.reset if base is None else base
         for fname, fval in fields.items():
             f = r.field(fname)
@@ -162,8 +165,8 @@ class NvdlaDriver:
             base = r.reset
         else:
             base = self.transport.read32(r.address)
-        value = self.encode(r.full_name, fields, base=base)
-        self.write(r.full_name, value, verify=verify and not r.trigger)
+        value = self._encode_reg(r, fields, base)
+        self.write((r.block, r.name), value, verify=verify and not r.trigger)
         return value
 
     @contextlib.contextmanager

@@ -332,7 +332,7 @@ class PrecisionControl:
         bad = np.flatnonzero((arr < -32768) | (arr > 65535))
         if bad.size:
             raise FieldRangeError(f"{unit} {table}[{bad[0]}] = {arr[bad[0]]} does not fit 16 bits")
-        self._write_lut_unit(unit, self._lut_cfg(unit, table, "WRITE"), [int(v) & 0xFFFF for v in arr])
+        self._write_lut_unit(unit, self._lut_cfg(unit, table, "WRITE"), (arr & 0xFFFF).tolist())
 
     def write_lut_run(self, unit: str, cfg_value: int, values: Sequence[int]) -> bool:
         """Replay a raw LUT programming run (one S_LUT_ACCESS_CFG write, then DATA writes, as

@@ -139,37 +139,43 @@ class Transport(ABC):
     # ---- registers ----------------------------------------------------------------
     def read32(self, address: int) -> int:
         """Read one 32-bit register at CSB byte ``address``."""
-        self._check(address)
+        if not self._is_open or address % 4 or not 0 <= address < 1 << 32:  # _check, inline: every access pays it
+            self._check(address)
         value = self._read32(address)
-        self._notify("R", address, value)
+        if self._observers:
+            self._notify("R", address, value)
         return value
 
     def write32(self, address: int, value: int, *, posted: bool = True) -> None:
         """Write one 32-bit register. ``posted=False`` waits for the write completion."""
-        self._check(address)
+        if not self._is_open or address % 4 or not 0 <= address < 1 << 32:  # _check, inline: every access pays it
+            self._check(address)
         if not 0 <= value < 1 << 32:
             raise ValueError(f"register value {value!r} does not fit 32 bits")
         self._write32(address, value, posted)
-        self._notify("W", address, value)
+        if self._observers:
+            self._notify("W", address, value)
 
     def read_burst(self, address: int, count: int, *, incr: bool = True) -> list[int]:
         """Read ``count`` words; ``incr=False`` reads the same address repeatedly (FIFO/LUT port)."""
         self._check(address)
         values = self._read_burst(address, count, incr)
-        for i, v in enumerate(values):
-            self._notify("R", address + 4 * i if incr else address, v)
+        if self._observers:
+            for i, v in enumerate(values):
+                self._notify("R", address + 4 * i if incr else address, v)
         return values
 
     def write_burst(self, address: int, values: Sequence[int], *, incr: bool = True) -> None:
         """Write several words; ``incr=False`` writes them all to one address (LUT data port)."""
         self._check(address)
-        values = [int(v) for v in values]
-        for v in values:
-            if not 0 <= v < 1 << 32:
-                raise ValueError(f"register value {v!r} does not fit 32 bits")
+        values = list(map(int, values))
+        if values and (min(values) < 0 or max(values) >= 1 << 32):  # one pass each in C, the culprit named
+            v = next(v for v in values if not 0 <= v < 1 << 32)
+            raise ValueError(f"register value {v!r} does not fit 32 bits")
         self._write_burst(address, values, incr)
-        for i, v in enumerate(values):
-            self._notify("W", address + 4 * i if incr else address, v)
+        if self._observers:
+            for i, v in enumerate(values):
+                self._notify("W", address + 4 * i if incr else address, v)
 
     # ---- indirect ports: an index register selects, a data register streams -------------------
     def read_indirect(self, index_address: int, index_value: int, data_address: int, count: int) -> list[int]:

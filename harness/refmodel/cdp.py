@@ -414,6 +414,21 @@ def _f32(bits: np.ndarray) -> np.ndarray:
     return (np.asarray(bits, I64) & 0xFFFFFFFF).astype(np.uint32).view(np.float32)
 
 
+def _x32_tables() -> tuple[np.ndarray, np.ndarray]:
+    """Per FP16 input pattern: ``Fp17ToFp32(Fp16ToFp17(b))`` and its square ``fp32_mul(x32, x32)``
+    (:func:`cdp_lrn_fp16`), each a function of the 16-bit pattern alone: tables of all 65536."""
+    x32 = F.fp17_to_fp32_bits(F.fp16_to_fp17_bits(np.arange(1 << 16, dtype=np.uint16))).astype(I64)
+    sq = F.fp32_mul_bits(x32, x32).astype(I64)
+    x32.flags.writeable = sq.flags.writeable = False
+    return x32, sq
+
+
+_FP16_X32, _FP16_SQ = _x32_tables()  # constants computed at import
+#: ``FpFractionToFloat<16,6,10>`` of every 16-bit LUT fraction (:func:`_fp16_tables`), computed at import
+_FRAC16_FP17 = F.fraction_to_fp17_bits(np.arange(1 << 16, dtype=I64), 16).astype(I64)
+_FRAC16_FP17.flags.writeable = False
+
+
 def _fp16_tables(s: np.ndarray, tables: list[dict[str, Any]]) -> list[tuple[np.ndarray, np.ndarray]]:
     """The tables of the FP16 LUT (``HLS_CDP_lookup_lut``) for fp32 square sums ``s`` (bit
     patterns): per table its value (fp17 bits) and state (UF/OF/HIT). A table: ``t`` (entries),
@@ -453,7 +468,7 @@ def _fp16_tables(s: np.ndarray, tables: list[dict[str, Any]]) -> list[tuple[np.n
                 idx = tr.astype(I64)
                 off = np.where(ok, np.trunc((np.where(ok, sh, 0) - tr) * np.float32(65536)), 0).astype(I64)
         hit = ~uf & ~of
-        idx = np.where(hit, np.clip(idx, 0, upper - 1), 0)
+        idx = np.where(hit, np.minimum(np.maximum(idx, 0), upper - 1), 0)
         tt = np.asarray(tb["t"], I64) & 0xFFFF
         r0s.append(tt[idx])
         r1s.append(tt[idx + 1])
@@ -465,10 +480,12 @@ def _fp16_tables(s: np.ndarray, tables: list[dict[str, Any]]) -> list[tuple[np.n
     # hit: d * frac + r0; underflow: (s - origin) * UFLOW slope + T[0]; overflow: (s - END) * OFLOW slope + T[upper]
     x17 = F.fp32_to_fp17_bits(np.stack([d32, subs[:, 1], subs[:, 2]], axis=1))
     c17 = F.fp16_to_fp17_bits(np.array(consts, I64)).reshape(nt, 4)
-    frac, b17 = F.fraction_to_fp17_bits(np.stack(offs), 16), F.fp16_to_fp17_bits(np.stack(r0s))
-    full = lambda v: np.full(s.shape, v, dtype=I64)  # noqa: E731
-    scale = np.stack([np.stack([frac[i], full(c17[i, 0]), full(c17[i, 1])]) for i in range(nt)])
-    base = np.stack([np.stack([b17[i], full(c17[i, 2]), full(c17[i, 3])]) for i in range(nt)])
+    # offsets are 16-bit (linear: trunc of a fraction below 1 times 2^16; exponent: 16 mantissa bits)
+    frac, b17 = np.take(_FRAC16_FP17, np.stack(offs)), F.fp16_to_fp17_bits(np.stack(r0s))
+    ones = (1,) * s.ndim  # per table: (fraction, UFLOW, OFLOW slopes) and (T[idx], T[0], T[upper])
+    scale, base = np.empty((2, nt, 3) + s.shape, dtype=I64)
+    scale[:, 0], scale[:, 1:] = frac, c17[:, :2].reshape((nt, 2) + ones)
+    base[:, 0], base[:, 1:] = b17, c17[:, 2:].reshape((nt, 2) + ones)
     v = F.fp17_add_bits(F.fp17_mul_bits(x17, scale), base)
     return [(np.where(uf, v_uf, np.where(of, v_of, v_hit)), np.where(uf, UF, np.where(of, OF, HIT)).astype(np.int8))
             for (uf, of), (v_hit, v_uf, v_of) in zip(states, v, strict=True)]
@@ -491,13 +508,14 @@ def cdp_lrn_fp16(x: np.ndarray, channels: int, cfg: CdpConfig, le: np.ndarray, l
     if nan_to_zero:
         b = np.where(((b & 0x7C00) == 0x7C00) & ((b & 0x3FF) != 0), 0, b)
     x17 = F.fp16_to_fp17_bits(b).astype(I64)
-    x32 = F.fp17_to_fp32_bits(x17).astype(I64)
-    sq = x32 if cfg.sqsum_bypass else F.fp32_mul_bits(x32, x32)
+    x32 = _FP16_X32[b]  # = Fp17ToFp32(x17), looked up
+    sq = x32 if cfg.sqsum_bypass else _FP16_SQ[b]  # = fp32_mul(x32, x32), looked up
     if cfg.sqsum_bypass:
         s = sq
     else:
         n = b.shape[-1]
-        sqp = np.pad(sq, [(0, 0)] * (sq.ndim - 1) + [(4, 4)])
+        sqp = np.zeros(sq.shape[:-1] + (n + 8,), dtype=I64)  # +0 beyond the lanes: np.pad(..., (4, 4)), quicker
+        sqp[..., 4 : 4 + n] = sq
         at = lambda k: sqp[..., 4 + k : 4 + k + n]  # noqa: E731
         ks = range(1, cfg.normalz_len + 2)  # x[c-k] + x[c+k] for every k in one call, then summed in order
         pairs = F.fp32_add_bits(np.stack([at(-k) for k in ks]), np.stack([at(k) for k in ks]))

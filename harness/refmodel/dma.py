@@ -80,8 +80,12 @@ def gather_rows(mem: MemoryPort, starts: np.ndarray, nbytes: int) -> np.ndarray:
     starts = np.asarray(starts, dtype=np.int64)
     if starts.size == 0 or nbytes == 0:
         return np.zeros(starts.shape + (nbytes,), dtype=np.uint8)
+    exact = getattr(mem, "exact_reads", False)
+    lo = int(starts.flat[0])
+    if not exact and (starts.size == 1 or np.array_equal(starts.ravel(), lo + nbytes * np.arange(starts.size))):
+        return np.asarray(mem.read(lo, starts.size * nbytes), dtype=np.uint8).reshape(starts.shape + (nbytes,))  # rows tile one block
     ok, lo, hi = _span_ok(starts, nbytes)
-    if ok and not getattr(mem, "exact_reads", False):
+    if ok and not exact:
         blob = np.asarray(mem.read(lo, hi - lo), dtype=np.uint8)
         return blob[(starts - lo)[..., None] + np.arange(nbytes, dtype=np.int64)]
     flat = starts.ravel()

@@ -284,17 +284,16 @@ def _set_max(s: np.ndarray, e_bits: int, m_bits: int) -> np.ndarray:
     return ((np.asarray(s, _I64) & 1) << (e_bits + m_bits)) | ((((1 << e_bits) - 2) << m_bits) | ((1 << m_bits) - 1))
 
 
-def _nan_first(out: np.ndarray, a: np.ndarray, b: np.ndarray, ea, ma, eb, mb, e_bits: int = 8) -> np.ndarray:
-    nb, na = f32_nan(eb, mb, e_bits), f32_nan(ea, ma, e_bits)
-    if nb.any():  # NaN operands are rare: no select pass without one
-        out = np.where(nb, b, out)
-    return np.where(na, a, out) if na.any() else out
-
-
 def fp16_to_fp32_bits(bits: np.ndarray | int) -> np.ndarray:
     """cmod ``Fp16ToFp32`` (FpWidthInc<5,10,8,23,DENORM_YES,NAN_YES>): exact widening, denormals
     normalised, +/-INF -> +/-0x7f7fffff (seed 000: SDP's INF value 3.40282e38), NaN -> exponent
-    0xff with the 10-bit FP16 payload in the low mantissa bits (not shifted)."""
+    0xff with the 10-bit FP16 payload in the low mantissa bits (not shifted). A lookup in the
+    table of all 65536 patterns (:func:`_fp16_to_fp32_rule`, computed once at import)."""
+    return np.asarray(_FP16_TO_FP32[as_bits(bits)])
+
+
+def _fp16_to_fp32_rule(bits: np.ndarray) -> np.ndarray:
+    """The rule of :func:`fp16_to_fp32_bits`, vectorised over the patterns (builds its table)."""
     h = as_bits(bits).astype(_I64)
     s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
     out = _pack32(s, e + 112, m << 13)
@@ -310,8 +309,23 @@ def fp32_to_fp16_bits(x: np.ndarray) -> np.ndarray:
     """cmod ``Fp32ToFp16`` (FpWidthDec<8,23,5,10,DENORM_YES,NAN_YES>): round to nearest even,
     FP16 denormals produced, |x| >= 2^16 (or a round-up past 65504) -> +/-65504 (0x7bff), an
     exponent below 2^-25 -> signed zero, NaN -> exponent 0x1f with the low 10 mantissa bits (a
-    payload whose low bits are zero gives the INF pattern). Returns uint16."""
-    return _narrow(x, 5, denorm=True).astype(np.uint16)
+    payload whose low bits are zero gives the INF pattern). Returns uint16.
+
+    For every non-NaN pattern that is IEEE 754's float32 -> binary16 conversion (round to nearest
+    even, gradual underflow; an fp32 denormal is below 2^-25 and gives a signed zero as the cmod's
+    does) with the infinity it gives on overflow - a value that rounds to 2^16 or more, fp32 INF
+    included - replaced by the signed maximum; so numpy's cast does it, and NaN is patched after.
+    :func:`_narrow` is the cmod's own algorithm; the two agree on every mantissa of both signs for
+    the exponents where its path or shift changes (0-2, 50, 99-116, 126-128, 141-145, 200, 253-255)
+    and on 2^24 random patterns."""
+    u = np.asarray(x, dtype=_I64) & 0xFFFFFFFF
+    with np.errstate(over="ignore", invalid="ignore"):
+        h = u.astype(np.uint32).view(np.float32).astype(np.float16).view(np.uint16)
+    h = np.where((h & 0x7FFF) == 0x7C00, h - 1, h)  # +/-INF (0x7c00 / 0xfc00) -> +/-0x7bff
+    nan = (u & 0x7FFFFFFF) > 0x7F800000
+    if nan.any():
+        h = np.where(nan, ((u >> 16) & 0x8000) | 0x7C00 | (u & 0x3FF), h)
+    return np.asarray(h, dtype=np.uint16)
 
 
 def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
@@ -350,82 +364,80 @@ def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
 
 
 def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
+    """``FpAdd<eb_, mb_>`` on the patterns (see :func:`fp32_add_bits`). The operands are ordered
+    by magnitude (exponent and mantissa bits compared as one integer, ``a`` on a tie), so the
+    exponent difference is never negative; the normalising shift and the round to nearest even
+    are each one integer step (``x + half - 1 + lsb``), and the rounding's carry runs into the
+    exponent field by itself: few numpy calls, which is what a small cube's time is."""
     a, b = np.asarray(a, _I64), np.asarray(b, _I64)
-    if a.shape != b.shape:
-        a, b = np.broadcast_arrays(a, b)
-    sa, ea, ma = _fields(a, eb_, mb_)
-    sb, eb, mb = _fields(b, eb_, mb_)
+    em = eb_ + mb_
+    m_mask, one, sign = (1 << mb_) - 1, 1 << mb_, 1 << em
     emax = (1 << eb_) - 1
-    more = mb_ + 2
+    more = mb_ + 2  # the larger mantissa sits ``more`` bits up; bits shifted below are dropped
     width = more + mb_ + 1  # internal mantissa width
-    one = 1 << mb_
-    pa = ma | np.where((ea == 0) & (ma == 0), 0, one)
-    pb = mb | np.where((eb == 0) & (mb == 0), 0, one)
-    agt = (ea > eb) | ((ea == eb) & (ma >= mb))
-    oe = np.where(agt, ea, eb)
-    d = np.abs(ea - eb)
-    big = np.where(agt, pa, pb) << more
-    small_m = np.where(agt, pb, pa)
-    ls = more - d
-    small = np.where(ls >= 0, small_m << np.minimum(np.maximum(ls, 0), more), small_m >> np.minimum(np.maximum(-ls, 0), 63))
-    os_ = np.where(agt, sa, sb)
-    tot = np.where(sa == sb, big + small, big - small)
-    cy = ((tot >> width) & 1) == 1
-    inf = cy & (oe >= emax - 1)
-    zc = width - _bit_length(tot)
-    zero = ~cy & ((tot == 0) | (oe <= zc))
-    mant = np.where(cy, tot >> 1, tot << np.minimum(np.maximum(zc, 0), width))
-    oe = np.where(cy, oe + 1, oe - zc)
-    trunc = width - (mb_ + 1)
-    top = mant >> trunc
-    g = (mant >> (trunc - 1)) & 1
-    st = (mant & ((1 << (trunc - 1)) - 1)) != 0
-    top = top + (g & (st | (top & 1)))
-    ovf = (top >> (mb_ + 1)) & 1
-    inf |= (ovf == 1) & (oe >= emax - 1)
-    oe = oe + ovf
-    out = _pack(os_, oe, top, eb_, mb_)
-    out = np.where(zero, os_ << (eb_ + mb_), out)
-    out = np.where(inf, _set_max(os_, eb_, mb_), out)
-    return _nan_first(out, a, b, ea, ma, eb, mb, eb_)
+    mag_a, mag_b = a & (sign - 1), b & (sign - 1)
+    big, small = np.maximum(mag_a, mag_b), np.minimum(mag_a, mag_b)
+    s_big = np.where(mag_a >= mag_b, a, b) & sign  # the result's sign bit, in place
+    e_big = big >> mb_
+    # the implied one (for big = +/-0 too: both operands are zero, the sum's exponent 0 flushes it)
+    p_big = ((big & m_mask) | one) << more
+    p_small = ((small & m_mask) | one) * (small != 0)
+    # (p << more) >> d: the smaller operand aligned, truncated (d >= 0: ordered by magnitude)
+    aligned = (p_small << more) >> np.minimum(e_big - (small >> mb_), 63)
+    tot = np.where((a ^ b) & sign, p_big - aligned, p_big + aligned)  # 0 <= tot < 2^(width+1)
+    cy = tot >> width  # carry out: shift right by one (dropping a bit)
+    zc = width - np.frexp(tot.astype(np.float64))[1]  # -1 on a carry, else the normalising left shift (tot < 2^53)
+    oe = e_big - zc
+    mant = (tot << np.maximum(zc, 0)) >> cy
+    top = (mant + ((1 << (more - 1)) - 1) + ((mant >> more) & 1)) >> more  # RNE to mb_ + 1 bits, 2^mb_ .. 2^(mb_+1)
+    mag = (oe << mb_) + (top - one)  # exponent and mantissa fields; a rounding carry bumps the exponent
+    out = s_big | mag
+    # the largest operand exponent: the result's is at most 2 above it
+    e_top = int(np.maximum.reduce(big, axis=None, initial=0)) >> mb_
+    if e_top >= emax - 2:  # a carry (of the sum or of the rounding) to the all-ones exponent: the signed maximum
+        out = np.where((mag >= emax << mb_) & ((cy | (top >> (mb_ + 1))) != 0), s_big | ((emax - 1) << mb_) | m_mask, out)
+    out = np.where((tot == 0) | (oe <= 0), s_big, out)  # too small: signed zero
+    if e_top == emax and (big > (emax << mb_)).any():
+        return _nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
+    return out
+
+
+def _nan_operands(out: np.ndarray, a: np.ndarray, b: np.ndarray, mag_a: np.ndarray, mag_b: np.ndarray,
+                  inf_mag: int) -> np.ndarray:  # fmt: skip
+    """A NaN operand (magnitude above the INF pattern's) is returned as is, ``a`` first (the
+    callers come here only when one of them is NaN)."""
+    return np.where(mag_a > inf_mag, a, np.where(mag_b > inf_mag, b, out))
 
 
 def _fp_mul(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
+    """``FpMul<eb_, mb_>`` on the patterns (see :func:`fp32_mul_bits`). Every overflow condition
+    of the C model (exponent sum, carry of the product, carry of the rounding) implies a result
+    exponent at or above the all-ones one, so that one test stands for all three; the rounding's
+    carry runs into the exponent field by itself."""
     a, b = np.asarray(a, _I64), np.asarray(b, _I64)
-    if a.shape != b.shape:
-        a, b = np.broadcast_arrays(a, b)
-    sa, ea, ma = _fields(a, eb_, mb_)
-    sb, eb, mb = _fields(b, eb_, mb_)
-    emax = (1 << eb_) - 1
-    bias = (1 << (eb_ - 1)) - 1
+    em = eb_ + mb_
+    m_mask, one = (1 << mb_) - 1, 1 << mb_
+    emax, bias = (1 << eb_) - 1, (1 << (eb_ - 1)) - 1
     pw = 2 * mb_ + 1
-    za, zb = (ea == 0) & (ma == 0), (eb == 0) & (mb == 0)
-    pa = ma | np.where(za, 0, 1 << mb_)
-    pb = mb | np.where(zb, 0, 1 << mb_)
-    p = pa * pb
-    ps = sa ^ sb
-    es = ea + eb
-    zero = za | zb | (es < bias)
-    inf = ~zero & (es >= emax + bias)
-    pe = es - bias
-    hi = (p >> pw) & 1
-    inf |= ~zero & (hi == 1) & (pe >= emax - 1)
-    pe = pe + hi
-    mask = (_I64(1) << pw) - 1
-    pm = np.where(hi == 1, p & mask, (p << 1) & mask)
-    p1 = pm | (_I64(1) << pw)
+    mag_a, mag_b = a & ((1 << em) - 1), b & ((1 << em) - 1)
+    p = ((mag_a & m_mask) | one) * (mag_a != 0) * (((mag_b & m_mask) | one) * (mag_b != 0))
+    sgn = (a ^ b) & (1 << em)  # the result's sign bit, in place
+    es = (mag_a >> mb_) + (mag_b >> mb_)
+    hi = p >> pw  # the product's top bit (0 or 1); p1 has it at bit pw (a zero product: flushed below)
+    p1 = p << (1 - hi)
     trunc = pw - mb_
-    top = p1 >> trunc
-    g = (p1 >> (trunc - 1)) & 1
-    st = (p1 & ((_I64(1) << (trunc - 1)) - 1)) != 0
-    top = top + (g & (st | (top & 1)))
-    ovf = (top >> (mb_ + 1)) & 1
-    oe = pe + ovf
-    inf |= ~zero & (oe >= emax)
-    out = _pack(ps, oe, top, eb_, mb_)
-    out = np.where(inf, _set_max(ps, eb_, mb_), out)
-    out = np.where(zero | (~inf & ((oe & emax) == 0)), ps << (eb_ + mb_), out)
-    return _nan_first(out, a, b, ea, ma, eb, mb, eb_)
+    top = (p1 + ((1 << (trunc - 1)) - 1) + ((p1 >> trunc) & 1)) >> trunc  # RNE to mb_ + 1 bits, 2^mb_ .. 2^(mb_+1)
+    mag = ((es + (hi - bias)) << mb_) + (top - one)  # exponent and mantissa fields
+    ea_top = int(np.maximum.reduce(mag_a, axis=None, initial=0)) >> mb_
+    eb_top = int(np.maximum.reduce(mag_b, axis=None, initial=0)) >> mb_
+    if ea_top + eb_top + 2 - bias >= emax:  # the result's exponent is at most 2 above the sum's: it may overflow
+        out = np.where(mag >= emax << mb_, sgn | ((emax - 1) << mb_) | m_mask, sgn | mag)
+    else:
+        out = sgn | mag
+    out = np.where((p == 0) | (es < bias) | (mag < one), sgn, out)  # a zero operand, underflow: signed zero
+    if emax in (ea_top, eb_top) and (np.maximum(mag_a, mag_b) > (emax << mb_)).any():
+        return _nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
+    return out
 
 
 def fp32_add_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
@@ -464,7 +476,13 @@ def fp17_mul_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.int
 
 def fp16_to_fp17_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
     """cmod ``Fp16ToFp17`` (FpExpoWidthInc<5,6,10,DENORM_YES,NAN_YES>): exact, denormals
-    normalised, +/-INF -> the fp17 maximum (exponent 62, mantissa all ones), NaN kept."""
+    normalised, +/-INF -> the fp17 maximum (exponent 62, mantissa all ones), NaN kept. A lookup
+    in the table of all 65536 patterns (:func:`_fp16_to_fp17_rule`, computed once at import)."""
+    return np.asarray(_FP16_TO_FP17[as_bits(bits)])
+
+
+def _fp16_to_fp17_rule(bits: np.ndarray) -> np.ndarray:
+    """The rule of :func:`fp16_to_fp17_bits`, vectorised over the patterns (builds its table)."""
     h = as_bits(bits).astype(_I64)
     s, e, m = (h >> 15) & 1, (h >> 10) & 0x1F, h & 0x3FF
     out = _pack(s, e + 16, m, 6, 10)
@@ -474,6 +492,17 @@ def fp16_to_fp17_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
     out = np.where((e == 0) & (m == 0), s << 16, out)
     out = np.where((e == 0x1F) & (m == 0), _set_max(s, 6, 10), out)
     return np.where((e == 0x1F) & (m != 0), _pack(s, 63, m, 6, 10), out)
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+#: every FP16 pattern's fp32 / fp17 pattern (int64), constants computed at import
+_ALL_FP16 = np.arange(1 << 16, dtype=np.uint16)
+_FP16_TO_FP32 = _read_only(_fp16_to_fp32_rule(_ALL_FP16).astype(_I64))
+_FP16_TO_FP17 = _read_only(_fp16_to_fp17_rule(_ALL_FP16).astype(_I64))
 
 
 def fp17_to_fp32_bits(x: np.ndarray) -> np.ndarray:
@@ -514,14 +543,14 @@ def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.
     """cmod ``FpMax``/``FpMin`` (FpCmp): sign/exponent/mantissa comparison of the patterns, a
     NaN operand wins (``a`` first)."""
     a, b = np.asarray(a, _I64), np.asarray(b, _I64)
-    if a.shape != b.shape:
-        a, b = np.broadcast_arrays(a, b)
-    sa, ea, ma = f32_fields(a)
-    sb, eb, mb = f32_fields(b)
-    abs_gt = (ea > eb) | ((ea == eb) & (ma > mb))
-    a_gt = np.where(sa == 0, np.where(sb == 0, abs_gt, True), np.where(sb == 0, False, ~abs_gt))
-    out = np.where(a_gt == take_max, a, b)
-    return _nan_first(out, a, b, ea, ma, eb, mb)
+    mag_a, mag_b = a & 0x7FFFFFFF, b & 0x7FFFFFFF  # exponent and mantissa compare as one integer
+    sa, sb = a & (1 << 31), b & (1 << 31)
+    # a > b: the larger magnitude of two positives, the smaller of two negatives (a on a tie), a positive
+    a_gt = np.where(sa == sb, (mag_a > mag_b) ^ (sa != 0), sb != 0)
+    out = np.where(a_gt if take_max else ~a_gt, a, b)
+    if (np.maximum(mag_a, mag_b) > 0x7F800000).any():
+        return _nan_operands(out, a, b, mag_a, mag_b, 0x7F800000)
+    return out
 
 
 def fp32_relu_bits(x: np.ndarray) -> np.ndarray:

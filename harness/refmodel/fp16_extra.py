@@ -25,7 +25,13 @@ def fp17_to_fp16_bits(x: np.ndarray | int) -> np.ndarray:
       out gives exponent 1);
     * otherwise exponent - 16, mantissa kept;
     * NaN (exponent 63, mantissa != 0) -> exponent 31 with the 10-bit payload.
-    Returns uint16."""
+    Returns uint16: a lookup (bits above the 17 ignored) in the table of all 2^17 patterns
+    (:func:`_fp17_to_fp16_rule`, computed once at import)."""
+    return np.asarray(_FP17_TO_FP16[np.asarray(x, dtype=_I64) & 0x1FFFF])
+
+
+def _fp17_to_fp16_rule(x: np.ndarray) -> np.ndarray:
+    """The rule of :func:`fp17_to_fp16_bits`, vectorised over the patterns (builds its table)."""
     v = np.asarray(x, dtype=_I64) & 0x1FFFF
     s, e, m = (v >> 16) & 1, (v >> 10) & 0x3F, v & 0x3FF
     out = (s << 15) | (np.clip(e - 16, 0, 31) << 10) | m
@@ -41,6 +47,10 @@ def fp17_to_fp16_bits(x: np.ndarray | int) -> np.ndarray:
     out = np.where(e >= 47, (s << 15) | 0x7BFF, out)
     out = np.where((e == 63) & (m != 0), (s << 15) | 0x7C00 | m, out)
     return out.astype(np.uint16)
+
+
+_FP17_TO_FP16 = _fp17_to_fp16_rule(np.arange(1 << 17, dtype=_I64))
+_FP17_TO_FP16.flags.writeable = False
 
 
 def fp16_cmp_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool) -> np.ndarray:

@@ -169,7 +169,7 @@ def _windows(n_out: int, n_in: int, k: int, stride: int, pad: int) -> tuple[np.n
     """Per output: input index of every kernel tap ``[n_out, k]`` and its validity."""
     idx = np.arange(n_out)[:, None] * stride - pad + np.arange(k)[None, :]
     valid = (idx >= 0) & (idx < n_in)
-    return np.clip(idx, 0, max(n_in - 1, 0)), valid
+    return np.minimum(np.maximum(idx, 0), max(n_in - 1, 0)), valid  # np.clip, without its Python-level wrapper
 
 
 def pool2d(
@@ -253,31 +253,54 @@ def _ave_int8_rtl(g: np.ndarray, vx: np.ndarray, vy: np.ndarray, cfg: PdpConfig)
 
 def _fold_axis(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad: int,
                step, pads: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
-    """Fold ``step(acc, v, first)`` over the kernel taps along ``axis`` of ``x``, in tap order,
-    for every output position; ``pads`` (AVE) gives per output the (PL, PR) fp17 pair added
-    after the last real tap (+0 elsewhere). Returns the per-output accumulator."""
-    n_in = x.shape[axis]
-    idx, valid = _windows(n_out, n_in, k, stride, pad)
+    """Fold ``acc = step(acc, v)`` over the kernel taps along ``axis`` of ``x``, in tap order,
+    for every output position (its first real tap starts it, taps outside the input are
+    skipped); ``pads`` (AVE) gives per output the (PL, PR) fp17 pair added after the last real
+    tap (+0 elsewhere). Returns the per-output accumulator."""
+    idx, valid = _windows(n_out, x.shape[axis], k, stride, pad)
+    return _fold_taps(x, axis, idx, valid, step, pads)
+
+
+def _fold_taps(x: np.ndarray, axis: int, idx: np.ndarray, valid: np.ndarray, step,
+               pads: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+    """:func:`_fold_axis` over given windows: ``idx`` / ``valid`` ``[n_out, k]`` (input index and
+    validity of every tap of every output, :func:`_windows`)."""
+    n_out, k = idx.shape
+    if k < 1:  # a kernel of 0 taps: the register fields encode size - 1, so k >= 1
+        raise ValueError("PDP: pooling kernel with no taps")
     first_t = np.argmax(valid, axis=1)  # first real tap per output
     last_t = k - 1 - np.argmax(valid[:, ::-1], axis=1)
     shape = [1] * x.ndim
     shape[axis] = n_out
-    acc = None
-    for t in range(k):
-        v = np.take(x, idx[:, t], axis=axis)
-        first = (first_t == t).reshape(shape)
-        o = step(v if acc is None else acc, v, first)
-        acc = o if acc is None else np.where(valid[:, t].reshape(shape), o, acc)
-    if acc is None:  # a kernel of 0 taps: the register fields encode size - 1, so k >= 1
-        raise ValueError("PDP: pooling kernel with no taps")
-    if pads is not None:
+    gathered = np.take(x, idx.T, axis=axis)  # every tap's inputs at once: [..., k, n_out, ...]
+    taps = [gathered[(slice(None),) * axis + (t,)] for t in range(k)]  # tap t: [..., n_out, ...]
+    firsts = (first_t[None, :] == np.arange(k)[:, None]).reshape([k, *shape])
+    valids = valid.T.reshape([k, *shape])
+    # tap 0 starts every accumulator: an output whose first real tap comes later restarts there
+    # (``first``), one without a real tap keeps tap 0's value; so no step on tap 0
+    acc = taps[0]
+    first = first_t[:, None] == np.arange(k)  # [n_out, k]
+    real = np.asarray(valid.any(axis=0)).tolist()  # per tap: real for some output (else it changes nothing)
+    adds = np.asarray((valid & ~first).any(axis=0)).tolist()  # ... and not the first of one (it steps)
+    plain = np.asarray(valid.all(axis=0) & ~first.any(axis=0)).tolist()  # real for all, first of none
+    for t in range(1, k):
+        if plain[t]:
+            acc = step(acc, taps[t])
+        elif adds[t]:
+            acc = np.where(valids[t], np.where(firsts[t], taps[t], step(acc, taps[t])), acc)
+        elif real[t]:  # only first taps: they start their outputs
+            acc = np.where(valids[t], taps[t], acc)
+    if pads is not None and pads.any():  # +0 pads add nothing (below): no pass without one
         # The cmod adds (PL, PR) after every tap: +0 except after an output's last real tap. x + (+0)
         # is x for every fp17 pattern but the denormal ones (exponent 0, mantissa not 0), which
         # neither Fp16ToFp17 nor Fp17Add produce, so only the last adds count: made once, here, for
         # the outputs whose kept value is their last tap's (not a window without a real tap, which
         # keeps tap 0's value: padded only when the kernel has one tap)
         keep = (valid.any(axis=1) | (last_t == 0)).reshape(shape)
-        padded = fp17_add_bits(fp17_add_bits(acc, pads[:, 0].reshape(shape)), pads[:, 1].reshape(shape))
+        padded = acc
+        for side in (0, 1):  # PL, then PR; a side that is +0 for every output adds nothing
+            if pads[:, side].any():
+                padded = fp17_add_bits(padded, pads[:, side].reshape(shape))
         acc = np.where(keep, padded, acc)
     return acc
 
@@ -291,9 +314,9 @@ def _edge_pads(n_out: int, n_in: int, k: int, stride: int, pad: int, p: np.ndarr
     trail = np.maximum(0, start + k - n_in)
     both = (lead > 0) & (trail > 0)
     lead_only = (lead > 0) & (trail == 0)
-    pl = np.where(lead_only, p[np.clip(lead, 0, 7)], 0)
-    pl = np.where(both & (pad > 0 if left_needs_pad else True), p[np.clip(lead + trail, 0, 7)], pl)
-    pr = np.where((lead == 0) & (trail > 0), p[np.clip(trail, 0, 7)], 0)
+    pl = np.where(lead_only, p[np.minimum(lead, 7)], 0)
+    pl = np.where(both & (pad > 0 if left_needs_pad else True), p[np.minimum(lead + trail, 7)], pl)
+    pr = np.where((lead == 0) & (trail > 0), p[np.minimum(trail, 7)], 0)
     return np.stack([pl, pr], axis=1).astype(I64)
 
 
@@ -302,27 +325,42 @@ def pool2d_fp16(
 ) -> np.ndarray:
     """FP16 pooling of ``x`` (FP16 patterns ``[..., H, W, lanes]``) to ``[..., out_h, out_w,
     lanes]`` uint16, in the cmod's order and rounding (module docstring, FP16)."""
-    x = np.asarray(x, dtype=I64) & 0xFFFF
-    h, w = x.shape[-3], x.shape[-2]
     pl = cfg.pad_left if pad_left is None else pad_left
+    return _pool2d_fp16_slices(x, cfg, [(0, np.shape(x)[-2], out_w, pl)], out_h)
+
+
+def _pool2d_fp16_slices(x: np.ndarray, cfg: PdpConfig, slices: list[tuple[int, int, int, int]], out_h: int) -> np.ndarray:
+    """:func:`pool2d_fp16` of several width slices side by side in ``x`` at once: ``slices``
+    holds per slice ``(first column in x, input width, output width, left pad)``; the outputs
+    are side by side in the same order. Every output is computed from its own slice's taps
+    alone, as a separate call per slice would (the split slices of one layer: the cmod pools
+    them one after the other, ``PoolingStage0SequenceThread``), but each fold step runs once
+    for all of them (a small cube pays numpy's per-call cost once per tap, not once per slice)."""
+    x = np.asarray(x, dtype=I64) & 0xFFFF
+    h = x.shape[-3]
+    wins = [_windows(o_w, n_in, cfg.kernel_w, cfg.stride_w, pl) for _, n_in, o_w, pl in slices]
+    idx_w = np.concatenate([i + off for (i, _), (off, *_) in zip(wins, slices, strict=True)])
+    valid_w = np.concatenate([v for _, v in wins])
     if cfg.method in (MAX, MIN):
         take_max = cfg.method == MAX
-        row = _fold_axis(x, x.ndim - 2, out_w, cfg.kernel_w, cfg.stride_w, pl,
-                         lambda acc, v, first: np.where(first, v, fp16_cmp_bits(acc, v, take_max=take_max)))
+        row = _fold_taps(x, x.ndim - 2, idx_w, valid_w,
+                         lambda acc, v: fp16_cmp_bits(acc, v, take_max=take_max))
         out = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
-                         lambda acc, v, first: np.where(first, v, fp16_cmp_bits(v, acc, take_max=take_max)))
+                         lambda acc, v: fp16_cmp_bits(v, acc, take_max=take_max))
         return out.astype(np.uint16)
     if cfg.method != AVE:
         raise UnitNotModelled(f"PDP: pooling method {cfg.method} not defined")
     p = np.asarray(cfg.pad_raw, dtype=I64)
-    xf = fp16_to_fp17_bits(x).astype(I64)
-    pw = _edge_pads(out_w, w, cfg.kernel_w, cfg.stride_w, pl, p, True)
-    row = _fold_axis(xf, x.ndim - 2, out_w, cfg.kernel_w, cfg.stride_w, pl,
-                     lambda acc, v, first: np.where(first, v, fp17_add_bits(acc, v)), pw)
-    ph = fp17_mul_bits(_edge_pads(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top, p, False),
-                       I64(_KW_FP17[min(cfg.kernel_w, 8)]))
+    xf = fp16_to_fp17_bits(x.astype(np.uint16)).astype(I64)
+    pw = ph = None  # every pad value +0: no pads to add (below)
+    if p.any():
+        pw = np.concatenate([_edge_pads(o_w, n_in, cfg.kernel_w, cfg.stride_w, pl, p, True) for _, n_in, o_w, pl in slices])
+        ph = _edge_pads(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top, p, False)
+        if ph.any():  # +0 pads times the (positive) kernel width stay +0
+            ph = fp17_mul_bits(ph, I64(_KW_FP17[min(cfg.kernel_w, 8)]))
+    row = _fold_taps(xf, x.ndim - 2, idx_w, valid_w, lambda acc, v: fp17_add_bits(acc, v), pw)
     acc = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
-                     lambda acc, v, first: np.where(first, v, fp17_add_bits(v, acc)), ph)
+                     lambda acc, v: fp17_add_bits(v, acc), ph)
     t = fp17_mul_bits(fp17_mul_bits(acc, I64(cfg.recip_w & 0x1FFFF)), I64(cfg.recip_h & 0x1FFFF))
     return fp17_to_fp16_bits(t)
 
@@ -486,6 +524,7 @@ def _pool_and_write(view, mem, parts, splits, cfg, out_w, out_h, groups, lanes, 
     atom = lanes
     out = np.zeros((groups, out_h, out_w, atom), dtype=np.int8 if bpe == 1 else "<i2")
     nan_in = inf_in = 0
+    fp16_parts: list[np.ndarray] = []
     for part, (_, _, o_start, o_w, pl, pr) in zip(parts, splits):
         if cfg.fp16:
             bits = np.asarray(part).view(np.uint16) if part.dtype.itemsize == 2 else part.astype(np.uint16)
@@ -496,10 +535,18 @@ def _pool_and_write(view, mem, parts, splits, cfg, out_w, out_h, groups, lanes, 
                 inf_in += int((special & ~nan).sum())
                 if cfg.nan_to_zero:  # D_NAN_FLUSH_TO_ZERO applies to OFF_FLYING input only (cmod PoolingStage0SequenceCommon)
                     bits = np.where(nan, np.uint16(0), bits)
-            res = pool2d_fp16(bits, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
-            out[:, :, o_start : o_start + o_w, :] = res.view(np.int16)
+            fp16_parts.append(bits)
             continue
         out[:, :, o_start : o_start + o_w, :] = pool2d(part, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
+    if fp16_parts:  # every slice pooled in one pass (the slices' own windows and pads: _pool2d_fp16_slices)
+        offs = np.cumsum([0] + [b.shape[-2] for b in fp16_parts])[:-1]
+        slices = [(int(o), b.shape[-2], sp[3], sp[4]) for o, b, sp in zip(offs, fp16_parts, splits, strict=True)]
+        x = fp16_parts[0] if len(fp16_parts) == 1 else np.concatenate(fp16_parts, axis=-2)
+        res = _pool2d_fp16_slices(x, cfg, slices, out_h).view(np.int16)
+        col = 0
+        for _, _, o_start, o_w, _, _ in splits:
+            out[:, :, o_start : o_start + o_w, :] = res[:, :, col : col + o_w, :]
+            col += o_w
 
     geo = CubeGeometry(
         base=(view.reg("PDP", "D_DST_BASE_ADDR_HIGH") & _U32) << 32 | view.reg("PDP", "D_DST_BASE_ADDR_LOW"),
