@@ -249,6 +249,19 @@ class SimProcessTarget(Transport):
         return (self._is_open and self._proc is not None and self._proc.poll() is None
                 and self._sock is not None and not self._in_flight and not self._rbuf)
 
+    def cpu_seconds(self) -> float | None:
+        """User + system CPU seconds the simulator process has used so far (Linux
+        ``/proc/PID/stat``), for benchmarks that must not be fooled by a loaded machine;
+        ``None`` when it is not running or the platform has no ``/proc``."""
+        if self._proc is None or self._proc.poll() is not None:
+            return None
+        try:
+            stat = Path(f"/proc/{self._proc.pid}/stat").read_text()
+        except OSError:
+            return None
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (comm) "
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
     # ---- external memory ----------------------------------------------------------------------------
     def _view(self, port: str) -> np.ndarray:
         if port not in PORTS:
