@@ -114,7 +114,11 @@ def test_doc_command_parses(where: str, argv: list[str]) -> None:
 def test_doc_bench_commands_parse() -> None:
     spec = importlib.util.spec_from_file_location("bench_sim", REPO / "bench" / "bench_sim.py")
     bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    sys.modules[spec.name] = bench  # its dataclasses look their module up by name
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        del sys.modules[spec.name]
     for where, argv in _bench_commands():
         try:
             bench.build_parser().parse_args(argv)
