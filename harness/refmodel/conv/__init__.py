@@ -58,7 +58,7 @@ nvdla/hw branch nvdlav1 cmod and RTL; seed 000 allows no conversion in direct co
   half / whole entry), see :func:`feature_entries_per_slice`.
 
 FP16 (nv_full; rules of the nvdlav1 C model, bit for bit against it): a CMAC step multiplies
-one 64-channel slice in block floating point (:func:`cmac.fp16_mac_step`: exponents split in a
+one 64-channel slice in block floating point (:func:`cmac_fp16.fp16_mac_steps`: exponents split in a
 coarse and a fine part, products aligned to the largest coarse sum by the Booth/carry-save
 multiplier with its truncation, +-0 channels masked out, INF taken as 65536, the first NaN
 weight, else datum, propagated with its payload) into "FP44"; CACC adds the steps in CSC order

@@ -223,12 +223,13 @@ def fp48_to_fp32(exp: np.ndarray, mant: np.ndarray) -> np.ndarray:
 
 def fp16_conv_accumulate(d_bits: np.ndarray, w_bits: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 64
                          ) -> np.ndarray:  # fmt: skip
-    """FP16 direct convolution through CMAC (:func:`cmac.fp16_mac_step`) and the CACC FP48
-    accumulator, in the CSC's order (64-channel slice outer, kernel position row-major inner,
+    """FP16 direct convolution through CMAC (:func:`cmac_fp16.fp16_mac_steps`, the steps of a
+    slice at once) and the CACC FP48 accumulator, in the CSC's order (64-channel slice outer,
+    kernel position row-major inner,
     cmod/csc/NV_NVDLA_csc.cpp SendDataToMacSequencerDirectConvCommon). ``d_bits`` (C, H, W) and
     ``w_bits`` (K, C, KH, KW) are FP16 bit patterns, ``cfg.pad_value`` the raw 16-bit pad.
     Returns (K, OH, OW) FP32 bit patterns as the CACC delivers them to SDP."""
-    from .cmac import fp16_mac_step
+    from .cmac_fp16 import fp16_mac_steps
 
     padded, _, _ = pad_input(np.asarray(d_bits, dtype=I64) & 0xFFFF, cfg)
     k, c = w_bits.shape[0], w_bits.shape[1]
@@ -236,10 +237,15 @@ def fp16_conv_accumulate(d_bits: np.ndarray, w_bits: np.ndarray, cfg: ConvConfig
     ae = np.zeros((k, n), dtype=I64)
     am = np.zeros((k, n), dtype=I64)
     w = np.asarray(w_bits, dtype=I64) & 0xFFFF
-    for s in range(0, c, atomic_c):
-        for ky in range(cfg.k_h):
-            for kx in range(cfg.k_w):
-                t = tap(padded, cfg, ky, kx)[s : s + atomic_c].reshape(-1, n)
-                me, mm = fp16_mac_step(w[:, s : s + atomic_c, ky, kx], t)
-                ae, am = fp48_add(ae, am, me, mm)
+    pos = [(ky, kx) for ky in range(cfg.k_h) for kx in range(cfg.k_w)]
+    group = max(1, (1 << 21) // max(k * n, 1))  # steps computed together: their (K, N) results <= 16 MiB
+    for s in range(0, c, atomic_c):  # the MAC steps of a slice are independent: computed together
+        for g in range(0, len(pos), group):
+            ps = pos[g : g + group]
+            ws = np.stack([w[:, s : s + atomic_c, ky, kx] for ky, kx in ps])  # (steps, K, Cs)
+            ds = np.stack([tap(padded, cfg, ky, kx)[s : s + atomic_c].reshape(-1, n) for ky, kx in ps])
+            me, mm = fp16_mac_steps(ws, ds)
+            for i in range(len(ps)):  # CACC adds them in order; an all-zero step leaves the sum as it is
+                if mm[i].any():
+                    ae, am = fp48_add(ae, am, me[i], mm[i])
     return fp48_to_fp32(ae, am).reshape(k, cfg.out_h, cfg.out_w)
