@@ -83,10 +83,20 @@ def test_nan_weight_wins_over_nan_data_and_keeps_its_payload():
     assert int(fp48_to_fp32(ae, am)[0]) & 0xFFFFFFFF == bits
 
 
-def test_accumulation_over_slices_and_positions_matches_float_for_exact_values():
-    # small integers: every product and sum is exact in FP48 and FP32
+@pytest.mark.parametrize("data", ["mixed", "all negative", "few negatives", "all positive"])
+def test_accumulation_over_slices_and_positions_matches_float_for_exact_values(data: str):
+    # small integers: every product and sum is exact in FP48 and FP32. The data signs vary
+    # because the multiplier folds the datum's sign into its recoded weights (cmac_fp16.py):
+    # all-negative data once went wrong there while mixed data did not.
     rng = np.random.default_rng(5)
     d = rng.integers(-4, 5, size=(70, 3, 4)).astype(np.float16)
+    if data == "all negative":
+        d = -np.abs(d) - 1
+    elif data == "all positive":
+        d = np.abs(d) + 1
+    elif data == "few negatives":
+        d = np.abs(d)
+        d[rng.random(d.shape) < 0.05] *= -1
     w = rng.integers(-3, 4, size=(5, 70, 2, 2)).astype(np.float16)
     cfg = ConvConfig(in_w=4, in_h=3, in_c=70, k_w=2, k_h=2, out_w=3, out_h=2, out_k=5)
     got = _f32(fp16_conv_accumulate(d.view(np.uint16), w.view(np.uint16), cfg))
@@ -96,6 +106,18 @@ def test_accumulation_over_slices_and_positions_matches_float_for_exact_values()
             ref += np.einsum("kc,chw->khw", w[:, :, ky, kx].astype(float), d[:, ky : ky + 2, kx : kx + 3].astype(float))
     assert np.array_equal(got, ref.astype(np.float32))
 
+
+
+def test_more_kernels_than_output_pixels_matches_float_for_exact_values():
+    """A 1x1 output with 40 kernels (MNIST's fully connected layers are this shape): the
+    per-weight work dominates there, and the weights are recoded in one batch."""
+    rng = np.random.default_rng(9)
+    d = rng.integers(-4, 5, size=(70, 2, 2)).astype(np.float16)
+    w = rng.integers(-3, 4, size=(40, 70, 2, 2)).astype(np.float16)
+    cfg = ConvConfig(in_w=2, in_h=2, in_c=70, k_w=2, k_h=2, out_w=1, out_h=1, out_k=40)
+    got = _f32(fp16_conv_accumulate(d.view(np.uint16), w.view(np.uint16), cfg))
+    ref = np.einsum("kcyx,cyx->k", w.astype(float), d.astype(float)).reshape(40, 1, 1)
+    assert np.array_equal(got, ref.astype(np.float32))
 
 # ---------------------------------------------------------------------------------------
 # bundled suites, goldens = NVDLA C model (nvdlav1, nv_full) outputs
