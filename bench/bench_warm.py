@@ -113,7 +113,34 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("-k", default=None, help="pytest -k expression (default: every trace)")
     ap.add_argument("--repeat", type=int, default=1, help="repeat the whole measurement")
     ap.add_argument("--keep", default=None, help="keep the logs and JUnit files here (default: a temp dir)")
+    ap.add_argument("--native", default=None,
+                    help="also run NVDLA's native player (a path, or 'auto': `nvdla-hil sim native`) on the traces "
+                         "the last run passed, one process after the other, and compare the suite's time")
     return ap
+
+
+def _native_suite(args: argparse.Namespace, passed: list[str], work: Path) -> tuple[float, float, int]:
+    """NVDLA's player over ``passed`` traces, serially: (wall s, CPU s, traces it passed).
+    Trace encoding and the player's run come from ``bench_sim.py`` beside this script."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_sim", Path(__file__).with_name("bench_sim.py"))
+    assert spec is not None and spec.loader is not None
+    bench_sim = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = bench_sim  # its dataclasses look their module up by name
+    spec.loader.exec_module(bench_sim)
+    exe = args.native
+    if exe == "auto":
+        from nvdla_hil.sims.native import build_native
+
+        exe = str(build_native(args.nvdla_hw, args.config))
+    bins = {n: bench_sim._encode_native_trace(Path(args.traces) / n, args.config, work / "native" / n) for n in passed}
+    wall = cpu = 0.0
+    ok = 0
+    for n in passed:  # encoding is outside the timing, as the player's own flow converts beforehand
+        r = bench_sim._run_native(Path(exe), bins[n])
+        wall, cpu, ok = wall + r.wall, cpu + r.cpu, ok + (r.status == "passed")
+    return wall, cpu, ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +195,13 @@ def main(argv: list[str] | None = None) -> int:
                       f"(saved {_mean(f) - _mean(w):.2f} s; a warm reset is ~{reset_s:.2f} s of it); "
                       f"worker time per test, session start-up included: {per:.2f} s warm, "
                       f"{f.wall / max(1, f.ran) * max(1, n):.2f} s fresh")
+    if args.native:
+        last = runs[modes[-1]]
+        passed = sorted(k.rsplit("[", 1)[-1].rstrip("]") for k, v in last.outcomes.items() if v == "passed")
+        nwall, ncpu, nok = _native_suite(args, passed, work)
+        print(f"# NVDLA's native player, the {len(passed)} traces the {last.mode} run passed, one process after "
+              f"the other: {nwall:.1f} s wall, {ncpu:.1f} s CPU, {nok} passed; against the {last.mode} run: "
+              f"{nwall / last.wall:.2f}x the wall time, {ncpu / last.cpu:.2f}x the CPU")
     return 0 if same else 1
 
 
