@@ -107,7 +107,7 @@ class NvdlaDriver:
               verify: bool = False, posted: bool = True) -> None:
         """Write a whole register. Bits outside any field must be 0; read-only registers are refused."""
         r = self.register(name, reg)
-        if r.access == "ro":  # not r.writable
+        if not r.writable:
             raise ReadOnlyFieldError(f"{r.full_name} is read-only")
         if not 0 <= value < 1 << 32:
             raise FieldRangeError(f"{r.full_name}: value {value!r} does not fit 32 bits")

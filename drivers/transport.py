@@ -139,22 +139,18 @@ class Transport(ABC):
     # ---- registers ----------------------------------------------------------------
     def read32(self, address: int) -> int:
         """Read one 32-bit register at CSB byte ``address``."""
-        if not self._is_open or address % 4 or not 0 <= address < 1 << 32:  # _check, inline: every access pays it
-            self._check(address)
+        self._check(address)
         value = self._read32(address)
-        if self._observers:
-            self._notify("R", address, value)
+        self._notify("R", address, value)
         return value
 
     def write32(self, address: int, value: int, *, posted: bool = True) -> None:
         """Write one 32-bit register. ``posted=False`` waits for the write completion."""
-        if not self._is_open or address % 4 or not 0 <= address < 1 << 32:  # _check, inline: every access pays it
-            self._check(address)
+        self._check(address)
         if not 0 <= value < 1 << 32:
             raise ValueError(f"register value {value!r} does not fit 32 bits")
         self._write32(address, value, posted)
-        if self._observers:
-            self._notify("W", address, value)
+        self._notify("W", address, value)
 
     def read_burst(self, address: int, count: int, *, incr: bool = True) -> list[int]:
         """Read ``count`` words; ``incr=False`` reads the same address repeatedly (FIFO/LUT port)."""

@@ -105,14 +105,13 @@ class _GroupView:
 
     def __init__(self, target: ModelTarget, groups: dict[str, int]) -> None:
         self._t, self._groups, self._regs, self._field_at = target, groups, target._regs, target._field_at
-        self._fields = target._field_by_name  # _field_at's cache, read here first (a call less per field)
 
     def reg(self, block: str, register: str) -> int:
         r = self._t._register(block, register)
         return self._regs[(r.address, self._groups.get(block, 0) if r.dual else 0)]
 
     def field(self, block: str, register: str, field: str) -> int:
-        address, dual, shift, mask = self._fields.get((block, register, field)) or self._field_at(block, register, field)
+        address, dual, shift, mask = self._field_at(block, register, field)
         return (self._regs[(address, self._groups.get(block, 0) if dual else 0)] >> shift) & mask
 
     def lut(self, block: str, table: str) -> np.ndarray:
@@ -182,7 +181,7 @@ class ModelTarget(Transport):
         # _field_at, _write32 (ordinary writable registers) and _group_of (S_POINTER.PRODUCER)
         self._reg_by_name: dict[tuple[str, str], Register] = {}
         self._field_by_name: dict[tuple[str, str, str], tuple[int, bool, int, int]] = {}
-        self._plain: dict[int, tuple[int, tuple[int, int, int] | None, str | None]] = {}
+        self._plain: dict[int, tuple[int, bool, str | None]] = {}
         self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
@@ -280,9 +279,9 @@ class ModelTarget(Transport):
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
         plain = self._plain.get(address)
-        if plain is not None:  # an ordinary writable register: (mask, its block's _producer entry or None, block or None)
-            mask, ptr, op_block = plain
-            group = (self._regs[(ptr[0], 0)] >> ptr[1]) & ptr[2] if ptr else 0  # _group_of
+        if plain is not None:  # an ordinary writable register: (mask, dual, block or None)
+            mask, dual, op_block = plain
+            group = self._group_of(self._by_addr[address]) if dual else 0
             key = (address, group)
             self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
             if op_block is not None and value & 1:
@@ -309,8 +308,8 @@ class ModelTarget(Transport):
             return  # the hardware ignores writes to read-only registers
         # an ordinary register: remembered so that the next write to it takes the path above
         mask = r.writable_mask
+        self._plain[address] = (mask, r.dual, block if name == "D_OP_ENABLE" else None)
         group = self._group_of(r)
-        self._plain[address] = (mask, self._producer[block] if r.dual else None, block if name == "D_OP_ENABLE" else None)
         key = (address, group if r.dual else 0)
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if name == "D_OP_ENABLE" and value & 1:
@@ -380,7 +379,7 @@ class ModelTarget(Transport):
             a = a & 0x3FF if wrap else np.concatenate([a[:1], np.minimum(a[1:], last)])  # sticks at the last entry
             at, first = np.unique(a[a < tbl.size][::-1], return_index=True)
             tbl[at] = v[a < tbl.size][::-1][first]
-        p.addr = (addr + v.size) & 0x3FF if wrap else min(addr + v.size, last) if p.write and v.size else addr
+        p.addr = ((addr + v.size) & 0x3FF) if wrap else (min(addr + v.size, last) if p.write and v.size else addr)
 
     def _lut_data_read(self, unit: str) -> int:
         p = self._lut_ports[unit]
