@@ -275,6 +275,11 @@ class Transport(ABC):
         failing test's message ("" when nothing did or the transport cannot lose anything)."""
         return ""
 
+    def not_in_reset_state(self) -> str | None:
+        """Why NVDLA's own traces and firmware, which assume every unit as a reset leaves it,
+        cannot run on this target now (None: they can, the default)."""
+        return None
+
     def describe(self) -> str:
         """One line naming the target, for reports."""
         return type(self).__name__

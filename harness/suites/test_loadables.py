@@ -13,7 +13,6 @@ what to pass, and without an nvdla/sw checkout every loadable is a skip saying s
 from __future__ import annotations
 
 import contextlib
-
 import os
 from pathlib import Path
 
@@ -83,7 +82,7 @@ def test_loadable(loadable_case: tuple[str, Path, Path | None] | None, pytestcon
     @contextlib.contextmanager
     def open_in_reset_state(s):  # noqa: ANN001, ANN202 - a TargetSpec; a target
         with open_target(s, warm=nvdla_warm_pool) as t:
-            not_reset = getattr(t, "not_in_reset_state", lambda: None)()
+            not_reset = t.not_in_reset_state()
             if not_reset:
                 pytest.skip(f"{path.name}: {not_reset}")
             yield t

@@ -109,7 +109,7 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
     spec = suite_spec(pytestconfig, prof)
     nodeid = request.node.nodeid
     with open_target(spec, warm=nvdla_warm_pool) as target:
-        not_reset = getattr(target, "not_in_reset_state", lambda: None)()
+        not_reset = target.not_in_reset_state()
         if not_reset:
             pytest.skip(f"{trace.name}: {not_reset}")
         drv = NvdlaDriver(target, prof)
