@@ -69,11 +69,11 @@ __all__ = [
     "add_subcommands",
     "build_fixture",
     "build_nvdla",
-    "thread_flags",
     "cache_key",
     "cache_root",
     "check_known_rtl_issues",
     "collect_sources",
+    "thread_flags",
     "find_known_rtl_issues",
     "find_vmod",
     # defined in .rtl / .toolchain, re-exported for ``from nvdla_hil.sims.build import ...``
@@ -177,14 +177,14 @@ FIXTURE_HDL = ("nvdla_hil_axi_mem.sv", "nvdla_hil_csb_master.sv", "nvdla_hil_fix
 SIM_MAIN = HDL_DIR / "nvdla_hil_main.cpp"
 
 
-def _cocotb_paths() -> tuple[Path, Path, str]:
-    """The simulator's main loop, cocotb's VPI library folder and cocotb's version."""
+def _cocotb_paths() -> tuple[Path, str]:
+    """cocotb's VPI library folder and cocotb's version."""
     try:
         import cocotb
         import cocotb_tools.config as cfg
     except ImportError as e:  # pragma: no cover - depends on install
         raise BuildError("cocotb is not installed: pip install 'nvdla-hil[sim]'") from e
-    return SIM_MAIN, Path(cfg.libs_dir), cocotb.__version__
+    return Path(cfg.libs_dir), cocotb.__version__
 
 
 def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], key_parts: Sequence[str],
@@ -195,8 +195,8 @@ def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], ke
     the checkout or the cache are."""
     vversion = vversion or verilator_version()
     if cocotb_version is None:
-        sim_main, _, cocotb_version = _cocotb_paths()
-        own = [*own, sim_main]
+        _, cocotb_version = _cocotb_paths()
+        own = [*own, SIM_MAIN]
     h = hashlib.sha256()
     for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, compiler_identity(),
                  *flags, *key_parts, *MAKE_FLAGS]:
@@ -211,7 +211,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
              defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
              force: bool, progress: Progress, cache: Path | None,
              lookup_only: bool = False, threads: int = 1) -> SimBuild | None:
-    sim_main, cocotb_libs, cocotb_version = _cocotb_paths()
+    cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
     flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
     flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
@@ -228,7 +228,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
-                    hashed=hashed, hashed_base=hashed_base, own=[*own, sim_main], waves=waves,
+                    hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
                     vversion=vversion, cocotb_version=cocotb_version)
     root = cache or cache_root()
     if lookup_only:
@@ -240,7 +240,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     def build(tmp: Path) -> dict:
         return _compile_into(tmp, root=root, name=name, config=config, toplevel=toplevel,
                              sources=sources, flags=flags, key=key, vversion=vversion,
-                             cocotb_version=cocotb_version, sim_main=sim_main,
+                             cocotb_version=cocotb_version,
                              cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
                              wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
                              jobs=jobs, progress=progress)
@@ -251,7 +251,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
 
 def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: str, sources: list[str],
                   flags: list[str], key: str, vversion: str, cocotb_version: str,
-                  sim_main: Path, cocotb_libs: Path, parameters: dict[str, int], waves: bool,
+                  cocotb_libs: Path, parameters: dict[str, int], waves: bool,
                   wave_format: str, reset_wait_cycles: int, jobs: int | None,
                   progress: Progress) -> dict:
     """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
@@ -265,7 +265,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
         str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
         "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel,
         "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
-        *flags, str(sim_main), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
+        *flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
         *sources,
     ]
     jobs = jobs or max(1, os.cpu_count() or 1)
