@@ -289,13 +289,11 @@ class TraceRun:
     message: str = ""
 
 
-def trace_convs(path: Path) -> list[tuple[int, int, int, int, int, int]]:
+def trace_convs(tr) -> list[tuple[int, int, int, int, int, int]]:  # noqa: ANN001 - a parsed Trace
     """(W', H', K, R, S, C) of each convolution the trace launches (each ``CACC.D_OP_ENABLE``
     write of 1), from the last values written to the CSC's output and weight size registers."""
     from nvdla_hil.drivers.profiles import load_profile
-    from nvdla_hil.harness.traces import parse_trace
 
-    tr = parse_trace(path)
     rm = load_profile("nv_small").regmap  # the traces are nv_small's (LONG_TRACES)
     vals: dict[str, int] = {}
     out = []
@@ -318,9 +316,9 @@ def run_trace_on(target: str, path: Path, build, args: argparse.Namespace, repea
     from nvdla_hil.harness.traces import parse_trace, run_trace
 
     res = TraceRun(path.name, target)
-    convs = trace_convs(path)
-    res.macs, res.layers = sum(w * h * k * r * s * c for w, h, k, r, s, c in convs), len(convs)
     parsed = parse_trace(path)
+    convs = trace_convs(parsed)
+    res.macs, res.layers = sum(w * h * k * r * s * c for w, h, k, r, s, c in convs), len(convs)
     best = float("inf")
     for _ in range(repeat):
         if target == "model":

@@ -92,7 +92,7 @@ def _idle_rate(build, cycles: int) -> float:
         return cycles / (time.perf_counter() - w0)
 
 
-def _encode_native_trace(trace_dir: Path, config: str, out: Path) -> Path:
+def encode_native_trace(trace_dir: Path, config: str, out: Path) -> Path:
     """Write the trace as the binary command stream NVDLA's native player reads.
 
     Format (facts from nvdla/hw verif/verilator): little-endian records
@@ -151,10 +151,10 @@ def _native_trace_bin(trace: Path, args: argparse.Namespace, work: Path) -> Path
         p = Path(args.native_tests) / trace.name / "trace.bin"
         if p.is_file():
             return p
-    return _encode_native_trace(trace, args.config, work / trace.name)
+    return encode_native_trace(trace, args.config, work / trace.name)
 
 
-def _run_native(exe: Path, trace_bin: Path) -> Run:
+def run_native(exe: Path, trace_bin: Path) -> Run:
     """NVDLA's player on ``trace.bin``: its own count of cycles (reset included), wall and CPU
     (``getrusage`` of the finished child) of the whole process."""
     w0 = time.perf_counter()
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(max(1, args.repeat)):
             ours_runs.append(_run_ours(root / n, build, args.timeout))
             if args.native and ours_runs[-1].status == "passed":
-                nat_runs.append(_run_native(Path(args.native), _native_trace_bin(root / n, args, work)))
+                nat_runs.append(run_native(Path(args.native), _native_trace_bin(root / n, args, work)))
         o = _best(ours_runs)
         passed += o.status == "passed"
         _add(ours_tot, o)

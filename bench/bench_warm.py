@@ -134,11 +134,11 @@ def _native_suite(args: argparse.Namespace, passed: list[str], work: Path) -> tu
         from nvdla_hil.sims.native import build_native
 
         exe = str(build_native(args.nvdla_hw, args.config))
-    bins = {n: bench_sim._encode_native_trace(Path(args.traces) / n, args.config, work / "native" / n) for n in passed}
+    bins = {n: bench_sim.encode_native_trace(Path(args.traces) / n, args.config, work / "native" / n) for n in passed}
     wall = cpu = 0.0
     ok = 0
     for n in passed:  # encoding is outside the timing, as the player's own flow converts beforehand
-        r = bench_sim._run_native(Path(exe), bins[n])
+        r = bench_sim.run_native(Path(exe), bins[n])
         wall, cpu, ok = wall + r.wall, cpu + r.cpu, ok + (r.status == "passed")
     return wall, cpu, ok
 

@@ -66,7 +66,9 @@ def test_trace_macs_from_csc_registers(bench):
     if root is None:
         pytest.skip("NVDLA's nv_small traces are not here: set NVDLA_TRACES to nvdla/hw's "
                     "verif/tests/trace_tests/nv_small")
-    (w, h, k, r, s, c), = bench.trace_convs(root / "dc_35x22x54_6x8x54x29_int8_0")
+    from nvdla_hil.harness.traces import parse_trace
+
+    (w, h, k, r, s, c), = bench.trace_convs(parse_trace(root / "dc_35x22x54_6x8x54x29_int8_0"))
     assert (k, r, s, c) == (29, 6, 8, 54)
     assert (w, h) == (36, 24)
 
