@@ -173,6 +173,19 @@ class Transport(ABC):
             for i, v in enumerate(values):
                 self._notify("W", address + 4 * i if incr else address, v)
 
+    def write_sequence(self, writes: Sequence[tuple[int, int]]) -> None:
+        """Write ``(address, value)`` pairs in order, each posted: a register programming
+        sequence, which a link that carries many accesses per request sends as one."""
+        writes = [(int(a), int(v)) for a, v in writes]
+        for a, v in writes:
+            self._check(a)
+            if not 0 <= v < 1 << 32:
+                raise ValueError(f"register value {v!r} for {a:#x} does not fit 32 bits")
+        self._write_sequence(writes)
+        if self._observers:
+            for a, v in writes:
+                self._notify("W", a, v)
+
     # ---- indirect ports: an index register selects, a data register streams -------------------
     def read_indirect(self, index_address: int, index_value: int, data_address: int, count: int) -> list[int]:
         """Write ``index_value`` to the index register, then read ``count`` words from the
@@ -207,6 +220,10 @@ class Transport(ABC):
     def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
         for i, v in enumerate(values):
             self._write32(address + 4 * i if incr else address, v, True)
+
+    def _write_sequence(self, writes: list[tuple[int, int]]) -> None:
+        for a, v in writes:
+            self._write32(a, v, True)
 
     @abstractmethod
     def _read32(self, address: int) -> int: ...

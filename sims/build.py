@@ -169,11 +169,11 @@ def _own_hdl(names: Sequence[str]) -> list[Path]:
 
 
 #: our HDL around NV_nvdla, and the fixture's (sims/hdl/)
-TOP_HDL = ("nvdla_hil_axi_mem.sv", "nvdla_hil_csb_master.sv", "nvdla_hil_top.sv")
-FIXTURE_HDL = ("nvdla_hil_axi_mem.sv", "nvdla_hil_csb_master.sv", "nvdla_hil_fixture.sv")
+TOP_HDL = ("nvdla_hil_csb_master.sv", "nvdla_hil_top.sv")
+FIXTURE_HDL = ("nvdla_hil_csb_master.sv", "nvdla_hil_fixture.sv")
 
-#: the simulator's main loop (ours: the clock is toggled in C++, no VPI call per half cycle);
-#: it replaces cocotb's ``share/lib/verilator/verilator.cpp``.
+#: the simulator's main loop (ours: the clock is toggled and the AXI memories answered in C++,
+#: no VPI call per half cycle); it replaces cocotb's ``share/lib/verilator/verilator.cpp``.
 SIM_MAIN = HDL_DIR / "nvdla_hil_main.cpp"
 
 
@@ -225,7 +225,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
             progress("  note: FST needs the lz4 and zlib headers (Debian: liblz4-dev zlib1g-dev); "
                      "building with VCD waves instead")
             flags += ["--trace", "--trace-structs"]
-    own = _own_hdl(["nvdla_hil_mem.cpp", "public.vlt", "nvdla_hil_axi_mem.sv"])
+    own = _own_hdl(["nvdla_hil_mem.cpp", "nvdla_hil_axi_mem.h", "public.vlt"])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
                     hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,

@@ -9,6 +9,7 @@ The host (``nvdla_hil.harness.targets.verilator.VerilatorTarget``) starts the si
   {"op": "read", "addr": BYTE}                                  -> {"value": V}
   {"op": "read_burst", "addr": BYTE, "count": N, "incr": true}  -> {"values": [...]}
   {"op": "write_burst", "addr": BYTE, "values": [...], "incr": true}
+  {"op": "write_seq", "writes": [[BYTE, V], ...]}                (posted, in order)
   {"op": "wait_irq", "max_cycles": N, "wall": SECONDS, "settle": N} -> {"irq": bool, "waited": n}
       (with the line already high, ``settle`` cycles run before answering)
   {"op": "run", "cycles": N}
@@ -22,7 +23,7 @@ after the host has emptied the shared memory: the testbench keeps no other state
 is being served: the simulator blocks on the socket in between, so the host may access the
 shared memory file (the backdoor) without racing the bus.
 
-Memory is not in this protocol: the AXI memory model (``hdl/nvdla_hil_axi_mem.sv``) keeps its
+Memory is not in this protocol: the AXI memory model (``hdl/nvdla_hil_axi_mem.h``) keeps its
 bytes in a shared-memory file that the host maps directly.
 """
 
@@ -35,13 +36,15 @@ import time
 from typing import Any
 
 import cocotb
-from cocotb.triggers import First, RisingEdge, Timer
+from cocotb.triggers import RisingEdge, ValueChange
 from cocotb.utils import get_sim_time
 from nvdla_hil.sims.csb import CsbDriver, CsbSignals, CsbTimeout, unsigned
 
 CLOCK_PERIOD_NS = 10
 #: cycles simulated between wall-clock deadline checks while waiting for the interrupt
 WAIT_CHUNK = 20_000
+#: the most cycles one run of the main loop makes (host_run_cycles is 32 bits wide)
+RUN_MAX = (1 << 32) - 1
 
 
 class _Server:
@@ -59,12 +62,24 @@ class _Server:
         self.sock.sendall(json.dumps(obj).encode() + b"\n")
 
     async def sync(self) -> None:
-        """Align to just after a rising edge (Timer waits may end mid-cycle)."""
+        """Align to just after a rising edge (runs end mid-cycle)."""
         await RisingEdge(self.dut.clk)
 
+    async def host_run(self, cycles: int, *, until_irq: bool) -> None:
+        """Let the simulator's main loop make up to ``cycles`` whole cycles on its own, with no
+        VPI work per cycle (``hdl/nvdla_hil_main.cpp``), stopping after the rising edge where
+        ``intr`` is high when ``until_irq``: one wake-up (``host_run_ack``) for the whole run."""
+        self.dut.host_run_irq.value = int(until_irq)
+        self.dut.host_run_cycles.value = min(cycles, RUN_MAX)
+        await ValueChange(self.dut.host_run_ack)
+
     async def run_cycles(self, n: int) -> None:
-        if n > 0:
-            await Timer(n * CLOCK_PERIOD_NS, unit="ns")
+        """``n`` cycles, then the next rising edge (as a Timer of ``n`` periods and a
+        RisingEdge were: the same cycle counts)."""
+        while n > 0:
+            c0 = self.cycles()
+            await self.host_run(n, until_irq=False)
+            n -= max(1, self.cycles() - c0)  # a run ends early only before a due cocotb Timer
         await self.sync()
 
     async def op_reset(self, req: dict[str, Any]) -> dict[str, Any]:
@@ -103,7 +118,7 @@ class _Server:
                 chunk = min(chunk, left)
             if deadline is not None and time.monotonic() >= deadline:
                 return {"irq": False, "waited": self.cycles() - start, "why": "wall"}
-            await First(RisingEdge(intr), Timer(chunk * CLOCK_PERIOD_NS, unit="ns"))
+            await self.host_run(chunk, until_irq=True)
             await self.sync()
 
     async def handle(self, req: dict[str, Any]) -> dict[str, Any] | None:
@@ -118,6 +133,10 @@ class _Server:
             incr = bool(req.get("incr", True))
             for i, v in enumerate(req["values"]):
                 await self.csb.write(addr + 4 * i if incr else addr, int(v))
+            return {}
+        if op == "write_seq":
+            for addr, value in req["writes"]:
+                await self.csb.write(int(addr), int(value))
             return {}
         if op == "read_burst":
             addr = int(req["addr"])

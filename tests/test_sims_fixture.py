@@ -202,6 +202,28 @@ def test_incrementing_bursts(target) -> None:
 
 
 @pytestmark_sim
+def test_write_sequence_is_one_request_in_order(target) -> None:
+    """A register programming sequence reaches the registers in order (the later write to the
+    same register wins), each access seen by the observers, and goes as one request."""
+    seen, ops = [], []
+    target.add_observer(lambda rec: seen.append((rec.direction, rec.address, rec.value)))
+    orig = target._request
+    target._request = lambda req, **kw: (ops.append(req["op"]), orig(req, **kw))[1]
+    try:
+        target.write_sequence([(DMA_SRC, 0x1000), (DMA_DST, 0x2000), (SCRATCH, 1), (SCRATCH, 0xBEEF)])
+    finally:
+        del target._request
+    assert ops == ["write_seq"]
+    assert [target.read32(a) for a in (DMA_SRC, DMA_DST, SCRATCH)] == [0x1000, 0x2000, 0xBEEF]
+    assert seen[:4] == [("W", DMA_SRC, 0x1000), ("W", DMA_DST, 0x2000), ("W", SCRATCH, 1), ("W", SCRATCH, 0xBEEF)]
+    with pytest.raises(ValueError, match=r"4294967296 for 0x4 does not fit 32 bits"):
+        target.write_sequence([(SCRATCH, 1 << 32)])
+    with pytest.raises(ValueError, match="not a 32-bit aligned"):
+        target.write_sequence([(SCRATCH, 1), (0x6, 1)])
+    assert target.read32(SCRATCH) == 0xBEEF                  # a refused sequence writes nothing
+
+
+@pytestmark_sim
 def test_memory_ports(target) -> None:
     target.mem_write(0x80000000, b"\xaa" * 4, port="sec_mem")      # a separate backing store
     assert bytes(target.mem_read(0x80000000, 4, port="sec_mem")) == b"\xaa" * 4

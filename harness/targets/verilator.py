@@ -3,9 +3,10 @@
 The pytest/CLI process starts the simulator (a binary built by ``nvdla-hil sim build``) as a
 child process running the cocotb module ``nvdla_hil.sims.tb_server``, and talks to it over an
 inherited socket with one JSON request/response per line (register access, burst, reset,
-wait for the interrupt). Per-cycle work stays in the simulator: the clock is toggled by its C++
-main loop (``sims/hdl/nvdla_hil_main.cpp``), the CSB handshake and the AXI memory are HDL (+ C++
-DPI for the memory's bytes), and Python runs only per transaction.
+wait for the interrupt). Per-cycle work stays in the simulator: its C++ main loop
+(``sims/hdl/nvdla_hil_main.cpp``) toggles the clock, answers the AXI memory ports and makes
+runs of cycles (interrupt waits, resets) without VPI work; the CSB handshake is HDL; Python
+runs only per transaction.
 
 External memory is a pair of 4 GiB sparse shared-memory files (``pri_mem``, ``sec_mem``)
 that the simulator's memory model and this process both map; ``mem_write``/``mem_read`` touch
@@ -220,6 +221,9 @@ class VerilatorTarget(SimProcessTarget):
 
     def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
         self._request({"op": "write_burst", "addr": address, "values": list(values), "incr": incr})
+
+    def _write_sequence(self, writes: list[tuple[int, int]]) -> None:
+        self._request({"op": "write_seq", "writes": writes})
 
     def _view(self, port: str) -> np.ndarray:
         if port not in _PORTS:
@@ -525,6 +529,9 @@ class WarmTarget(Transport):
     def _write_burst(self, address: int, values: Iterable[int], incr: bool) -> None:
         vals = list(values)
         self._call(lambda s: s._write_burst(address, vals, incr))
+
+    def _write_sequence(self, writes: list[tuple[int, int]]) -> None:
+        self._call(lambda s: s._write_sequence(writes))
 
     def _mem_write(self, address: int, data: np.ndarray, port: str) -> None:
         self._call(lambda s: s._mem_write(address, data, port))

@@ -54,29 +54,45 @@ def overlaps(a: int, n: int, b: int, m: int) -> bool:
 
 
 def _slices(data: np.ndarray | Fill | DatImage, lo: int, hi: int) -> Iterable[tuple[int, np.ndarray | Fill]]:
-    """``(offset, piece)`` covering ``[lo, hi)`` of one set-up command's bytes."""
+    """``(offset, piece)`` covering ``[lo, hi)`` of one set-up command's bytes. A ``.dat`` image
+    comes as dense buffers of its records with the gaps between them read as 0 (a run ends at a
+    gap longer than :data:`SMALL_FILL` or at :data:`SETUP_CHUNK` bytes), and :class:`Fill` for
+    the longer gaps: one piece per run, not one per record (images of 8k one-line records)."""
     if isinstance(data, Fill):
         yield lo, Fill(hi - lo, data.value)
-    elif isinstance(data, np.ndarray):
+        return
+    if isinstance(data, np.ndarray):
         yield lo, data[lo:hi]
-    else:
-        segs = data.segments
-        pos = lo
-        i = max(bisect_right(segs, lo, key=lambda sg: sg[0]) - 1, 0)  # last segment starting at or before lo
-        while pos < hi:
-            if i < len(segs) and segs[i][0] + len(segs[i][1]) <= pos:
-                i += 1
-                continue
-            if i < len(segs) and segs[i][0] <= pos:
-                off, buf = segs[i]
-                end = min(hi, off + len(buf))
-                yield pos, np.frombuffer(buf, dtype=np.uint8, count=end - pos, offset=pos - off)
-                pos = end
-                i += 1
-            else:
-                end = min(hi, segs[i][0]) if i < len(segs) else hi
-                yield pos, Fill(end - pos, 0)
-                pos = end
+        return
+    segs = data.segments
+    i = max(bisect_right(segs, lo, key=lambda sg: sg[0]) - 1, 0)  # last segment starting at or before lo
+    pos = lo  # everything before pos has been yielded
+    run: list[tuple[int, bytes, int, int]] = []  # (offset, payload, first byte, end) in this run
+
+    def flush() -> Iterable[tuple[int, np.ndarray]]:
+        start, end = run[0][0] + run[0][2], run[-1][3]
+        buf = np.zeros(end - start, dtype=np.uint8)
+        for off, payload, b0, e in run:
+            buf[off + b0 - start : e - start] = np.frombuffer(payload, dtype=np.uint8, count=e - off - b0, offset=b0)
+        run.clear()
+        yield start, buf
+
+    for off, payload in segs[i:]:
+        if off >= hi:
+            break
+        b, e = max(off, pos), min(hi, off + len(payload))
+        if b >= e:
+            continue
+        if run and (b - run[-1][3] > SMALL_FILL or e - (run[0][0] + run[0][2]) > SETUP_CHUNK):
+            yield from flush()
+        if not run and b > pos:
+            yield pos, Fill(b - pos, 0)
+        run.append((off, payload, b - off, e))
+        pos = e
+    if run:
+        yield from flush()
+    if pos < hi:
+        yield pos, Fill(hi - pos, 0)
 
 
 def merge_pieces(pieces: list[tuple[str, int, np.ndarray | Fill | DatImage]]) -> list[tuple[str, int, np.ndarray | Fill]]:

@@ -242,9 +242,11 @@ def _program(trace: Trace, drv: NvdlaDriver, transport: Transport, result: Trace
             result.register_writes += j - i
             i = j
             continue
-        transport.write32(reg.address, c.args[1])
-        result.register_writes += 1
-        i += 1
+        while j < len(seq) and seq[j].kind == "reg_write" and regs[j].name != "S_LUT_ACCESS_CFG":
+            j += 1  # plain writes up to the next poll or LUT run go as one sequence
+        transport.write_sequence([(regs[k].address, seq[k].args[1]) for k in range(i, j)])
+        result.register_writes += j - i
+        i = j
 
 
 def _wait_and_check(trace: Trace, drv: NvdlaDriver, transport: Transport, checks: dict[str, list[CheckResult]],

@@ -2,7 +2,8 @@
 //
 // Written for nvdla-hil (Apache-2.0). Lets CI exercise the cocotb CSB driver, the AXI memory
 // model with its shared-memory backdoor, the interrupt line and the build cache without an
-// nvdla/hw checkout. Same ports as nvdla_hil_top (host_* to the same HDL CSB master).
+// nvdla/hw checkout. Same ports as nvdla_hil_top (host_* to the same HDL CSB master; the copy
+// engine's AXI master on dbb_*, answered by the main loop's memory, nvdla_hil_axi_mem.h).
 //
 // Register map (CSB byte address; the bus carries byte >> 2):
 //   0x00 ID         RO  0x4C555431
@@ -31,7 +32,23 @@ module nvdla_hil_fixture_top (
     output logic        host_ack,
     output logic [31:0] host_rdata,
     output logic [1:0]  host_err,
-    output logic        intr
+    output logic        intr,
+    // a run of whole clock cycles the main loop (nvdla_hil_main.cpp) makes without VPI work:
+    // cocotb writes host_run_cycles (and host_run_irq: stop at the interrupt); the loop toggles
+    // host_run_ack when the run is over. Not used by the design.
+    input  logic [31:0] host_run_cycles,
+    input  logic        host_run_irq,
+    input  logic        host_run_ack,
+    // the copy engine's AXI port (64-bit data, 32-bit addresses, 4-bit lengths)
+    output logic dbb_ar_valid, input logic dbb_ar_ready, output logic [7:0] dbb_ar_id,
+    output logic [3:0] dbb_ar_len, output logic [31:0] dbb_ar_addr,
+    input logic dbb_r_valid, output logic dbb_r_ready, input logic [7:0] dbb_r_id,
+    input logic dbb_r_last, input logic [63:0] dbb_r_data,
+    output logic dbb_aw_valid, input logic dbb_aw_ready, output logic [7:0] dbb_aw_id,
+    output logic [3:0] dbb_aw_len, output logic [31:0] dbb_aw_addr,
+    output logic dbb_w_valid, input logic dbb_w_ready, output logic [63:0] dbb_w_data,
+    output logic [7:0] dbb_w_strb, output logic dbb_w_last,
+    input logic dbb_b_valid, output logic dbb_b_ready, input logic [7:0] dbb_b_id
 );
     // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
     logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
@@ -190,12 +207,13 @@ module nvdla_hil_fixture_top (
     assign w_last = (dstate == W) && (bi == blen);
     assign b_ready = (dstate == B);
 
-    nvdla_hil_axi_mem #(.DW(64), .AW(32), .LW(4), .PORT(0)) u_mem (
-        .clk(clk), .rstn(rstn),
-        .ar_valid(ar_valid), .ar_ready(ar_ready), .ar_id(8'd3), .ar_len(cur_len), .ar_addr(src),
-        .r_valid(r_valid), .r_ready(r_ready), .r_id(r_id), .r_last(r_last), .r_data(r_data),
-        .aw_valid(aw_valid), .aw_ready(aw_ready), .aw_id(8'd5), .aw_len(blen), .aw_addr(dst),
-        .w_valid(w_valid), .w_ready(w_ready), .w_data(buf_q[bi]), .w_strb(8'hFF), .w_last(w_last),
-        .b_valid(b_valid), .b_ready(b_ready), .b_id(b_id)
-    );
+    assign dbb_ar_valid = ar_valid; assign ar_ready = dbb_ar_ready; assign dbb_ar_id = 8'd3;
+    assign dbb_ar_len = cur_len; assign dbb_ar_addr = src;
+    assign r_valid = dbb_r_valid; assign dbb_r_ready = r_ready; assign r_id = dbb_r_id;
+    assign r_last = dbb_r_last; assign r_data = dbb_r_data;
+    assign dbb_aw_valid = aw_valid; assign aw_ready = dbb_aw_ready; assign dbb_aw_id = 8'd5;
+    assign dbb_aw_len = blen; assign dbb_aw_addr = dst;
+    assign dbb_w_valid = w_valid; assign w_ready = dbb_w_ready; assign dbb_w_data = buf_q[bi];
+    assign dbb_w_strb = 8'hFF; assign dbb_w_last = w_last;
+    assign b_valid = dbb_b_valid; assign dbb_b_ready = b_ready; assign b_id = dbb_b_id;
 endmodule

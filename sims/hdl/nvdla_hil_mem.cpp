@@ -1,4 +1,4 @@
-// nvdla-hil: backing store for nvdla_hil_axi_mem (DPI-C).
+// nvdla-hil: backing store of the AXI memories (nvdla_hil_axi_mem.h).
 //
 // Written for nvdla-hil (Apache-2.0); not derived from NVDLA sources.
 // Each port is a 4 GiB window (byte address & 0xFFFFFFFF) mapped MAP_SHARED from the file
@@ -6,6 +6,8 @@
 // file named by $NVDLA_HIL_MEM<port>. The host process maps the same file, so it loads and
 // reads memory directly while the simulator waits for its next request (no bus cycles).
 // Without the variable the window is private anonymous memory (sparse, reads 0).
+#include "nvdla_hil_axi_mem.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -52,20 +54,4 @@ uint8_t *window(int port) {
 }
 }  // namespace
 
-extern "C" uint64_t nvdla_hil_mem_rd64(int port, uint64_t addr) {
-    uint64_t v;
-    uint64_t a = addr & (kWindow - 8);
-    std::memcpy(&v, window(port) + a, 8);
-    return v;
-}
-
-extern "C" void nvdla_hil_mem_wr64(int port, uint64_t addr, uint64_t data, uint8_t strb) {
-    if (!strb) return;
-    uint8_t *p = window(port) + (addr & (kWindow - 8));
-    if (strb == 0xff) {
-        std::memcpy(p, &data, 8);
-        return;
-    }
-    for (int i = 0; i < 8; i++)
-        if (strb >> i & 1) p[i] = static_cast<uint8_t>(data >> (8 * i));
-}
+uint8_t *nvdla_hil_mem_window(int port) { return window(port); }

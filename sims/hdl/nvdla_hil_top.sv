@@ -3,8 +3,10 @@
 // Written for nvdla-hil (Apache-2.0); not derived from NVDLA sources.
 // One clock drives both the core and the CSB clock; rstn drives both resets.
 // The CSB port is driven by nvdla_hil_csb_master.sv, which the cocotb driver
-// (nvdla_hil.sims.csb) asks for one access at a time through the host_* ports; DBBIF (and CVIF
-// when the configuration has it, `define NVDLA_HIL_CVIF) attach to nvdla_hil_axi_mem.
+// (nvdla_hil.sims.csb) asks for one access at a time through the host_* ports. DBBIF (and CVIF
+// when the configuration has it, `define NVDLA_HIL_CVIF) are ports of this top, answered by the
+// AXI memory that the simulator's main loop runs in C++ (nvdla_hil_axi_mem.h), as NVDLA's own
+// C++ trace player does.
 module nvdla_hil_top #(
     parameter int DBB_DW = 64,
     parameter int DBB_AW = 32,
@@ -24,7 +26,36 @@ module nvdla_hil_top #(
     output logic        host_ack,
     output logic [31:0] host_rdata,
     output logic [1:0]  host_err,
-    output logic        intr
+    output logic        intr,
+    // a run of whole clock cycles the main loop (nvdla_hil_main.cpp) makes without VPI work:
+    // cocotb writes host_run_cycles (and host_run_irq: stop at the interrupt); the loop toggles
+    // host_run_ack when the run is over. Not used by the design.
+    input  logic [31:0] host_run_cycles,
+    input  logic        host_run_irq,
+    input  logic        host_run_ack,
+    // DBBIF: the memory side (nvdla_hil_axi_mem.h, in the main loop)
+    output logic dbb_ar_valid, input logic dbb_ar_ready, output logic [7:0] dbb_ar_id,
+    output logic [DBB_LW-1:0] dbb_ar_len, output logic [DBB_AW-1:0] dbb_ar_addr,
+    input logic dbb_r_valid, output logic dbb_r_ready, input logic [7:0] dbb_r_id,
+    input logic dbb_r_last, input logic [DBB_DW-1:0] dbb_r_data,
+    output logic dbb_aw_valid, input logic dbb_aw_ready, output logic [7:0] dbb_aw_id,
+    output logic [DBB_LW-1:0] dbb_aw_len, output logic [DBB_AW-1:0] dbb_aw_addr,
+    output logic dbb_w_valid, input logic dbb_w_ready, output logic [DBB_DW-1:0] dbb_w_data,
+    output logic [DBB_DW/8-1:0] dbb_w_strb, output logic dbb_w_last,
+    input logic dbb_b_valid, output logic dbb_b_ready, input logic [7:0] dbb_b_id
+`ifdef NVDLA_HIL_CVIF
+    ,
+    // CVIF (on-chip SRAM port), the same way
+    output logic cv_ar_valid, input logic cv_ar_ready, output logic [7:0] cv_ar_id,
+    output logic [CVIF_LW-1:0] cv_ar_len, output logic [CVIF_AW-1:0] cv_ar_addr,
+    input logic cv_r_valid, output logic cv_r_ready, input logic [7:0] cv_r_id,
+    input logic cv_r_last, input logic [CVIF_DW-1:0] cv_r_data,
+    output logic cv_aw_valid, input logic cv_aw_ready, output logic [7:0] cv_aw_id,
+    output logic [CVIF_LW-1:0] cv_aw_len, output logic [CVIF_AW-1:0] cv_aw_addr,
+    output logic cv_w_valid, input logic cv_w_ready, output logic [CVIF_DW-1:0] cv_w_data,
+    output logic [CVIF_DW/8-1:0] cv_w_strb, output logic cv_w_last,
+    input logic cv_b_valid, output logic cv_b_ready, input logic [7:0] cv_b_id
+`endif
 );
     // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
     logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
@@ -39,22 +70,6 @@ module nvdla_hil_top #(
         .csb_write(csb_write), .csb_nposted(csb_nposted), .csb_rvalid(csb_rvalid),
         .csb_rdata(csb_rdata), .csb_wr_complete(csb_wr_complete)
     );
-    logic dbb_ar_valid, dbb_ar_ready, dbb_r_valid, dbb_r_ready, dbb_r_last;
-    logic dbb_aw_valid, dbb_aw_ready, dbb_w_valid, dbb_w_ready, dbb_w_last, dbb_b_valid, dbb_b_ready;
-    logic [7:0] dbb_ar_id, dbb_r_id, dbb_aw_id, dbb_b_id;
-    logic [DBB_LW-1:0] dbb_ar_len, dbb_aw_len;
-    logic [DBB_AW-1:0] dbb_ar_addr, dbb_aw_addr;
-    logic [DBB_DW-1:0] dbb_r_data, dbb_w_data;
-    logic [DBB_DW/8-1:0] dbb_w_strb;
-`ifdef NVDLA_HIL_CVIF
-    logic cv_ar_valid, cv_ar_ready, cv_r_valid, cv_r_ready, cv_r_last;
-    logic cv_aw_valid, cv_aw_ready, cv_w_valid, cv_w_ready, cv_w_last, cv_b_valid, cv_b_ready;
-    logic [7:0] cv_ar_id, cv_r_id, cv_aw_id, cv_b_id;
-    logic [CVIF_LW-1:0] cv_ar_len, cv_aw_len;
-    logic [CVIF_AW-1:0] cv_ar_addr, cv_aw_addr;
-    logic [CVIF_DW-1:0] cv_r_data, cv_w_data;
-    logic [CVIF_DW/8-1:0] cv_w_strb;
-`endif
 
     NV_nvdla u_nvdla (
         .dla_core_clk                  (clk),
@@ -130,22 +145,4 @@ module nvdla_hil_top #(
         .nvdla_pwrbus_ram_a_pd         (32'd0)
     );
 
-    nvdla_hil_axi_mem #(.DW(DBB_DW), .AW(DBB_AW), .LW(DBB_LW), .PORT(0)) u_pri_mem (
-        .clk(clk), .rstn(rstn),
-        .ar_valid(dbb_ar_valid), .ar_ready(dbb_ar_ready), .ar_id(dbb_ar_id), .ar_len(dbb_ar_len), .ar_addr(dbb_ar_addr),
-        .r_valid(dbb_r_valid), .r_ready(dbb_r_ready), .r_id(dbb_r_id), .r_last(dbb_r_last), .r_data(dbb_r_data),
-        .aw_valid(dbb_aw_valid), .aw_ready(dbb_aw_ready), .aw_id(dbb_aw_id), .aw_len(dbb_aw_len), .aw_addr(dbb_aw_addr),
-        .w_valid(dbb_w_valid), .w_ready(dbb_w_ready), .w_data(dbb_w_data), .w_strb(dbb_w_strb), .w_last(dbb_w_last),
-        .b_valid(dbb_b_valid), .b_ready(dbb_b_ready), .b_id(dbb_b_id)
-    );
-`ifdef NVDLA_HIL_CVIF
-    nvdla_hil_axi_mem #(.DW(CVIF_DW), .AW(CVIF_AW), .LW(CVIF_LW), .PORT(1)) u_sec_mem (
-        .clk(clk), .rstn(rstn),
-        .ar_valid(cv_ar_valid), .ar_ready(cv_ar_ready), .ar_id(cv_ar_id), .ar_len(cv_ar_len), .ar_addr(cv_ar_addr),
-        .r_valid(cv_r_valid), .r_ready(cv_r_ready), .r_id(cv_r_id), .r_last(cv_r_last), .r_data(cv_r_data),
-        .aw_valid(cv_aw_valid), .aw_ready(cv_aw_ready), .aw_id(cv_aw_id), .aw_len(cv_aw_len), .aw_addr(cv_aw_addr),
-        .w_valid(cv_w_valid), .w_ready(cv_w_ready), .w_data(cv_w_data), .w_strb(cv_w_strb), .w_last(cv_w_last),
-        .b_valid(cv_b_valid), .b_ready(cv_b_ready), .b_id(cv_b_id)
-    );
-`endif
 endmodule
