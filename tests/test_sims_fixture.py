@@ -248,6 +248,39 @@ def test_lut_port_auto_increments(target) -> None:
 
 
 @pytestmark_sim
+def test_runs_of_cycles_keep_the_cycle_counts(fixture_build) -> None:
+    """The main loop's runs of cycles (host_run_*, no VPI per cycle) count as the cocotb Timer
+    and RisingEdge waits they replaced: ``run_cycles(n)`` is n cycles and the next rising edge,
+    and ``wait_irq`` returns at the first rising edge that sees the line high (cocotb wakes on
+    an edge before the design evaluates it, as a register sampling the line would), which is
+    found here one rising edge at a time."""
+    from nvdla_hil.harness.targets.verilator import VerilatorTarget
+
+    with VerilatorTarget(fixture_build, config="fixture") as t:
+        for n in (0, 1, 7, 20_003):
+            c0 = t.cycles
+            t.run_cycles(n)
+            assert t.cycles - c0 == n + 1, n
+
+        def start_copy() -> int:
+            t.restore_fresh()
+            t.mem_write(0x80000000, np.arange(8 * 40, dtype=np.uint8))
+            t.write_sequence([(DMA_SRC, 0x80000000), (DMA_DST, 0x80100000), (DMA_LEN, 40), (DMA_GO, 1)])
+            return t.cycles
+
+        go = start_copy()
+        for _ in range(5_000):
+            if t.irq_level():
+                break
+            t.run_cycles(0)                                   # one rising edge
+        stepped = t.cycles - go
+        assert t.irq_level() == 1 and stepped > 40            # 40 beats read and written
+        go = start_copy()
+        assert t.wait_irq(30.0)
+        assert t.cycles - go == stepped
+
+
+@pytestmark_sim
 def test_memory_backdoor_and_copy_engine_interrupt(target) -> None:
     rng = np.random.default_rng(5)
     data = rng.integers(0, 256, 8 * 40, dtype=np.uint8)      # 40 beats: bursts of 16, 16, 8
