@@ -225,7 +225,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
             progress("  note: FST needs the lz4 and zlib headers (Debian: liblz4-dev zlib1g-dev); "
                      "building with VCD waves instead")
             flags += ["--trace", "--trace-structs"]
-    own = _own_hdl(["nvdla_hil_mem.cpp", "nvdla_hil_axi_mem.h", "public.vlt"])
+    own = _own_hdl(["nvdla_hil_mem.cpp", "nvdla_hil_axi_mem.h", "nvdla_hil_ports.svh", "public.vlt"])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
                     hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
@@ -263,7 +263,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     vroot = verilator_root()
     cmd = [
         str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
-        "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel,
+        "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel, f"-I{HDL_DIR}",
         "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
         *flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
         *sources,

@@ -20,49 +20,13 @@
 //   0x2C HANG       WO  [0] 1 = ready stays low, [1] 1 = reads are never answered (until reset)
 // The slave stalls requests (ready low) on a pseudo-random pattern and answers reads after
 // 1..4 cycles, so the driver's handshakes are exercised.
+`include "nvdla_hil_ports.svh"
+
 module nvdla_hil_fixture_top (
-    input  logic        clk,
-    input  logic        rstn,
-    input  logic        host_req,
-    input  logic [15:0] host_addr,
-    input  logic [31:0] host_wdat,
-    input  logic        host_write,
-    input  logic        host_nposted,
-    input  logic [31:0] host_timeout,
-    output logic        host_ack,
-    output logic [31:0] host_rdata,
-    output logic [1:0]  host_err,
-    output logic        intr,
-    // a run of whole clock cycles the main loop (nvdla_hil_main.cpp) makes without VPI work:
-    // cocotb writes host_run_cycles (and host_run_irq: stop at the interrupt); the loop toggles
-    // host_run_ack when the run is over. Not used by the design.
-    input  logic [31:0] host_run_cycles,
-    input  logic        host_run_irq,
-    input  logic        host_run_ack,
-    // the copy engine's AXI port (64-bit data, 32-bit addresses, 4-bit lengths)
-    output logic dbb_ar_valid, input logic dbb_ar_ready, output logic [7:0] dbb_ar_id,
-    output logic [3:0] dbb_ar_len, output logic [31:0] dbb_ar_addr,
-    input logic dbb_r_valid, output logic dbb_r_ready, input logic [7:0] dbb_r_id,
-    input logic dbb_r_last, input logic [63:0] dbb_r_data,
-    output logic dbb_aw_valid, input logic dbb_aw_ready, output logic [7:0] dbb_aw_id,
-    output logic [3:0] dbb_aw_len, output logic [31:0] dbb_aw_addr,
-    output logic dbb_w_valid, input logic dbb_w_ready, output logic [63:0] dbb_w_data,
-    output logic [7:0] dbb_w_strb, output logic dbb_w_last,
-    input logic dbb_b_valid, output logic dbb_b_ready, input logic [7:0] dbb_b_id
+    `NVDLA_HIL_HOST_PORTS,
+    `NVDLA_HIL_AXI_PORTS(dbb_, 64, 32, 4)  // the copy engine's port
 );
-    // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
-    logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
-    logic [15:0] csb_addr;
-    logic [31:0] csb_wdat, csb_rdata;
-    nvdla_hil_csb_master u_csb_master (
-        .clk(clk), .rstn(rstn),
-        .host_req(host_req), .host_addr(host_addr), .host_wdat(host_wdat), .host_write(host_write),
-        .host_nposted(host_nposted), .host_timeout(host_timeout), .host_ack(host_ack),
-        .host_rdata(host_rdata), .host_err(host_err),
-        .csb_valid(csb_valid), .csb_ready(csb_ready), .csb_addr(csb_addr), .csb_wdat(csb_wdat),
-        .csb_write(csb_write), .csb_nposted(csb_nposted), .csb_rvalid(csb_rvalid),
-        .csb_rdata(csb_rdata), .csb_wr_complete(csb_wr_complete)
-    );
+    `NVDLA_HIL_CSB_MASTER
     logic [15:0] lfsr;
     logic [31:0] scratch, dma_src, dma_dst, dma_len;
     logic [16:0] lut_cfg;

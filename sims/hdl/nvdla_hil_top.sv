@@ -7,6 +7,8 @@
 // when the configuration has it, `define NVDLA_HIL_CVIF) are ports of this top, answered by the
 // AXI memory that the simulator's main loop runs in C++ (nvdla_hil_axi_mem.h), as NVDLA's own
 // C++ trace player does.
+`include "nvdla_hil_ports.svh"
+
 module nvdla_hil_top #(
     parameter int DBB_DW = 64,
     parameter int DBB_AW = 32,
@@ -15,61 +17,13 @@ module nvdla_hil_top #(
     parameter int CVIF_AW = 32,
     parameter int CVIF_LW = 4
 ) (
-    input  logic        clk,
-    input  logic        rstn,
-    input  logic        host_req,
-    input  logic [15:0] host_addr,
-    input  logic [31:0] host_wdat,
-    input  logic        host_write,
-    input  logic        host_nposted,
-    input  logic [31:0] host_timeout,
-    output logic        host_ack,
-    output logic [31:0] host_rdata,
-    output logic [1:0]  host_err,
-    output logic        intr,
-    // a run of whole clock cycles the main loop (nvdla_hil_main.cpp) makes without VPI work:
-    // cocotb writes host_run_cycles (and host_run_irq: stop at the interrupt); the loop toggles
-    // host_run_ack when the run is over. Not used by the design.
-    input  logic [31:0] host_run_cycles,
-    input  logic        host_run_irq,
-    input  logic        host_run_ack,
-    // DBBIF: the memory side (nvdla_hil_axi_mem.h, in the main loop)
-    output logic dbb_ar_valid, input logic dbb_ar_ready, output logic [7:0] dbb_ar_id,
-    output logic [DBB_LW-1:0] dbb_ar_len, output logic [DBB_AW-1:0] dbb_ar_addr,
-    input logic dbb_r_valid, output logic dbb_r_ready, input logic [7:0] dbb_r_id,
-    input logic dbb_r_last, input logic [DBB_DW-1:0] dbb_r_data,
-    output logic dbb_aw_valid, input logic dbb_aw_ready, output logic [7:0] dbb_aw_id,
-    output logic [DBB_LW-1:0] dbb_aw_len, output logic [DBB_AW-1:0] dbb_aw_addr,
-    output logic dbb_w_valid, input logic dbb_w_ready, output logic [DBB_DW-1:0] dbb_w_data,
-    output logic [DBB_DW/8-1:0] dbb_w_strb, output logic dbb_w_last,
-    input logic dbb_b_valid, output logic dbb_b_ready, input logic [7:0] dbb_b_id
+    `NVDLA_HIL_HOST_PORTS,
+    `NVDLA_HIL_AXI_PORTS(dbb_, DBB_DW, DBB_AW, DBB_LW)  // DBBIF
 `ifdef NVDLA_HIL_CVIF
-    ,
-    // CVIF (on-chip SRAM port), the same way
-    output logic cv_ar_valid, input logic cv_ar_ready, output logic [7:0] cv_ar_id,
-    output logic [CVIF_LW-1:0] cv_ar_len, output logic [CVIF_AW-1:0] cv_ar_addr,
-    input logic cv_r_valid, output logic cv_r_ready, input logic [7:0] cv_r_id,
-    input logic cv_r_last, input logic [CVIF_DW-1:0] cv_r_data,
-    output logic cv_aw_valid, input logic cv_aw_ready, output logic [7:0] cv_aw_id,
-    output logic [CVIF_LW-1:0] cv_aw_len, output logic [CVIF_AW-1:0] cv_aw_addr,
-    output logic cv_w_valid, input logic cv_w_ready, output logic [CVIF_DW-1:0] cv_w_data,
-    output logic [CVIF_DW/8-1:0] cv_w_strb, output logic cv_w_last,
-    input logic cv_b_valid, output logic cv_b_ready, input logic [7:0] cv_b_id
+    , `NVDLA_HIL_AXI_PORTS(cv_, CVIF_DW, CVIF_AW, CVIF_LW)  // CVIF (on-chip SRAM port)
 `endif
 );
-    // CSB between the HDL master (driven by the cocotb testbench once per access) and the core
-    logic        csb_valid, csb_ready, csb_write, csb_nposted, csb_rvalid, csb_wr_complete;
-    logic [15:0] csb_addr;
-    logic [31:0] csb_wdat, csb_rdata;
-    nvdla_hil_csb_master u_csb_master (
-        .clk(clk), .rstn(rstn),
-        .host_req(host_req), .host_addr(host_addr), .host_wdat(host_wdat), .host_write(host_write),
-        .host_nposted(host_nposted), .host_timeout(host_timeout), .host_ack(host_ack),
-        .host_rdata(host_rdata), .host_err(host_err),
-        .csb_valid(csb_valid), .csb_ready(csb_ready), .csb_addr(csb_addr), .csb_wdat(csb_wdat),
-        .csb_write(csb_write), .csb_nposted(csb_nposted), .csb_rvalid(csb_rvalid),
-        .csb_rdata(csb_rdata), .csb_wr_complete(csb_wr_complete)
-    );
+    `NVDLA_HIL_CSB_MASTER
 
     NV_nvdla u_nvdla (
         .dla_core_clk                  (clk),
