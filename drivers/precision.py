@@ -7,6 +7,7 @@ seeds 001 (precision preservation) and 003 (LUT programming).
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -407,10 +408,18 @@ class PrecisionControl:
         """Program one convertor instance (see :data:`CONVERTORS`) with range checks on
         the widths the datapath really uses."""
         c = self._cvt(name)
-        self.drv.write_fields((c.block, c.offset[0]), **{c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
-        self.drv.write_fields((c.block, c.scale[0]), **{c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
+        self._set_fields((c.block, c.offset[0]), {c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})
+        self._set_fields((c.block, c.scale[0]), {c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})
         extra = {"CVT_EN": int(enable)} if name == "cdma" else {}
-        self.drv.write_fields((c.block, c.shift[0]), **{c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits)}, **extra)  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
+        self._set_fields((c.block, c.shift[0]), {c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits), **extra})
+
+    def _set_fields(self, reg: tuple[str, str], fields: dict[str, int]) -> None:
+        """Set ``fields`` of ``reg``, keeping the others (``write_fields``); a register whose every
+        field is named is written without reading it first (nothing of it is kept)."""
+        if set(fields) == set(self.drv.register(reg).fields):
+            self.drv.write(reg, self.drv.encode(reg, fields, base=0))
+        else:
+            self.drv.write_fields(reg, **fields)  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
 
     def get_convertor(self, name: str) -> ConvertorSetting:
         c = self._cvt(name)
@@ -453,10 +462,12 @@ class PrecisionControl:
         regs = _STAT_REGS.get(unit)
         if regs is None:
             raise RegisterMapError(f"unit {unit!r} has no statistics; units: {', '.join(_STAT_REGS)}")
+        producer = self.drv.producer_group(unit)
         if group is None:
-            group = self.drv.producer_group(unit)
+            group = producer
         values: dict[str, int] = {}
-        with self.drv.group(unit, group):
+        # the registers of ``group`` (CSB accesses reach the producer group: switched for the reads)
+        with self.drv.group(unit, group) if group != producer else nullcontext():
             for name, (reg, fld) in regs.items():
                 try:
                     values[name] = self.drv.read_field((unit, reg), fld)

@@ -120,8 +120,18 @@ def scatter_rows(mem: MemoryPort, starts: np.ndarray, data: np.ndarray) -> None:
         mem.write(a, row)
 
 
+def _dense(geo: CubeGeometry) -> bool:
+    """The cube's lines follow each other in memory, surface after surface: one block of bytes
+    (what :func:`gather_rows`/:func:`scatter_rows` find from the line addresses, known from the strides)."""
+    lb = geo.line_bytes
+    return (geo.height == 1 or geo.line_stride == lb) and (geo.n_surfaces == 1 or geo.surface_stride == geo.height * lb)
+
+
 def _read_lines(mem: MemoryPort, geo: CubeGeometry) -> np.ndarray:
     """Raw bytes of every line, shape (S, H, line_bytes), uint8."""
+    if _dense(geo) and not getattr(mem, "exact_reads", False):
+        shape = (geo.n_surfaces, geo.height, geo.line_bytes)
+        return np.asarray(mem.read(geo.base, shape[0] * shape[1] * shape[2]), dtype=np.uint8).reshape(shape)
     return gather_rows(mem, geo.line_addresses(), geo.line_bytes)
 
 
@@ -169,4 +179,7 @@ def write_surfaces(mem: MemoryPort, geo: CubeGeometry, raw: np.ndarray) -> None:
     """Store ``uint8 (S, H, W, group * bpe)`` raw bytes (the inverse of :func:`read_surfaces`);
     bytes between lines and surfaces keep their value."""
     raw = np.ascontiguousarray(raw, dtype=np.uint8).reshape(geo.n_surfaces, geo.height, geo.line_bytes)
+    if _dense(geo) and raw.size:
+        mem.write(geo.base, raw.reshape(-1))  # the lines tile one block, in order
+        return
     scatter_rows(mem, geo.line_addresses(), raw)

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .fp16_native import fp17_add_native, fp17_mul_native, fp32_add_native, fp32_mul_native, native_fp32_operand
+
 __all__ = [
     "FP16_MAX", "FP16_MAX_BITS", "FP16_POS_INF", "FP16_NEG_INF", "FP16_QNAN", "FP32_MAX",
     "INF_VALUES", "NanInfCounts",
@@ -64,9 +66,9 @@ def as_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
         return a
     if a.dtype == np.float16:
         return a.view(np.uint16)
-    if not np.issubdtype(a.dtype, np.integer):
+    if a.dtype.kind not in "iu":
         raise TypeError(f"FP16 bit patterns must be integers, got dtype {a.dtype}")
-    if a.size and (a.min() < 0 or a.max() > 0xFFFF):
+    if a.size and (a >> 16).any():  # below 0 (the shift keeps the sign) or above 0xffff
         raise ValueError("FP16 bit patterns must lie in 0..0xffff")
     return a.astype(np.uint16)
 
@@ -77,9 +79,8 @@ def to_float(bits: np.ndarray | int, dtype: type = np.float32) -> np.ndarray:
 
 
 def is_nan(bits: np.ndarray | int) -> np.ndarray:
-    """Exponent all ones and mantissa non-zero."""
-    b = as_bits(bits)
-    return ((b & _EXP_MASK) == _EXP_MASK) & ((b & _MANT_MASK) != 0)
+    """Exponent all ones and mantissa non-zero: the magnitude bits above the INF pattern's."""
+    return (as_bits(bits) & 0x7FFF) > FP16_POS_INF
 
 
 def is_inf(bits: np.ndarray | int) -> np.ndarray:
@@ -345,22 +346,30 @@ def _narrow(x: np.ndarray, e_out: int, *, denorm: bool) -> np.ndarray:
     nm = np.where(ovf == 1, 0, top & 0x3FF)
     maxv = _set_max(s, e_out, 10)
     out = np.where(ne >= emax, maxv, (s << sh_out) | (ne << 10) | nm)
-    # denormal range: exponent delta-10 .. delta, shift 1..11 (FpMantDecShiftRight)
-    sh = np.minimum(np.maximum(delta + 1 - e, 1), 11)
-    gpos = 13 + sh - 1
-    gd = (p1 >> gpos) & 1
-    sd = (p1 & ((_I64(1) << gpos) - 1)) != 0
-    ld = (p1 >> (gpos + 1)) & 1
-    o = ((p1 >> sh) >> 13) & 0x7FF
-    o = o + (gd & (sd | ld))
-    if denorm:
-        den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, o & 0x3FF)
-    else:  # DENORM_NO: only a round-up to the smallest normal survives
-        den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, 0)
-    out = np.where((e <= delta) & (e >= delta - 10), den, out)
-    out = np.where(e < delta - 10, s << sh_out, out)
-    out = np.where(e >= emax + delta, maxv, out)
-    return np.where(f32_nan(e, m), (s << sh_out) | (emax << 10) | (m & 0x3FF), out)
+    # the ranges below, each patched only when an exponent falls in it (few numpy calls on a small cube)
+    e_lo, e_hi = (int(e.min()), int(e.max())) if e.size else (0, 0)
+    in_den = (e <= delta) & (e >= delta - 10) if e_lo <= delta and e_hi >= delta - 10 else None
+    if in_den is not None and in_den.any():
+        # denormal range: exponent delta-10 .. delta, shift 1..11 (FpMantDecShiftRight)
+        sh = np.minimum(np.maximum(delta + 1 - e, 1), 11)
+        gpos = 13 + sh - 1
+        gd = (p1 >> gpos) & 1
+        sd = (p1 & ((_I64(1) << gpos) - 1)) != 0
+        ld = (p1 >> (gpos + 1)) & 1
+        o = ((p1 >> sh) >> 13) & 0x7FF
+        o = o + (gd & (sd | ld))
+        if denorm:
+            den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, o & 0x3FF)
+        else:  # DENORM_NO: only a round-up to the smallest normal survives
+            den = (s << sh_out) | np.where(o >> 10 == 1, 1 << 10, 0)
+        out = np.where(in_den, den, out)
+    if e_lo < delta - 10:
+        out = np.where(e < delta - 10, s << sh_out, out)
+    if e_hi >= emax + delta:
+        out = np.where(e >= emax + delta, maxv, out)
+    if e_hi == 0xFF:
+        out = np.where(f32_nan(e, m), (s << sh_out) | (emax << 10) | (m & 0x3FF), out)
+    return out
 
 
 def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
@@ -445,33 +454,51 @@ def fp32_add_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.int
     is placed 25 bits up in a 49-bit field, the other shifted to it (bits below the field are
     dropped, no sticky), added or subtracted; a carry out shifts right by one (dropping a bit)
     or overflows (exponent 254) to the maximal value; otherwise normalised (exponent too small
-    -> signed zero with the larger operand's sign); RNE to 24 bits."""
-    return _fp_add(a, b, 8, 23)
+    -> signed zero with the larger operand's sign); RNE to 24 bits. Operands that are all normal,
+    zero or NaN take float32 addition (:func:`.fp16_native.fp32_add_native`), others (the INF
+    pattern, an exponent of 0 with a mantissa) the field-by-field :func:`_fp_add`."""
+    ua, ea = native_fp32_operand(a)
+    ub, eb = native_fp32_operand(b)
+    if ea is None or eb is None:
+        return _fp_add(a, b, 8, 23)
+    return fp32_add_native(a, b, ua, ub, max(ea, eb))
 
 
 def fp32_sub_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
     """cmod ``FpSub``: ``b``'s sign flipped (NaN included), then FpAdd."""
-    return _fp_add(a, np.asarray(b, _I64) ^ (1 << 31), 8, 23)
+    return fp32_add_bits(a, np.asarray(b, _I64) ^ (1 << 31))
 
 
 def fp32_mul_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
     """cmod ``FpMul<8,23>``: 24 x 24-bit mantissa product, exponent sum below the bias ->
     signed zero, at or above 382 -> maximal value, normalised and RNE to 24 bits; a result
-    exponent of 0 is flushed to a signed zero; sign = XOR."""
-    return _fp_mul(a, b, 8, 23)
+    exponent of 0 is flushed to a signed zero; sign = XOR. Operands that are all normal, zero or
+    NaN take a float64 product (:func:`.fp16_native.fp32_mul_native`), others the field-by-field
+    :func:`_fp_mul`."""
+    ua, ea = native_fp32_operand(a)
+    ub, eb = native_fp32_operand(b)
+    if ea is None or eb is None:
+        return _fp_mul(a, b, 8, 23)
+    return fp32_mul_native(a, b, ua, ub, ea, eb)
 
 
 # ---- fp17 (1 + 6 + 10 bits), the SDP LUT interpolation format (cmod sdp_y_inp.cpp)
 
 
 def fp17_add_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
-    """cmod ``Fp17Add`` (FpAdd<6,10>), same rules as :func:`fp32_add_bits`."""
-    return _fp_add(a, b, 6, 10)
+    """cmod ``Fp17Add`` (FpAdd<6,10>), same rules as :func:`fp32_add_bits`; through float32
+    (:func:`.fp16_native.fp17_add_native`) unless an operand is the INF pattern (exponent 63,
+    mantissa 0), which takes the field-by-field :func:`_fp_add`."""
+    r = fp17_add_native(a, b)
+    return _fp_add(a, b, 6, 10) if r is None else r
 
 
 def fp17_mul_bits(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray:
-    """cmod ``Fp17Mul`` (FpMul<6,10>), same rules as :func:`fp32_mul_bits`."""
-    return _fp_mul(a, b, 6, 10)
+    """cmod ``Fp17Mul`` (FpMul<6,10>), same rules as :func:`fp32_mul_bits`; through float32
+    (:func:`.fp16_native.fp17_mul_native`) unless an operand is the INF pattern (exponent 63,
+    mantissa 0), which takes the field-by-field :func:`_fp_mul`."""
+    r = fp17_mul_native(a, b)
+    return _fp_mul(a, b, 6, 10) if r is None else r
 
 
 def fp16_to_fp17_bits(bits: np.ndarray | int | np.integer) -> np.ndarray:
@@ -556,13 +583,12 @@ def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.
 def fp32_relu_bits(x: np.ndarray) -> np.ndarray:
     """cmod ``FpRelu``: negative values (not NaN) -> +0."""
     x = np.asarray(x, _I64)
-    s, e, m = f32_fields(x)
-    return np.where((s == 0) | f32_nan(e, m), x, 0)
+    return np.where(((x & 0x80000000) == 0) | fp32_is_nan(x), x, 0)
 
 
 def fp32_is_nan(x: np.ndarray) -> np.ndarray:
-    _, e, m = f32_fields(x)
-    return f32_nan(e, m)
+    """All-ones exponent and a non-zero mantissa: the magnitude bits above the INF pattern's."""
+    return (np.asarray(x, _I64) & 0x7FFFFFFF) > 0x7F800000
 
 
 def float_to_int_frac(x: np.ndarray, rshift: int, int_bits: int = 9, frac_bits: int = 35) -> tuple[np.ndarray, np.ndarray]:

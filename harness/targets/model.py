@@ -41,8 +41,11 @@ from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from .memory import RecordingMemory, SparseMemory
 from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
+from .model_views import GroupView, RdmaIdleView
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
+
+_GroupView = GroupView  # the name bench/bench_refmodel.py imports
 
 
 class LayerConfigError(TransportError):
@@ -100,46 +103,6 @@ class _LutPort:
     cfg_written: int = 0
 
 
-class _GroupView:
-    """RegisterView of one unit's executing group for the layer models."""
-
-    def __init__(self, target: ModelTarget, groups: dict[str, int]) -> None:
-        self._t, self._groups, self._regs, self._field_at = target, groups, target._regs, target._field_at
-
-    def reg(self, block: str, register: str) -> int:
-        r = self._t._register(block, register)
-        return self._regs[(r.address, self._groups.get(block, 0) if r.dual else 0)]
-
-    def field(self, block: str, register: str, field: str) -> int:
-        address, dual, shift, mask = self._field_at(block, register, field)
-        return (self._regs[(address, self._groups.get(block, 0) if dual else 0)] >> shift) & mask
-
-    def lut(self, block: str, table: str) -> np.ndarray:
-        return self._t._luts[block][table.upper()].copy()
-
-    def has(self, feature: str) -> bool:
-        return self._t.profile.has(feature)
-
-
-class _RdmaIdleView:
-    """SDP_RDMA fetches no operand while it is not enabled in the layer's group: a fused
-    convolution whose SDP takes its operands from registers (NVDLA's firmware, sdp.c, leaves
-    D_BRDMA_CFG at 0 = DISABLE NO, RAM_TYPE CV when SDP_RDMA is not needed)."""
-
-    _ENGINES = ("D_BRDMA_CFG", "D_NRDMA_CFG", "D_ERDMA_CFG")
-
-    def __init__(self, view: RegisterView) -> None:
-        self._v = view
-
-    def field(self, block: str, register: str, field: str) -> int:
-        if block == "SDP_RDMA" and register in self._ENGINES and field.endswith("_DISABLE"):
-            return 1
-        return self._v.field(block, register, field)
-
-    def __getattr__(self, name: str):  # reg, lut, has: as the wrapped view
-        return getattr(self._v, name)
-
-
 class ModelTarget(Transport):
     """Virtual NVDLA. ``ModelTarget("nv_small")``; use as a context manager.
 
@@ -185,6 +148,7 @@ class ModelTarget(Transport):
         self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
+        self._runners: dict[str, Callable[..., LayerResult]] = {}  # layer model entry points, imported once
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
         self._events: deque[tuple[int, Callable[[], None] | None]] = deque()
         self._unseen = 0  # status bits raised that no status read has returned yet
@@ -435,8 +399,8 @@ class ModelTarget(Transport):
         # RDMA idle, its pointer where it was); nothing on the flying data path names a group
         cons = lambda b: group if b == block or (b in CONV_BLOCKS and block in CONV_BLOCKS) \
             else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
-        mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple((b, cons(b)) for b in blocks
-                                                                              if cons(b) != group))  # noqa: E731
+        mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple(
+            bg for bg in ((b, cons(b)) for b in blocks) if bg[1] != group))  # noqa: E731
         to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", cons("SDP")) == 1
         if block in CONV_BLOCKS or (block == "SDP" and sdp_flying):
             blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if to_pdp else ())
@@ -467,11 +431,11 @@ class ModelTarget(Transport):
                 self._regs[(r.address, group)] = 0
 
     def _run(self, layer: _Layer, group: int) -> None:
-        runner = _load_runner(layer.runner)
+        runner = self._runners.get(layer.runner) or self._runners.setdefault(layer.runner, _load_runner(layer.runner))
         gmap = layer.group_map(group)
-        view: RegisterView = _GroupView(self, {b: group for b in self.regmap.blocks} | gmap)
+        view: RegisterView = GroupView(self, gmap, group)
         if "SDP" in layer.blocks and "SDP_RDMA" not in layer.blocks and not self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", gmap["SDP"]):
-            view = _RdmaIdleView(view)
+            view = RdmaIdleView(view)
         if self.bugs:
             from .faults import FaultyView
 
@@ -559,7 +523,7 @@ class ModelTarget(Transport):
         if r.name == "CFG_OP":
             if len(self._bdma_queue) >= QUEUE_DEPTH:
                 raise LayerConfigError(f"BDMA refused: CFG_OP with {QUEUE_DEPTH} commands already queued (the queue is full)")
-            self._bdma_queue.append(BdmaCommand.from_registers(_GroupView(self, {})))
+            self._bdma_queue.append(BdmaCommand.from_registers(GroupView(self, {})))
             self._bdma_status()
             return
         g = int(r.name[-1])
