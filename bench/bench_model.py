@@ -4,7 +4,7 @@ For each unit the script generates layers once with ``nvdla-hil fuzz --unit U --
 --keep DIR --target cmod`` (packed vectors whose goldens are the C model's outputs; cached in
 ``--cases``, reused while seed and count are the same), then runs every layer with
 :func:`~nvdla_hil.harness.vectors.execute_case` on the model target (C-model semantics) and on
-the C model (``--target cmod``, nv_full, ``$NVDLA_HW_V1``), one after the other in this run, and
+the C model (``--target cmod``, nv_full, ``$NVDLA_HW_V1``), layer by layer in this run, and
 prints per unit: the median layer time on each, the ratio of the medians (C model / model: how
 many times faster the model is), and the worst layer (the lowest per-layer ratio, named). Each
 layer runs ``--repeat`` times on each target and the fastest run counts: on a loaded machine the
@@ -112,82 +112,76 @@ def _server_cpu(target: object) -> float:
     return total * 1e-9
 
 
-def _time_case(case: Case, target: Transport, repeat: int, before: Callable[[], None] | None = None
-               ) -> tuple[float, float, dict[str, np.ndarray]]:  # fmt: skip
-    """Fastest wall time and CPU time (this process + the target's process) of ``repeat`` runs."""
-    best, best_cpu = float("inf"), float("inf")
-    out: dict[str, np.ndarray] = {}
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        c0, s0 = time.process_time(), _server_cpu(target)
-        t = time.perf_counter()
-        out, _ = execute_case(case, target)
-        best = min(best, time.perf_counter() - t)
-        best_cpu = min(best_cpu, time.process_time() - c0 + _server_cpu(target) - s0)
-    return best, best_cpu, out
+def _time_once(case: Case, target: Transport, before: Callable[[], None]) -> tuple[float, float, dict[str, np.ndarray]]:
+    """One run of ``case`` after ``before()`` (untimed): wall time, CPU time (this process + the
+    target's process) and the outputs."""
+    before()
+    c0, s0 = time.process_time(), _server_cpu(target)
+    t = time.perf_counter()
+    out, _ = execute_case(case, target)
+    wall = time.perf_counter() - t
+    return wall, time.process_time() - c0 + _server_cpu(target) - s0, out
 
 
 def bench_unit(unit: str, folder: Path, args: argparse.Namespace, prof: cProfile.Profile | None) -> UnitResult:
+    """Layer by layer: ``--repeat`` runs on the model, then ``--repeat`` on the C model, so that
+    a change in the machine's speed (a shared VM's neighbours) falls on both sides of a layer's
+    ratio; the fastest run of each counts. The model's runs follow each other as in a
+    regression (one process, warm); the C model restarts before each (reset, timed apart)."""
     res = UnitResult(unit)
     cases = [load_case(p) for p in find_cases(folder)]
     if not cases:
         res.errors.append("no layers kept")
         return res
     profile = cases[0].profile or "nv_full"
-    model_out: dict[str, dict[str, np.ndarray]] = {}
+    cm = None if args.model_only else CmodTarget(nvdla_hw=args.nvdla_hw, config=profile)
     with ModelTarget(profile, semantics="cmod") as m:
         execute_case(cases[0], m)  # warm-up, untimed
-        for c in cases:
-            m.reset()
-            try:
-                if prof is not None:
-                    prof.enable()
-                t, cpu, out = _time_case(c, m, args.repeat, m.reset)
-            except Exception as e:  # noqa: BLE001 - report the layer, go on
-                res.errors.append(f"{c.name}: model: {type(e).__name__}: {e}")
-                continue
-            finally:
-                if prof is not None:
-                    prof.disable()
-            res.layers.append(c.name)
-            res.model.append(t)
-            res.model_cpu.append(cpu)
-            model_out[c.name] = out
-    if args.model_only:
-        return res
-    times: dict[str, tuple[float, float]] = {}
-    cm = CmodTarget(nvdla_hw=args.nvdla_hw, config=profile)
-    t0 = time.perf_counter()
-    cm.open()
-    res.startup.append(time.perf_counter() - t0)
-    try:
-        execute_case(cases[0], cm)  # warm-up, untimed
-        for c in cases:
-            if c.name not in model_out:
-                continue
+        if cm is not None:
+            t0 = time.perf_counter()
+            cm.open()
+            res.startup.append(time.perf_counter() - t0)
+            execute_case(cases[0], cm)  # warm-up, untimed
 
-            def restart() -> None:
-                s = time.perf_counter()
-                cm.reset()
-                res.startup.append(time.perf_counter() - s)
+        def restart() -> None:  # the C model has no reset line: a new process, timed apart
+            s = time.perf_counter()
+            assert cm is not None
+            cm.reset()
+            res.startup.append(time.perf_counter() - s)
 
-            try:
-                t, cpu, out = _time_case(c, cm, args.repeat, restart)
-            except Exception as e:  # noqa: BLE001
-                res.errors.append(f"{c.name}: cmod: {type(e).__name__}: {e}")
-                continue
-            times[c.name] = (t, cpu)
-            mo = model_out[c.name]
-            res.agree += all(np.array_equal(np.asarray(mo[k]), np.asarray(v)) for k, v in out.items())
-    finally:
-        cm.close()
-    keep = [i for i, n in enumerate(res.layers) if n in times]
-    res.layers = [res.layers[i] for i in keep]
-    res.model = [res.model[i] for i in keep]
-    res.model_cpu = [res.model_cpu[i] for i in keep]
-    res.cmod = [times[n][0] for n in res.layers]
-    res.cmod_cpu = [times[n][1] for n in res.layers]
+        try:
+            for c in cases:
+                best = {"model": (float("inf"), float("inf")), "cmod": (float("inf"), float("inf"))}
+                outs: dict[str, dict[str, np.ndarray]] = {}
+                stage = "model"
+                try:
+                    for _ in range(args.repeat):
+                        if prof is not None:
+                            prof.enable()
+                        try:
+                            wall, cpu, outs["model"] = _time_once(c, m, m.reset)
+                        finally:
+                            if prof is not None:
+                                prof.disable()
+                        best["model"] = (min(best["model"][0], wall), min(best["model"][1], cpu))
+                    stage = "C model"
+                    for _ in range(args.repeat if cm is not None else 0):
+                        wall, cpu, outs["cmod"] = _time_once(c, cm, restart)
+                        best["cmod"] = (min(best["cmod"][0], wall), min(best["cmod"][1], cpu))
+                except Exception as e:  # noqa: BLE001 - report the layer, go on
+                    res.errors.append(f"{c.name}: {stage}: {type(e).__name__}: {e}")
+                    continue
+                res.layers.append(c.name)
+                res.model.append(best["model"][0])
+                res.model_cpu.append(best["model"][1])
+                if cm is not None:
+                    res.cmod.append(best["cmod"][0])
+                    res.cmod_cpu.append(best["cmod"][1])
+                    mo = outs["model"]
+                    res.agree += all(np.array_equal(np.asarray(mo[k]), np.asarray(v)) for k, v in outs["cmod"].items())
+        finally:
+            if cm is not None:
+                cm.close()
     return res
 
 
