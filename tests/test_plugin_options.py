@@ -54,7 +54,7 @@ def _embedded_path() -> str | None:
         return ""
     extra = os.environ.get("NVDLA_HIL_EMBEDDED_PATH")
     if extra and Path(extra, "pytest_embedded").is_dir():
-        return extra
+        return str(Path(extra).resolve())  # the child processes run in their own folders
     return None
 
 

@@ -104,7 +104,7 @@ def _mount(where: Path, *opts: str) -> None:
 @pytest.fixture
 def small_disk(tmp_path):
     where = tmp_path / "disk"
-    _mount(where, "size=100k")
+    _mount(where, "size=48k")  # 12 pages: a run of 12 layers (a log each, the reports) needs more
     yield where
     subprocess.run(["umount", str(where)], check=False)
 

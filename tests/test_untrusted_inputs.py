@@ -423,7 +423,7 @@ def _embedded_path() -> str | None:
     if importlib.util.find_spec("pytest_embedded") is not None:
         return ""
     extra = os.environ.get("NVDLA_HIL_EMBEDDED_PATH")
-    return extra if extra and Path(extra, "pytest_embedded").is_dir() else None
+    return str(Path(extra).resolve()) if extra and Path(extra, "pytest_embedded").is_dir() else None  # children run elsewhere
 
 
 def _other_project(tmp_path: Path, *argv: str, pythonpath: str = "") -> tuple[int, str, Path]:
