@@ -151,8 +151,9 @@ class NvdlaDriver:
                      verify: bool = False, **fields: int | str) -> int:
         """Set fields of a register; the others keep their current value (one read, one write).
 
-        Registers with side effects on write (``trigger``) and registers that cannot be
-        read back are not read first: unnamed fields get their reset value. Returns the
+        Registers with side effects on write (``trigger``), registers that cannot be read
+        back and registers whose every field is named (nothing of them is kept) are not read
+        first: unnamed fields get their reset value. Returns the
         value written. :meth:`set_fields` takes the fields as a mapping (field names from user
         input, which could be ``reg`` or ``verify``)."""
         return self.set_fields(name, fields, reg, verify=verify)
@@ -161,7 +162,7 @@ class NvdlaDriver:
                    verify: bool = False) -> int:
         """:meth:`write_fields` with the fields as a mapping."""
         r = self.register(name, reg)
-        if r.trigger or not r.readable:
+        if r.trigger or not r.readable or fields.keys() >= r.fields.keys():
             base = r.reset
         else:
             base = self.transport.read32(r.address)

@@ -295,6 +295,9 @@ class RegisterDriver(Protocol):
     def write_fields(self, name: str | tuple[str, str], reg: str | None = None, *,
                      verify: bool = False, **fields: int | str) -> int: ...
 
+    def set_fields(self, name: str | tuple[str, str], fields: Mapping[str, int | str], reg: str | None = None, *,
+                   verify: bool = False) -> int: ...
+
     def producer_group(self, block: str) -> int: ...
 
     def group(self, block: str, group: int) -> AbstractContextManager[None]: ...
@@ -408,18 +411,10 @@ class PrecisionControl:
         """Program one convertor instance (see :data:`CONVERTORS`) with range checks on
         the widths the datapath really uses."""
         c = self._cvt(name)
-        self._set_fields((c.block, c.offset[0]), {c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})
-        self._set_fields((c.block, c.scale[0]), {c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})
+        self.drv.set_fields((c.block, c.offset[0]), {c.offset[1]: _check_signed(f"{name} offset", setting.offset, c.offset_bits)})
+        self.drv.set_fields((c.block, c.scale[0]), {c.scale[1]: _check_signed(f"{name} scale", setting.scale, c.scale_bits)})
         extra = {"CVT_EN": int(enable)} if name == "cdma" else {}
-        self._set_fields((c.block, c.shift[0]), {c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits), **extra})
-
-    def _set_fields(self, reg: tuple[str, str], fields: dict[str, int]) -> None:
-        """Set ``fields`` of ``reg``, keeping the others (``write_fields``); a register whose every
-        field is named is written without reading it first (nothing of it is kept)."""
-        if set(fields) == set(self.drv.register(reg).fields):
-            self.drv.write(reg, self.drv.encode(reg, fields, base=0))
-        else:
-            self.drv.write_fields(reg, **fields)  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
+        self.drv.set_fields((c.block, c.shift[0]), {c.shift[1]: _check_unsigned(f"{name} shift", setting.shift, c.shift_bits), **extra})
 
     def get_convertor(self, name: str) -> ConvertorSetting:
         c = self._cvt(name)
@@ -440,7 +435,7 @@ class PrecisionControl:
             block, reg, fld = TRUNCATIONS[name]
         except KeyError:
             raise RegisterMapError(f"unknown truncation {name!r}; truncations: {', '.join(TRUNCATIONS)}") from None
-        self.drv.write_fields((block, reg), **{fld: shift})  # type: ignore[arg-type]  # mypy matches **{field: v} against reg/verify; keys are field names
+        self.drv.set_fields((block, reg), {fld: shift})
 
     def get_truncation(self, name: str) -> int:
         block, reg, fld = TRUNCATIONS[name]

@@ -45,8 +45,6 @@ from .model_views import GroupView, RdmaIdleView
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
-_GroupView = GroupView  # the name bench/bench_refmodel.py imports
-
 
 class LayerConfigError(TransportError):
     """The model refuses a layer whose configuration the hardware does not support."""
