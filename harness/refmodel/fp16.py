@@ -22,7 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .fp16_native import fp17_add_native, fp17_mul_native, fp32_add_native, fp32_mul_native, native_fp32_operand
+from .fp16_native import (
+    fp17_add_native,
+    fp17_mul_native,
+    fp32_add_native,
+    fp32_mul_native,
+    nan_operands,
+    native_fp32_operand,
+)
 
 __all__ = [
     "FP16_MAX", "FP16_MAX_BITS", "FP16_POS_INF", "FP16_NEG_INF", "FP16_QNAN", "FP32_MAX",
@@ -407,15 +414,8 @@ def _fp_add(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, 
         out = np.where((mag >= emax << mb_) & ((cy | (top >> (mb_ + 1))) != 0), s_big | ((emax - 1) << mb_) | m_mask, out)
     out = np.where((tot == 0) | (oe <= 0), s_big, out)  # too small: signed zero
     if e_top == emax and (big > (emax << mb_)).any():
-        return _nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
+        return nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
     return out
-
-
-def _nan_operands(out: np.ndarray, a: np.ndarray, b: np.ndarray, mag_a: np.ndarray, mag_b: np.ndarray,
-                  inf_mag: int) -> np.ndarray:  # fmt: skip
-    """A NaN operand (magnitude above the INF pattern's) is returned as is, ``a`` first (the
-    callers come here only when one of them is NaN)."""
-    return np.where(mag_a > inf_mag, a, np.where(mag_b > inf_mag, b, out))
 
 
 def _fp_mul(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, eb_: int, mb_: int) -> np.ndarray:
@@ -445,7 +445,7 @@ def _fp_mul(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, 
         out = sgn | mag
     out = np.where((p == 0) | (es < bias) | (mag < one), sgn, out)  # a zero operand, underflow: signed zero
     if emax in (ea_top, eb_top) and (np.maximum(mag_a, mag_b) > (emax << mb_)).any():
-        return _nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
+        return nan_operands(out, a, b, mag_a, mag_b, emax << mb_)
     return out
 
 
@@ -576,7 +576,7 @@ def fp32_max_bits(a: np.ndarray, b: np.ndarray, *, take_max: bool = True) -> np.
     a_gt = np.where(sa == sb, (mag_a > mag_b) ^ (sa != 0), sb != 0)
     out = np.where(a_gt if take_max else ~a_gt, a, b)
     if (np.maximum(mag_a, mag_b) > 0x7F800000).any():
-        return _nan_operands(out, a, b, mag_a, mag_b, 0x7F800000)
+        return nan_operands(out, a, b, mag_a, mag_b, 0x7F800000)
     return out
 
 

@@ -37,7 +37,8 @@ from contextlib import nullcontext
 
 import numpy as np
 
-__all__ = ["fp17_add_native", "fp17_mul_native", "fp32_add_native", "fp32_mul_native", "native_fp32_operand"]
+__all__ = ["fp17_add_native", "fp17_mul_native", "fp32_add_native", "fp32_mul_native", "nan_operands",
+           "native_fp32_operand"]
 
 _I64 = np.int64
 _SIGN32 = 0x80000000
@@ -66,11 +67,18 @@ def native_fp32_operand(x: np.ndarray | int | np.integer) -> tuple[np.ndarray, i
     return u, top >> 23
 
 
-def _nan_operands(out: np.ndarray, a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer,
-                  inf_mag: int, mag_bits: int) -> np.ndarray:  # fmt: skip
-    """A NaN operand (magnitude above the INF pattern's) is the result as is, ``a`` first."""
+def nan_operands(out: np.ndarray, a: np.ndarray, b: np.ndarray, mag_a: np.ndarray, mag_b: np.ndarray,
+                 inf_mag: int) -> np.ndarray:  # fmt: skip
+    """A NaN operand (magnitude above the INF pattern's, ``inf_mag``) is the result as is, ``a``
+    first, as in the C model; the field-by-field code (:mod:`.fp16`) calls it too."""
+    return np.where(mag_a > inf_mag, a, np.where(mag_b > inf_mag, b, out))
+
+
+def _nan_first(out: np.ndarray, a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer,
+               inf_mag: int, mag_bits: int) -> np.ndarray:  # fmt: skip
+    """:func:`nan_operands` of operands as given (a register operand may be an int)."""
     a, b = np.asarray(a, _I64), np.asarray(b, _I64)
-    return np.where((a & mag_bits) > inf_mag, a, np.where((b & mag_bits) > inf_mag, b, out))
+    return nan_operands(out, a, b, a & mag_bits, b & mag_bits, inf_mag)
 
 
 def fp32_add_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, ua: np.ndarray,
@@ -88,7 +96,7 @@ def fp32_add_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
     if tiny.any():  # below 2^-126, an exact zero too: a zero with the larger magnitude's sign, a's on a tie
         ma, mb = ua & np.uint32(0x7FFFFFFF), ub & np.uint32(0x7FFFFFFF)
         r = np.where(tiny, np.where(ma >= mb, ua, ub).astype(_I64) & _SIGN32, r)
-    return _nan_operands(r, a, b, 0x7F800000, 0x7FFFFFFF) if e_top == 255 else r
+    return _nan_first(r, a, b, 0x7F800000, 0x7FFFFFFF) if e_top == 255 else r
 
 
 def fp32_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, ua: np.ndarray,
@@ -108,7 +116,7 @@ def fp32_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
         es = ((ua >> np.uint32(23)) & np.uint32(0xFF)).astype(_I64) + ((ub >> np.uint32(23)) & np.uint32(0xFF))
         flush = tiny & ((ap < _MUL_FLUSH) | (es < 127))
         r = np.where(flush, (ua ^ ub).astype(_I64) & _SIGN32, r)
-    return _nan_operands(r, a, b, 0x7F800000, 0x7FFFFFFF) if nan else r
+    return _nan_first(r, a, b, 0x7F800000, 0x7FFFFFFF) if nan else r
 
 
 # ---- fp17
@@ -163,7 +171,7 @@ def fp17_add_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
         ma, mb = pa & 0xFFFF, pb & 0xFFFF
         out = np.where(tiny, np.where(ma >= mb, pa, pb) & 0x10000, out)
     out = out.reshape(np.broadcast_shapes(np.shape(a), np.shape(b)))
-    return _nan_operands(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
+    return _nan_first(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
 
 
 def fp17_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer) -> np.ndarray | None:
@@ -179,4 +187,4 @@ def fp17_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
         es = ((pa >> 10) & 0x3F) + ((pb >> 10) & 0x3F)
         out = np.where(low & ((v < 1 << 10) | (es < 31)), (pa ^ pb) & 0x10000, out)
     out = out.reshape(np.broadcast_shapes(np.shape(a), np.shape(b)))
-    return _nan_operands(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
+    return _nan_first(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
