@@ -108,23 +108,14 @@ void host_run(Top *top, const Memories &memories, vluint64_t half, vluint64_t &n
     vluint64_t left = top->host_run_cycles;
     const bool stop_at_irq = top->host_run_irq;
     const vluint64_t deadline = VerilatedVpi::cbNextDeadline();  // a cocotb Timer, if any
-    while (true) {
-        clock_edge(top, memories, true);
-        top->eval_step();
-        top->eval_end_step();
-        --left;
-        next_edge = g_time + half;
-        if ((stop_at_irq && top->intr) || next_edge >= deadline || Verilated::gotFinish()) break;
-#if VM_TRACE
-        if (g_trace) g_trace->dump(g_time);
-#endif
-        g_time = next_edge;
-        Verilated::threadContextp()->time(g_time);
-        clock_edge(top, memories, false);
+    for (bool rising = true;; rising = !rising) {
+        clock_edge(top, memories, rising);
         top->eval_step();
         top->eval_end_step();
         next_edge = g_time + half;
-        if (left == 0 || next_edge >= deadline || Verilated::gotFinish()) break;
+        if (rising) --left;
+        const bool over = rising ? stop_at_irq && top->intr : left == 0;  // whole cycles end at a falling edge
+        if (over || next_edge >= deadline || Verilated::gotFinish()) break;
 #if VM_TRACE
         if (g_trace) g_trace->dump(g_time);
 #endif
