@@ -23,7 +23,7 @@ JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test lint typecheck fuzz bench clean
+.PHONY: install regress test lint typecheck fuzz bench clean flaky
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,3 +66,10 @@ bench: install
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
+
+# the suite RUNS times (LOAD CPU-bound processes beside each run): each test's flake rate
+RUNS ?= 5
+LOAD ?= 0
+flaky: install
+	$(BIN)/python bench/bench_flaky.py --runs $(RUNS) --load $(LOAD) \
+	  --pytest-args "-n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)"

@@ -41,7 +41,7 @@ from typing import TypeVar
 
 from .lab import BoardBusyError, LabError
 
-__all__ = ["SERIAL_RESOURCES", "LabgridPlace", "PlaceBoardMismatch", "PlaceLease", "coordinator_address", "endpoint_url",
+__all__ = ["SERIAL_RESOURCES", "DeferredSignals", "LabgridPlace", "PlaceBoardMismatch", "PlaceLease", "coordinator_address", "endpoint_url",
            "labgrid_lab_file", "place_from_env", "place_lab_file", "session_lab_file"]
 
 #: resource classes that carry a serial endpoint, in the order they are looked for
@@ -101,6 +101,51 @@ class PlaceLease:
     acquired_here: bool  # False: the user held the place already; it is left acquired
 
 
+def signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
+
+
+class DeferredSignals:
+    """A block that SIGINT, SIGTERM and SIGHUP do not interrupt: each one that arrives is held
+    and raised again (``signal.raise_signal``) when the block ends, after the handlers are set
+    to :attr:`then` (by default back to what they were). For the coordinator steps that must
+    not be split: an acquisition cut short after the coordinator granted it, or a release cut
+    short before it was sent, would leave the place acquired with no process to give it back.
+
+    Python runs signal handlers in the main thread only; elsewhere the block defers nothing."""
+
+    NAMES = ("SIGINT", "SIGTERM", "SIGHUP")
+
+    def __init__(self) -> None:
+        self.saved: dict[int, object] = {}
+        self.then: dict[int, object] = {}
+        self.pending: list[int] = []
+
+    def _hold(self, signum: int, frame: object) -> None:
+        if signum not in self.pending:
+            self.pending.append(signum)
+
+    def __enter__(self) -> DeferredSignals:
+        import signal
+
+        if threading.current_thread() is threading.main_thread():
+            for name in self.NAMES:
+                signum = getattr(signal, name, None)
+                if signum is not None:
+                    self.saved[signum] = signal.signal(signum, self._hold)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for signum, old in self.saved.items():
+            signal.signal(signum, self.then.get(signum, old))  # type: ignore[arg-type]
+        for signum in self.pending:
+            signal.raise_signal(signum)
+
+
 class LabgridPlace:
     """Lease one labgrid place (module docstring). A context manager: ``with LabgridPlace(...) as lease``."""
 
@@ -111,10 +156,14 @@ class LabgridPlace:
         self._saved: dict[int, object] = {}  # signal -> the handler _catch_signals replaced
 
     # ---- a labgrid client session, on an event loop of its own ---------------------------------
-    @staticmethod
-    def _in_thread(fn: Callable[[], T]) -> T:
+    #: how long one coordinator step (acquire, release) may take before it is reported as not done
+    STEP_TIMEOUT = 30.0
+
+    def _in_thread(self, fn: Callable[[], T], what: str) -> T:
         """Run ``fn`` in a thread of its own: labgrid's client (gRPC aio) binds to the thread's
-        event loop, which must not be the caller's (pytest-asyncio, an application loop)."""
+        event loop, which must not be the caller's (pytest-asyncio, an application loop). The
+        caller holds :class:`DeferredSignals`, so the wait cannot be cut short by a signal; it is
+        bounded by :attr:`STEP_TIMEOUT` instead (a coordinator that stops answering)."""
         box: dict[str, object] = {}
 
         def run() -> None:
@@ -124,8 +173,15 @@ class LabgridPlace:
                 box["error"] = e
 
         th = threading.Thread(target=run, name="labgrid-client", daemon=True)
-        th.start()
-        th.join()
+        try:
+            th.start()
+        except RuntimeError:  # interpreter shutdown (3.12+ refuses new threads in atexit): run here
+            run()
+        th.join(self.STEP_TIMEOUT)
+        if th.is_alive():
+            raise LabError(f"labgrid place {self.place!r}: the coordinator {self.coordinator} did not finish the {what} "
+                           f"within {self.STEP_TIMEOUT:.0f} s; the place may still be acquired: "
+                           f"labgrid-client -x {self.coordinator} -p {self.place} release --kick")
         if "error" in box:
             raise box["error"]  # type: ignore[misc]
         return box["value"]  # type: ignore[return-value]
@@ -161,67 +217,25 @@ class LabgridPlace:
     def acquire(self) -> PlaceLease:
         """Acquire the place (or use this user's acquisition) and find its serial endpoint.
 
-        While the place is held, SIGTERM (a CI timeout, a batch system) and SIGHUP (a closed
-        terminal or SSH session) release it as Ctrl-C does (:meth:`_on_signal`); an interpreter
-        that exits releases it at exit. SIGKILL cannot be caught: ``labgrid-client -p PLACE
-        release --kick`` frees what it leaves."""
+        The coordinator's acquisition is one step that a signal cannot split: SIGINT, SIGTERM
+        and SIGHUP arriving meanwhile wait for it (:class:`DeferredSignals`) and then take
+        effect with the place registered, so they release it. While the place is held, SIGTERM
+        (a CI timeout, a batch system) and SIGHUP (a closed terminal or SSH session) release it
+        as Ctrl-C does (:meth:`_on_signal`); an interpreter that exits releases it at exit.
+        SIGKILL cannot be caught: ``labgrid-client -p PLACE release --kick`` frees what it leaves."""
         if self.lease is not None:
             return self.lease
-        box: dict[str, object] = {}
-        th = threading.Thread(target=self._acquire_into, args=(box,), name="labgrid-client", daemon=True)
-        th.start()
-        try:
-            th.join()
-        except BaseException:
-            # interrupted (Ctrl-C, a signal) while the coordinator was acquiring it: let that
-            # finish, then give back what it took, so no place is left acquired behind us
-            th.join(30)
-            got = box.get("value")
-            if isinstance(got, PlaceLease) and got.acquired_here:
-                self.lease = got
-                self.release()
-            raise
-        if "error" in box:
-            raise box["error"]  # type: ignore[misc]
-        lease = box["value"]
-        assert isinstance(lease, PlaceLease)
-        self.lease = lease
-        if lease.acquired_here:
-            atexit.register(self.release)
-            self._catch_signals()
+        with DeferredSignals() as deferred:
+            lease = self._in_thread(self._acquire, "acquisition")
+            self.lease = lease
+            if lease.acquired_here:
+                atexit.register(self.release)
+                self._saved = {s: deferred.saved[s] for s in deferred.saved if signal_name(s) in self.RELEASE_ON}
+                deferred.then = dict.fromkeys(self._saved, self._on_signal)
         return lease
-
-    def _acquire_into(self, box: dict[str, object]) -> None:
-        try:
-            box["value"] = self._acquire()
-        except BaseException as e:  # noqa: BLE001 - re-raised in the caller
-            box["error"] = e
 
     #: signals that end a process whose owner wants it gone, released like Ctrl-C
     RELEASE_ON = ("SIGTERM", "SIGHUP")
-
-    def _catch_signals(self) -> None:
-        """Install :meth:`_on_signal` for :attr:`RELEASE_ON` (main thread only: Python delivers
-        signals there), remembering the handlers it replaces."""
-        import signal
-
-        self._saved = {}
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for name in self.RELEASE_ON:
-            signum = getattr(signal, name, None)
-            if signum is not None:
-                self._saved[signum] = signal.signal(signum, self._on_signal)
-
-    def _restore_signals(self) -> None:
-        import signal
-
-        saved, self._saved = self._saved, {}
-        if threading.current_thread() is not threading.main_thread():
-            return
-        for signum, old in saved.items():
-            if signal.getsignal(signum) == self._on_signal:  # not replaced by someone after us
-                signal.signal(signum, old)  # type: ignore[arg-type]
 
     def _on_signal(self, signum: int, frame: object) -> None:
         """Release the place now, then do what the signal would have done: the handler it
@@ -282,19 +296,24 @@ class LabgridPlace:
                        f"its resources: {have}")
 
     def release(self) -> None:
-        """Release the place if :meth:`acquire` acquired it (idempotent)."""
-        lease, self.lease = self.lease, None
-        if lease is None or not lease.acquired_here:
-            return
-        with contextlib.suppress(Exception):
-            atexit.unregister(self.release)
-        self._restore_signals()
+        """Release the place if :meth:`acquire` acquired it (idempotent). Like the acquisition,
+        one step a signal cannot split: a signal arriving meanwhile takes effect after it, with
+        the handlers :meth:`acquire` replaced back in place."""
+        with DeferredSignals() as deferred:
+            lease, self.lease = self.lease, None
+            if lease is None or not lease.acquired_here:
+                return
+            with contextlib.suppress(Exception):
+                atexit.unregister(self.release)
+            saved, self._saved = self._saved, {}
+            # our handler gives way to the one it replaced, unless someone replaced ours since
+            deferred.then = {s: old for s, old in saved.items() if deferred.saved.get(s) == self._on_signal}
 
-        def release() -> None:
-            with self._session() as (session, loop):
-                self._run(loop, session.release())
+            def release() -> None:
+                with self._session() as (session, loop):
+                    self._run(loop, session.release())
 
-        self._in_thread(release)
+            self._in_thread(release, "release")
 
     def __enter__(self) -> PlaceLease:
         return self.acquire()
