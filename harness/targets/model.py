@@ -389,18 +389,20 @@ class ModelTarget(Transport):
         if block == "RBK":
             return _Layer(("RBK",), ("RUBIK",), "rubik:run_rubik")
         f = lambda b, r, fld: self._field(b, r, fld, group)  # noqa: E731
-        sdp_flying = f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 1
-        pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
         # each engine (SDP and its RDMA, PDP and its RDMA, the conv pipeline in lockstep) executes the
         # group its own consumer pointer names (the enabled block: ``group``): its register groups
         # are its own, and they part when a layer leaves an engine out (a flying input leaves the
         # RDMA idle, its pointer where it was); nothing on the flying data path names a group
         cons = lambda b: group if b == block or (b in CONV_BLOCKS and block in CONV_BLOCKS) \
             else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
+        # SDP's input is its own group's choice: an SDP_RDMA enabled for a fused convolution (its
+        # operands) belongs to that convolution and waits for it, never runs as a standalone SDP
+        sdp_flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", cons("SDP")) == 1
+        pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
         mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple(
             bg for bg in ((b, cons(b)) for b in blocks) if bg[1] != group))  # noqa: E731
         to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", cons("SDP")) == 1
-        if block in CONV_BLOCKS or (block == "SDP" and sdp_flying):
+        if block in CONV_BLOCKS or (block in ("SDP", "SDP_RDMA") and sdp_flying):
             blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if to_pdp else ())
             if self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", cons("SDP_RDMA")):
                 # a fused conv whose SDP reads operands (NVDLA's firmware enables SDP_RDMA):
@@ -589,7 +591,9 @@ class ModelTarget(Transport):
         if "CACC" in layer.blocks:
             engines += [("CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")]
         if "SDP" in layer.blocks:
-            if "SDP_RDMA" in layer.blocks:
+            if "SDP_RDMA" in layer.blocks and f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 0:
+                # MRDMA reads the input only off the fly: in flying mode the input comes from CACC
+                # and NVDLA's firmware (sdp.c) leaves D_SRC_DMA_CFG unwritten
                 engines.append(("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"))
             # an operand engine's RAM type matters only when SDP_RDMA runs in this group (NVDLA's
             # firmware leaves D_BRDMA_CFG = 0, DISABLE=NO RAM_TYPE=CV, on a fused conv without operands)
