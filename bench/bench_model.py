@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py beside this script
+import benchenv  # noqa: E402
 from nvdla_hil.drivers.transport import Transport
 from nvdla_hil.harness.targets.cmod import CmodTarget
 from nvdla_hil.harness.targets.model import ModelTarget
@@ -85,7 +87,7 @@ def generate(unit: str, seed: int, count: int, cases: Path, nvdla_hw: str) -> Pa
     if dest.is_dir() and len(find_cases(dest)) >= 1:
         return dest
     dest.mkdir(parents=True, exist_ok=True)
-    cmd = [str(ROOT / ".venv" / "bin" / "nvdla-hil"), "fuzz", "--unit", fuzz_unit, "--seed", str(seed),
+    cmd = [*benchenv.cli(), "fuzz", "--unit", fuzz_unit, "--seed", str(seed),
            "--count", str(count), "--keep", str(dest), "--target", "cmod", "--nvdla-hw", nvdla_hw,
            "--model-semantics", "cmod", *extra]
     print(f"# generating {unit}: {' '.join(cmd)}", flush=True)
@@ -224,15 +226,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--count", type=int, default=5, help="layers per unit (default 5)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--units", default=",".join(UNITS), help=f"comma-separated, of: {', '.join(UNITS)}")
-    ap.add_argument("--cases", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp")) / "nvdla-hil-bench-model",
-                    help="where the kept layers are cached")
+    ap.add_argument("--cases", type=Path, default=None,
+                    help="where the kept layers are cached (default: ~/.cache/nvdla-hil/bench/model, this user's)")
     ap.add_argument("--repeat", type=int, default=3,
                     help="runs per layer on each target, the fastest taken (default 3: a loaded machine "
                          "deschedules a process for 10-40 ms at random, longer than a small layer)")
-    ap.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW_V1"), help="nvdla/hw nvdlav1 checkout ($NVDLA_HW_V1)")
+    ap.add_argument("--nvdla-hw", default=benchenv.default("NVDLA_HW_V1"),
+                    help="nvdla/hw nvdlav1 checkout ($NVDLA_HW_V1, else ../shared/nvdla_src/hw-v1)")
     ap.add_argument("--model-only", action="store_true", help="time the model only (layers must be cached)")
     ap.add_argument("--profile-out", type=Path, help="write a cProfile of the model's timed execute_case calls")
     args = ap.parse_args(argv)
+    args.cases = args.cases or benchenv.private_folder("model")
     units = [u for u in args.units.split(",") if u]
     bad = [u for u in units if u not in UNITS]
     if bad or args.count < 1 or args.repeat < 1:

@@ -51,6 +51,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py beside this script
+import benchenv  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -492,9 +494,9 @@ def build_parser() -> argparse.ArgumentParser:
     env = os.environ.get
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nvdla-sw", default=env("NVDLA_SW"), help="nvdla/sw checkout ($NVDLA_SW): its firmware")
-    ap.add_argument("--nvdla-hw", default=env("NVDLA_HW"), help="nvdla/hw master checkout ($NVDLA_HW): nv_small RTL")
-    ap.add_argument("--nvdla-hw-v1", default=env("NVDLA_HW_V1"), help="nvdla/hw nvdlav1 ($NVDLA_HW_V1): the C model")
+    ap.add_argument("--nvdla-sw", default=benchenv.default("NVDLA_SW"), help="nvdla/sw checkout ($NVDLA_SW): its firmware")
+    ap.add_argument("--nvdla-hw", default=benchenv.default("NVDLA_HW"), help="nvdla/hw master checkout ($NVDLA_HW): nv_small RTL")
+    ap.add_argument("--nvdla-hw-v1", default=benchenv.default("NVDLA_HW_V1"), help="nvdla/hw nvdlav1 ($NVDLA_HW_V1): the C model")
     ap.add_argument("--loadables", default=env("NVDLA_LOADABLES") or str(SHARED / "nvdla_sw"),
                     help="NVDLA's software regression: flatbufs/ and golden/ ($NVDLA_LOADABLES)")
     ap.add_argument("--traces", default=env("NVDLA_TRACES") or str(SHARED / "nvdla" / "trace_tests" / "nv_small"),

@@ -33,6 +33,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py beside this script
+import benchenv  # noqa: E402
 
 DEFAULT_SET = (
     "sdp_8x8x32_bypass_int8_0",
@@ -196,9 +198,10 @@ def _add(total: Run, r: Run) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"))
+    ap.add_argument("--nvdla-hw", default=benchenv.default("NVDLA_HW"), help="nvdla/hw checkout ($NVDLA_HW, else ../shared/nvdla_src/hw)")
     ap.add_argument("--config", default="nv_small")
-    ap.add_argument("--traces", default=os.environ.get("NVDLA_TRACES"), help="folder of trace folders")
+    ap.add_argument("--traces", default=benchenv.default("NVDLA_TRACES"),
+                    help="folder of trace folders ($NVDLA_TRACES, else ../shared/nvdla/trace_tests/nv_small)")
     ap.add_argument("-k", action="append", default=[], help="run traces whose name contains this (repeatable)")
     ap.add_argument("--all", action="store_true", help="every trace in --traces")
     ap.add_argument("--longest", action="store_true",
@@ -228,8 +231,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"# {build.verilator}; build {build.directory}")
         print(f"# idle free-running clock (fixture): {_idle_rate(build, args.idle_cycles):.0f} cycles/s")
         return 0
-    if not args.traces:
-        ap.error("--traces (or NVDLA_TRACES) is required")
+    args.traces = benchenv.need(args.traces, "NVDLA_TRACES", "--traces")
+    args.nvdla_hw = benchenv.need(args.nvdla_hw, "NVDLA_HW", "--nvdla-hw")
 
     build = build_nvdla(args.nvdla_hw, args.config, threads=args.threads)
     if args.native == "auto":

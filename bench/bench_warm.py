@@ -32,6 +32,8 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py beside this script
+import benchenv  # noqa: E402
 
 
 @dataclass
@@ -105,9 +107,10 @@ def _row(r: Run) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"), help="nvdla/hw checkout (or NVDLA_HW)")
+    ap.add_argument("--nvdla-hw", default=benchenv.default("NVDLA_HW"), help="nvdla/hw checkout (NVDLA_HW, else ../shared/nvdla_src/hw)")
     ap.add_argument("--config", default="nv_small")
-    ap.add_argument("--traces", default=os.environ.get("NVDLA_TRACES"), help="the configuration's trace folder (or NVDLA_TRACES)")
+    ap.add_argument("--traces", default=benchenv.default("NVDLA_TRACES"),
+                    help="the configuration's trace folder (NVDLA_TRACES, else ../shared/nvdla/trace_tests/nv_small)")
     ap.add_argument("--workers", default="1,2", help="xdist worker counts, comma-separated (0: no xdist)")
     ap.add_argument("--modes", default="fresh,warm", help="fresh, warm or both, in this order per worker count")
     ap.add_argument("-k", default=None, help="pytest -k expression (default: every trace)")
@@ -146,8 +149,8 @@ def _native_suite(args: argparse.Namespace, passed: list[str], work: Path) -> tu
 def main(argv: list[str] | None = None) -> int:
     ap = build_parser()
     args = ap.parse_args(argv)
-    if not args.nvdla_hw or not args.traces:
-        ap.error("--nvdla-hw (or NVDLA_HW) and --traces (or NVDLA_TRACES) are required")
+    args.nvdla_hw = benchenv.need(args.nvdla_hw, "NVDLA_HW", "--nvdla-hw")
+    args.traces = benchenv.need(args.traces, "NVDLA_TRACES", "--traces")
     args.traces = str(Path(args.traces).resolve())
     args.nvdla_hw = str(Path(args.nvdla_hw).resolve())
     from nvdla_hil.harness.targets.verilator import WarmSimulators
