@@ -151,7 +151,10 @@ def run_logged(cmd: list[str], log: IO[str], cwd: Path, env: dict[str, str], pha
             if count_dir is not None:
                 n_obj = len(list(count_dir.glob("*.o")))
                 n_cpp = len(list(count_dir.glob(count_glob)))
-                extra = f", {n_obj}/{n_cpp + 3} objects"
+                # Verilator's runtime and our main loop add a few objects beyond the generated
+                # sources: the total is an estimate, never below what is already built
+                total = max(n_cpp + 3, n_obj)
+                extra = f", {n_obj}/{'~' if n_obj < total else ''}{total} objects"
             progress(f"  [{phase}] {time.monotonic() - start:5.0f} s{extra}")
 
     t = threading.Thread(target=ticker, daemon=True)

@@ -268,6 +268,8 @@ def _pytest_argv(args: argparse.Namespace, suites: list[str], traces: str | None
         argv.append("--nvdla-poison")
     if args.allow_empty:
         argv.append("--nvdla-allow-empty")
+    if args.coverage_table:
+        argv.append("--nvdla-coverage-table")
     for bug in args.model_bug or []:
         argv += ["--nvdla-model-bug", bug]
     argv += ["--junitxml", str(junit_part)]
@@ -511,6 +513,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="a run in which no test ran (all skipped or deselected) exits 0 instead of 2")
     p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
+    p.add_argument("--coverage-table", action="store_true",
+                   help="print the functional-coverage table (default: one line; coverage.txt in the run folder)")
     p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")
     p.add_argument("-j", "--jobs", type=int, default=1, help="parallel workers (pytest-xdist)")
     p.add_argument("--cluster", metavar="ADDR", default=os.environ.get("NVDLA_HIL_CLUSTER"),

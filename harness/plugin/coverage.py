@@ -73,11 +73,26 @@ class SessionCoverage:
                 profiles = configured_profiles(self.config)
             except Exception:  # noqa: BLE001 - no nvdla-hil options in this session
                 profiles = sorted(self.cov.profiles)
-        terminalreporter.write_sep("=", "nvdla-hil functional coverage")
-        for line in format_table(self.cov, profiles).splitlines():
-            terminalreporter.write_line(line)
+        table = format_table(self.cov, profiles)
+        total = (table.splitlines()[-1] if table else "").removeprefix("total: ")
         if self.path is not None:
             self.cov.write(self.path)
+            Path(self.path).with_suffix(".txt").write_text(table + "\n", encoding="utf-8")
+        # one line on the terminal (the table is in the run folder, or shown with --nvdla-coverage-table):
+        # a regression's output leads with what failed and the summary
+        if not self.cov.layers:
+            terminalreporter.write_line("functional coverage: no reference-model layer ran in this session (traces and "
+                                        "layers checked on other targets against their own goldens feed no bins)")
+        elif self.config.getoption("--nvdla-coverage-table", default=False):
+            terminalreporter.write_sep("=", "nvdla-hil functional coverage")
+            for line in table.splitlines():
+                terminalreporter.write_line(line)
+        else:
+            where = (f": table in {Path(self.path).with_suffix('.txt')}, `nvdla-hil coverage show {self.path}`"
+                     if self.path is not None else " (--nvdla-coverage-table prints the table)")
+            terminalreporter.write_line(f"functional coverage of {self.cov.layers} reference-model layers: {total}{where}")
+            return
+        if self.path is not None:
             terminalreporter.write_line(f"coverage written to {self.path}")
 
 
