@@ -182,7 +182,9 @@ def test_session_plugin_merges_workers(tmp_path) -> None:
     ctl.pytest_terminal_summary(_TR())
     ctl.pytest_sessionfinish(None, 0)
     assert cm.load(tmp_path / "coverage.json").counts["cdp.window.5"] == 4
-    assert any("window.5" in ln and "4" in ln for ln in lines)
+    table = (tmp_path / "coverage.txt").read_text().splitlines()
+    assert any("window.5" in ln and "4" in ln for ln in table)
+    assert any("reachable bins hit" in ln and "coverage.txt" in ln for ln in lines)  # one line on the terminal
 
 
 def _bins_of(case_dir: str) -> set[str]:

@@ -80,10 +80,10 @@ class SessionCoverage:
             Path(self.path).with_suffix(".txt").write_text(table + "\n", encoding="utf-8")
         # one line on the terminal (the table is in the run folder, or shown with --nvdla-coverage-table):
         # a regression's output leads with what failed and the summary
-        if not self.cov.layers:
+        if not self.cov.layers and not any(self.cov.counts.values()):
             terminalreporter.write_line("functional coverage: no reference-model layer ran in this session (traces and "
                                         "layers checked on other targets against their own goldens feed no bins)")
-        elif self.config.getoption("--nvdla-coverage-table", default=False):
+        elif _option(self.config, "--nvdla-coverage-table"):
             terminalreporter.write_sep("=", "nvdla-hil functional coverage")
             for line in table.splitlines():
                 terminalreporter.write_line(line)
@@ -94,6 +94,13 @@ class SessionCoverage:
             return
         if self.path is not None:
             terminalreporter.write_line(f"coverage written to {self.path}")
+
+
+def _option(config: Any, name: str) -> Any:
+    try:
+        return config.getoption(name, default=False)
+    except (AttributeError, ValueError):  # a session without nvdla-hil's options
+        return False
 
 
 def coverage_for_session(config: Any, path: str | Path | None = None,
