@@ -187,7 +187,7 @@ def test_report_of_a_real_run_in_a_browser(failing_run: Path, tmp_path: Path) ->
 def test_triage_bundle_on_the_model_with_an_injected_bug(trace_sets_run: Path) -> None:
     run = trace_sets_run
     code = cli("triage", "sdp_3x3x33_bs_int8_reg_0", "--run", str(run), "--model-bug",
-               "SDP.D_CVT_OFFSET.CVT_OFFSET+1", "--hint-budget", "3")
+               "SDP.D_CVT_OFFSET.CVT_OFFSET+1", "--hint-runs", "30")
     assert code == 1
     b = run / "bundles" / "test_trace_sdp_3x3x33_bs_int8_reg_0"
     names = {p.relative_to(b).as_posix() for p in b.rglob("*") if p.is_file()}
@@ -222,7 +222,7 @@ def test_triage_on_the_serial_target(trace_sets_run: Path, tmp_path: Path) -> No
                        f"    reset_address: 0xf0000000\n    response_timeout: 10\n")
         meta["pytest_argv"] += ["--nvdla-lab", str(lab), "--nvdla-board", "emu"]
         (run / "run.json").write_text(json.dumps(meta))
-        code = cli("triage", "test_trace[sdp_3x3x33_bs_int8_reg_0]", "--run", str(run), "--hint-budget", "2")
+        code = cli("triage", "test_trace[sdp_3x3x33_bs_int8_reg_0]", "--run", str(run), "--hint-runs", "20")
     assert code == 1
     doc = json.loads((run / "bundles" / "test_trace_sdp_3x3x33_bs_int8_reg_0" / "diag.json").read_text())
     assert set(doc["regions"][0]["per_channel"]) == {"3"}  # only channel 3 (elements whose bit 0 was 0)

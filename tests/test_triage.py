@@ -93,7 +93,7 @@ def _failing(trace_sets: Path, bug: str, name: str, profile: str):  # noqa: ANN2
 def test_injected_bug_is_explained_and_its_register_suspected(trace_sets: Path, bug: str, name: str,
                                                               profile: str, register: str) -> None:  # fmt: skip
     tr, actual = _failing(trace_sets, bug, name, profile)
-    d = diagnose_trace(tr, actual, profile, budget=600, max_runs=160)  # bounded by runs: load-independent
+    d = diagnose_trace(tr, actual, profile, runs=160)  # bounded by runs: load-independent
     assert d.regions, d.summary()
     _, region = d.regions[0]
     assert region.n_elements > 0 and region.coords.shape[1] == 3
@@ -106,7 +106,7 @@ def test_injected_bug_is_explained_and_its_register_suspected(trace_sets: Path, 
 
 def test_stuck_bit_is_located_to_its_channel(trace_sets: Path) -> None:
     tr, actual = _failing(trace_sets, "stuck:CDP:3:0", "nv_small/cdp_8x8x32_lrn3_int8_0", "nv_small")
-    d = diagnose_trace(tr, actual, "nv_small", budget=10)
+    d = diagnose_trace(tr, actual, "nv_small", runs=40)
     _, region = d.regions[0]
     assert set(region.per_channel) == {3} and region.n_elements == 64  # every pixel of channel 3
     assert all(int(a) - int(e) == 1 for e, a in zip(region.expected, region.actual))  # bit 0 set on 0s
@@ -136,3 +136,25 @@ def test_regress_with_an_injected_bug_explains_the_failure(trace_sets: Path, tmp
     assert len(diags) == 1 and (diags[0].parent.parent / "report.html").is_file()
     assert main(["regress", "--suite", "traces", "--traces", str(trace_sets / "nv_small"), "--target", "verilator",
                  "--model-bug", "SDP.D_CVT_OFFSET.CVT_OFFSET+1", "--nvdla-hw", str(tmp_path)]) == 2
+
+
+def test_the_hint_is_the_same_on_an_idle_and_a_loaded_machine(trace_sets: Path) -> None:
+    """The search is bounded by model runs, not seconds: two CPU-bound processes beside it change
+    its time, never its answer; a search cut short says so and names the flag that finishes it."""
+    import subprocess
+    import sys
+
+    bug, name, profile, _ = BUGS[0]
+    tr, actual = _failing(trace_sets, bug, name, profile)
+    idle = diagnose_trace(tr, actual, profile, runs=25)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        loaded = diagnose_trace(tr, actual, profile, runs=25)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert [(s.register, s.remaining_bytes) for s in idle.suspects] == \
+        [(s.register, s.remaining_bytes) for s in loaded.suspects]
+    assert idle.searched == loaded.searched == 25 and idle.candidates == loaded.candidates > 25
+    assert idle.stopped_early and f"--hint-runs {idle.candidates}" in idle.summary()

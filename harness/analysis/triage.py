@@ -13,6 +13,11 @@ down, a low bit or the top bit flipped, every value of a one- or two-bit field â
 rerun on the model; a perturbation that reproduces the target's bytes *explains* the failure,
 one that brings the model closer ranks higher. It is labelled a hint: it names registers whose
 *decoding* could be wrong, and a wrong datapath elsewhere can look like one.
+
+The search is bounded by a number of model runs (``runs``, :data:`HINT_RUNS` by default), never by
+wall time: its answer is the same on an idle and on a loaded machine. The candidates come in a
+fixed order (output side first), so a search that stops early has tried the same ones every time
+and says so (``stopped_early``), with the flag that lets it go further.
 """
 
 from __future__ import annotations
@@ -64,8 +69,13 @@ class TraceDiagnosis:
     regions: list[tuple[int, RegionDiff]] = field(default_factory=list)  # (check line, diff)
     suspects: list[Suspect] = field(default_factory=list)
     searched: int = 0
+    candidates: int = 0  # perturbations there were to try
     seconds: float = 0.0
     note: str = ""
+
+    @property
+    def stopped_early(self) -> bool:
+        return self.searched < self.candidates
 
     def summary(self, top: int = 3) -> str:
         lines = [f"model vs target, {self.trace} on {self.profile}:"]
@@ -77,6 +87,9 @@ class TraceDiagnosis:
             lines += [f"    {i + 1}. {s.describe()}" for i, s in enumerate(self.suspects[:top])]
         elif self.note:
             lines.append(f"  {self.note}")
+        if self.stopped_early:
+            lines.append(f"  the search stopped after {self.searched} of {self.candidates} perturbations "
+                         f"(--hint-runs {self.candidates} tries them all)")
         return "\n".join(lines)
 
 
@@ -146,37 +159,38 @@ def _candidates(trace: Trace, profile: HardwareProfile) -> list[tuple[str, Trace
     return out
 
 
+#: model runs the suspect search makes unless told otherwise (load-independent: module docstring)
+HINT_RUNS = 200
+
+
 def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: HardwareProfile, *,
-                  semantics: str = "rtl", budget: float = 20.0,
-                  max_runs: int | None = None) -> tuple[list[Suspect], int]:  # fmt: skip
-    """Perturbation search (module docstring); returns suspects best first and the run count."""
+                  semantics: str = "rtl", runs: int = HINT_RUNS) -> tuple[list[Suspect], int, int]:  # fmt: skip
+    """Perturbation search (module docstring); returns suspects best first, the runs made and
+    the candidates there were."""
     base = model_regions(trace, profile, semantics)
     if base is None:
-        return [], 0
+        return [], 0, 0
     lines = [ln for ln in actual if ln in base]
     total = sum(int(np.count_nonzero(base[ln] != actual[ln])) for ln in lines)
     if total == 0:
-        return [], 0
+        return [], 0, 0
     best: dict[str, Suspect] = {}
-    runs = 0
-    deadline = time.monotonic() + budget
-    for name, cmd, v, newval in _candidates(trace, profile):
-        if time.monotonic() > deadline or (max_runs is not None and runs >= max_runs):
-            break
+    made = 0
+    candidates = _candidates(trace, profile)
+    for name, cmd, v, newval in candidates[:max(runs, 0)]:
         got = model_regions(trace, profile, semantics, replace={cmd.line: newval})
-        runs += 1
+        made += 1
         if got is None:
             continue
         left = sum(int(np.count_nonzero(got[ln] != actual[ln])) for ln in lines)
         if left < total and (name not in best or left < best[name].remaining_bytes):
             f = profile.regmap.field(name)
             best[name] = Suspect(name, v, f.extract(newval), left, total)
-    return sorted(best.values(), key=lambda s: (s.remaining_bytes, s.register)), runs
+    return sorted(best.values(), key=lambda s: (s.remaining_bytes, s.register)), made, len(candidates)
 
 
 def diagnose_trace(trace: Trace | str, actual: dict[int, np.ndarray], profile: HardwareProfile | str, *,
-                   semantics: str = "rtl", suspects: bool = True, budget: float = 20.0,
-                   max_runs: int | None = None) -> TraceDiagnosis:  # fmt: skip
+                   semantics: str = "rtl", suspects: bool = True, runs: int = HINT_RUNS) -> TraceDiagnosis:  # fmt: skip
     """Explain the failing checks of ``trace``: ``actual`` maps a check_crc command's line to
     the bytes the target left in its region."""
     t = trace if isinstance(trace, Trace) else parse_trace(trace)
@@ -199,9 +213,10 @@ def diagnose_trace(trace: Trace | str, actual: dict[int, np.ndarray], profile: H
         return diag
     if suspects:
         t0 = time.monotonic()
-        diag.suspects, diag.searched = rank_suspects(t, actual, prof, semantics=semantics, budget=budget,
-                                                     max_runs=max_runs)
+        diag.suspects, diag.searched, diag.candidates = rank_suspects(t, actual, prof, semantics=semantics, runs=runs)
         diag.seconds = time.monotonic() - t0
         if not diag.suspects:
-            diag.note = f"no single-register perturbation brings the model closer ({diag.searched} runs)"
+            diag.note = (f"no single-register perturbation of the {diag.searched} tried brings the model closer"
+                         if diag.stopped_early else
+                         f"no single-register perturbation brings the model closer (all {diag.searched} tried)")
     return diag

@@ -13,6 +13,7 @@ from ...drivers.regmap import RegisterMapError
 from ...drivers.transport import Transport
 from ..targets import layer_timeout, open_target
 from .options import add_target_options, target_spec
+from ..analysis.triage import HINT_RUNS
 
 __all__ = ["add_subcommands"]
 
@@ -102,7 +103,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     if actual and not args.no_diagnose:
         from ..analysis.triage import diagnose_trace
 
-        diag = diagnose_trace(trace, actual, prof, semantics=args.model_semantics, budget=args.hint_budget)  # type: ignore[arg-type]
+        diag = diagnose_trace(trace, actual, prof, semantics=args.model_semantics, runs=args.hint_runs)  # type: ignore[arg-type]
         print(diag.summary())
     return _finish_trace(args, result, log)
 
@@ -167,8 +168,9 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
                         "SDP.D_CVT_OFFSET.CVT_OFFSET+1 or stuck:SDP:3:0 (harness/targets/faults.py); repeatable")
     p.add_argument("--no-diagnose", action="store_true",
                    help="on a failed check, skip the model-vs-target diff and the suspect-register search")
-    p.add_argument("--hint-budget", type=float, default=20.0,
-                   help="seconds the suspect-register search may take (default 20)")
+    p.add_argument("--hint-runs", type=int, default=HINT_RUNS, metavar="N",
+                   help=f"model runs the suspect-register search may make (default {HINT_RUNS}; a number, "
+                        f"not seconds, so the hint is the same on a busy machine)")
     p.add_argument("--timeout", type=float, default=None,
                    help="seconds to wait for each interrupt (default: estimated from the layers' work on a "
                         "simulator - factor x expected cycles / simulated cycles per second, with a floor - "

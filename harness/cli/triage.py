@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .options import add_target_options, target_spec
+from ..analysis.triage import HINT_RUNS
 
 __all__ = ["add_subcommands", "find_test", "run_options", "triage_test"]
 
@@ -193,7 +194,7 @@ def _lut_from_model(kind: str, src: Path, profile: str, semantics: str) -> dict[
 
 
 def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str] | None = None,
-                target: str | None = None, profile: str | None = None, hint_budget: float = 20.0,
+                target: str | None = None, profile: str | None = None, hint_runs: int = HINT_RUNS,
                 log=print) -> tuple[int, Path]:  # noqa: ANN001
     """Rerun one test of ``run`` with everything on and write its bundle; (exit code, folder)."""
     from ..analysis.junit import safe_name
@@ -221,7 +222,7 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
     else:
         rerun = _rerun(kind, src, target, profile, opts, bugs, semantics, folder)
         status, result_text, stats = rerun.status, rerun.text, rerun.stats
-        diag = _diagnose(rerun, kind, profile, semantics, hint_budget, folder)
+        diag = _diagnose(rerun, kind, profile, semantics, hint_runs, folder)
         doc = _write_rerun_files(rerun, kind, src, row.name, diag, profile, semantics, folder)
     how = {"run": str(run), "test": row.name, "kind": kind, "source": str(src), "target": target, "profile": profile,
            "semantics": semantics, "model_bugs": bugs or [], "seconds": round(time.monotonic() - t0, 2),
@@ -291,14 +292,14 @@ def _rerun(kind: str, src: Path, target: str, profile: str, opts: dict[str, Any]
     return r
 
 
-def _diagnose(r: _Rerun, kind: str, profile: str, semantics: str, hint_budget: float, folder: Path):  # noqa: ANN202
+def _diagnose(r: _Rerun, kind: str, profile: str, semantics: str, hint_runs: int, folder: Path):  # noqa: ANN202
     """The element-wise diff against the reference model (and the suspect-register hint of a
     trace); the failing regions, as the target wrote them and as the model expects them."""
     diag = None
     if kind == "trace" and r.actual:
         from ..analysis.triage import diagnose_trace
 
-        diag = diagnose_trace(r.trace, r.actual, profile, semantics=semantics, budget=hint_budget)
+        diag = diagnose_trace(r.trace, r.actual, profile, semantics=semantics, runs=hint_runs)
         ref = _reference_regions(r.trace, profile, semantics)
         for line, data in r.actual.items():
             (folder / "regions" / f"line{line}.actual.bin").write_bytes(data.tobytes())
@@ -427,7 +428,7 @@ def _cmd_triage(args: argparse.Namespace) -> int:
         return _err("triage", f"--run {run}: no junit.xml (give a regression run directory, e.g. results/latest)")
     try:
         code, _ = triage_test(run, args.test, out=Path(args.out) if args.out else None, bugs=args.model_bug,
-                              target=args.target, profile=args.profile, hint_budget=args.hint_budget)
+                              target=args.target, profile=args.profile, hint_runs=args.hint_runs)
     except ValueError as e:
         return _err("triage", str(e))
     return code
@@ -448,7 +449,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
                        target_help="override the run's target", profile_help="override the test's profile")
     p.add_argument("--model-bug", action="append", metavar="SPEC",
                    help="model target: inject a datapath bug (harness/targets/faults.py); repeatable")
-    p.add_argument("--hint-budget", type=float, default=20.0, help="seconds for the suspect-register search")
+    p.add_argument("--hint-runs", type=int, default=HINT_RUNS, metavar="N",
+                   help=f"model runs the suspect-register search may make (default {HINT_RUNS}; not seconds: "
+                        f"the same hint on an idle and a busy machine)")
     p.set_defaults(func=_cmd_triage)
 
     p = subparsers.add_parser("minimize", help="shrink a failing trace or vector to the smallest packed vector "

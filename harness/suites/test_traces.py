@@ -135,7 +135,8 @@ def test_trace(trace_case: tuple[str | None, Path] | None, pytestconfig: pytest.
         from nvdla_hil.harness.analysis.report import diag_path, trace_lut_info, write_diagnosis
         from nvdla_hil.harness.analysis.triage import diagnose_trace
 
-        diag = diagnose_trace(trace, actual, prof, semantics=spec.semantics, budget=10.0)
+        diag = diagnose_trace(trace, actual, prof, semantics=spec.semantics)  # bounded by model runs, not time
+        request.node.user_properties.append(("diagnosis_s", round(diag.seconds, 3)))
         diagnosis = "\n" + diag.summary()
         if (logs := log_dir(pytestconfig)) is not None:
             write_diagnosis(diag_path(logs, nodeid), diag, test=nodeid, result=result,
