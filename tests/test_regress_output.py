@@ -32,3 +32,17 @@ def test_coverage_table_on_request(tmp_path, capsys):
     assert code == 0, out
     assert "nvdla-hil functional coverage" in out
     assert (run / "coverage.txt").read_text().strip().splitlines()[-1] in out
+
+
+def test_triage_of_a_run_with_injected_bugs_says_so(tmp_path, capsys):
+    """A run that injected a model bug failed because of it: triaging one of its tests without the
+    bug reruns it clean, and says so with the command that reproduces the run."""
+    bug = "stuck:SDP:0:0"
+    code = main(["regress", "--suite", "vectors", "-k", "sdp_cvt-s1-000", "--results-dir", str(tmp_path / "r"),
+                 "--results-db", str(tmp_path / "db.sqlite"), "--model-bug", bug])
+    assert code == 1, capsys.readouterr()
+    capsys.readouterr()
+    run = (tmp_path / "r" / "latest").resolve()
+    main(["triage", "test_vector[sdp_cvt/sdp_cvt-s1-000]", "--run", str(run)])
+    out = capsys.readouterr().out
+    assert "injected model bugs" in out and f"--model-bug '{bug}'" in out, out

@@ -65,12 +65,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def run_options(run: Path) -> dict[str, Any]:
     """The plugin options a regression ran with (from run.json's pytest argv)."""
-    try:
-        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
-    argv = list(meta.get("pytest_argv") or [])
-    opts: dict[str, Any] = {"poison": "--nvdla-poison" in argv, "waves": "--nvdla-waves" in argv}
+    from ..analysis.junit import read_run_json
+
+    meta = read_run_json(run)  # only a regular, bounded file; a malformed one is named (exit 2)
+    argv = [str(a) for a in meta.get("pytest_argv") or []]
+    opts: dict[str, Any] = {"poison": "--nvdla-poison" in argv, "waves": "--nvdla-waves" in argv,
+                            "model-bugs": [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--nvdla-model-bug"]}
     for i, a in enumerate(argv[:-1]):
         if a.startswith("--nvdla-") and not argv[i + 1].startswith("-"):
             opts.setdefault(a.removeprefix("--nvdla-"), argv[i + 1])
@@ -202,6 +202,10 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
 
     row = find_test(run, name)
     opts = run_options(run)
+    if opts["model-bugs"] and not bugs:  # the run's failure came from bugs it injected into the model
+        shown = "".join(f" --model-bug '{b}'" for b in opts["model-bugs"])
+        log(f"note: run {run.name} injected model bugs ({', '.join(opts['model-bugs'])}); this rerun has none, so it "
+            f"may pass where the run failed. To reproduce the run: nvdla-hil triage '{row.name}' --run {run}{shown}")
     kind, src = _source(row, opts)
     target = target or row.target or opts.get("target") or "model"
     profile = profile or row.profile or "nv_small"
