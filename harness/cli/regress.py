@@ -138,9 +138,11 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
             raise BadInput(f"--txn {args.txn} was given but --suite {args.suite} runs no nv_full tests")
         if "loadables" in suites:
             if args.loadables:
-                if not Path(args.loadables).is_dir() or not any(Path(args.loadables).glob("flatbufs/**/*_fbuf")):
+                from ..loadables.check import find_loadables
+
+                if not Path(args.loadables).is_dir() or not find_loadables(args.loadables):
                     raise BadInput(f"--loadables {args.loadables}: "
-                               f"{'no such folder' if not Path(args.loadables).is_dir() else 'no flatbufs/**/*_fbuf loadable below it'}")
+                                   f"{'no such folder' if not Path(args.loadables).is_dir() else 'no loadable below it'}")
             else:
                 args.loadables = _default_loadables()
                 if args.loadables is None and args.suite == "loadables":

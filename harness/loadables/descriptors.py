@@ -99,7 +99,7 @@ class OpDesc:
         return OP_NAMES[self.op_type] if self.op_type < len(OP_NAMES) else f"op{self.op_type}"
 
 
-def decode_network(data: bytes) -> NetworkDesc:
+def decode_network(data: bytes | memoryview) -> NetworkDesc:
     if len(data) < NETWORK.size:
         raise LoadableError(f"dla_network_desc: {len(data)} bytes, expected {NETWORK.size}")
     v = NETWORK.unpack_from(data)
@@ -118,7 +118,7 @@ def decode_network(data: bytes) -> NetworkDesc:
     return nd
 
 
-def _cube(data: bytes, index: int, legacy: bool = False) -> Cube:
+def _cube(data: bytes | memoryview, index: int, legacy: bool = False) -> Cube:
     if legacy:
         t, a, s, w, h, c, _, ls, ss, ps = CUBE_OLD.unpack_from(data, index * CUBE_OLD.size)
         return Cube(t, a, 0, s, w, h, c, ls, ss, ps)
@@ -152,7 +152,8 @@ def _prec(v: int) -> str:
     return PRECISIONS.get(v, f"?{v}")
 
 
-def decode_ops(nd: NetworkDesc, dep: bytes, ops: bytes, surfs: bytes, legacy: bool = False) -> list[OpDesc]:
+def decode_ops(nd: NetworkDesc, dep: bytes | memoryview, ops: bytes | memoryview, surfs: bytes | memoryview,
+               legacy: bool = False) -> list[OpDesc]:
     """Every operation of the network: dependency entry, op and surface containers
     (``legacy``: 28-byte data cubes, firmware interface before 0.12)."""
     n = nd.num_operations

@@ -8,11 +8,21 @@ bytes each, read from the output buffer at the format's offset:
 * ``D_F8_CxHWx_x32_I``, ``D_F8_CxHWx_x8_I``, ``D_F16_CxHWx_x16_I``/``_F``:
   ``(c // x) * surface_stride + h * line_stride + w * x * bpe + (c % x) * bpe`` with x = 32, 8, 16.
 
-The format comes from the output tensor's pixel format and data type as ``Tensor2DIMG`` maps
-them: FEATURE → INT8 x32, INT16 x16, HALF x16; FEATURE_X8 → INT8 x8. Its number depends on the
+The format comes from the output tensor's descriptor as ``Tensor2DIMG`` maps it (pixel format
+and data type): FEATURE → INT8 x32, INT16 x16, HALF x16; FEATURE_X8 → INT8 x8, INT16 x16, HALF
+x16; any other pixel format HALF x16. The element offsets follow from the format alone (its
+atom: ``x * bpe`` bytes), never from a constant: an INT8 FEATURE_X8 output (nv_small's 8-byte
+atoms) is read with 8-byte atoms whatever app numbering is asked for. Its number depends on the
 test app's version: the regression goldens were written by the 2018 app (nvdla/sw 8a57643,
 ``umd/tests/runtime/DlaImage.h``: x32_I 40, x16_I 41, x16_F 42, no x8); the 2019 app (537e0e8
-on) numbers x32_I 40, x8_I 41, x16_I 42, x16_F 43. ``numbering="2018"`` is the default.
+on) numbers x32_I 40, x8_I 41, x16_I 42, x16_F 43. ``numbering="2018"`` is the default; an x8
+dump is numbered as the 2019 app does (the first that writes x8), and its metadata says so.
+
+The configuration's atom (the profile's ``atom_bytes``) is compared with the format's: where
+they differ the dump is still what NVDLA's app writes, but its elements are not the output cube
+in order, and :attr:`DimgMeta.note` says so. NVDLA's own ``_small`` regression goldens are such
+dumps: their output tensors are labelled FEATURE (x32) over 8-byte-atom surfaces, so the app read
+x32 offsets over them (the MD5 regression compares exactly those bytes).
 
 The regression dumps with ``stableHash``; its FP16 rules go through half_float's conversions to
 float, so they are not what their comments say: ``tmp == 0x8000`` compares the value with the
@@ -25,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,6 +51,7 @@ NUMBERINGS = {
 }
 HEADER = struct.Struct("<4sI7I")
 MAX_DIMG_BYTES = 256 << 20
+U32_MAX = 0xFFFF_FFFF
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,21 @@ class DimgMeta:
     line_stride: int
     surface_stride: int
     size: int
+    numbering: str = "2018"  # the test app whose format numbers the file uses
+    note: str = ""  # the configuration's atom differs from the format's (module docstring)
+
+    @property
+    def atom(self) -> int:
+        """Bytes of one atom group of the format (``x * bpe``): 32 for x32 and x16, 8 for x8."""
+        bpe, x, _ = LAYOUTS[self.layout]
+        return x * bpe
+
+    def check_header(self, what: str) -> None:
+        """Every header field fits its u32 (:class:`LoadableError` naming the field otherwise)."""
+        for f in ("format", "width", "height", "channel", "line_stride", "surface_stride", "size"):
+            v = getattr(self, f)
+            if not 0 <= v <= U32_MAX:
+                raise LoadableError(f"{what}: {f} {v} does not fit the DIMG header's 32-bit field")
 
     def offsets(self) -> np.ndarray:
         """Byte offset of every element, in (c, h, w) order."""
@@ -63,8 +89,9 @@ class DimgMeta:
         return ((c // x) * self.surface_stride + h * self.line_stride + w * (x * bpe) + (c % x) * bpe).ravel()
 
 
-def meta_for_tensor(t: TensorDesc, numbering: str = "2018") -> DimgMeta:
-    """The metadata ``Tensor2DIMG`` derives from the output tensor's descriptor."""
+def meta_for_tensor(t: TensorDesc, numbering: str = "2018", atom: int | None = None) -> DimgMeta:
+    """The metadata ``Tensor2DIMG`` derives from the output tensor's descriptor; ``atom``: the
+    configuration's atom size in bytes (the profile's), compared with the format's (``note``)."""
     if t.pixel_format not in (PIXEL_FEATURE, PIXEL_FEATURE_X8):
         layout = "F16_x16_F"  # Tensor2DIMG's default for other pixel formats
     elif t.data_type == 2:
@@ -72,11 +99,21 @@ def meta_for_tensor(t: TensorDesc, numbering: str = "2018") -> DimgMeta:
     elif t.data_type == 3:
         layout = "F16_x16_I"
     elif t.data_type == 4:
-        layout = "F8_x32_I" if t.pixel_format == PIXEL_FEATURE or numbering == "2018" else "F8_x8_I"
+        layout = "F8_x32_I" if t.pixel_format == PIXEL_FEATURE else "F8_x8_I"
     else:
         raise LoadableError(f"output tensor {t.name!r}: data type {t.type_name} has no DIMG format")
+    if layout not in NUMBERINGS[numbering]:
+        numbering = "2019"  # x8: only the 2019 app writes it
     _, c, h, w = t.dims
-    return DimgMeta(NUMBERINGS[numbering][layout], layout, w, h, c, t.strides[1], t.strides[2], t.size)
+    meta = DimgMeta(NUMBERINGS[numbering][layout], layout, w, h, c, t.strides[1], t.strides[2], t.size, numbering)
+    if atom is not None and atom != meta.atom:
+        pix = {PIXEL_FEATURE: "FEATURE", PIXEL_FEATURE_X8: "FEATURE_X8"}.get(t.pixel_format, f"pixel format {t.pixel_format}")
+        meta = replace(meta, note=(
+            f"output tensor {t.name!r} is {pix} {t.type_name}: NVDLA's test app dumps it as {layout} "
+            f"({meta.atom}-byte atoms), but the configuration's surfaces have {atom}-byte atoms, so the dump's "
+            "elements are not the output cube in order (as in NVDLA's own goldens for such loadables)"))
+    meta.check_header(f"output tensor {t.name!r}")
+    return meta
 
 
 def _elements(meta: DimgMeta, buf: np.ndarray) -> np.ndarray:
@@ -98,6 +135,7 @@ def pack_dimg(meta: DimgMeta, buffer: bytes | np.ndarray) -> bytes:
         nan = ((el & 0x7C00) == 0x7C00) & ((el & 0x03FF) != 0)
         el[el == 0x7800] = 0x0000  # "tmp == 0x8000": the value 32768.0
         el[nan] = 0x77C0  # "tmp = 0x7C00": the value 31744.0
+    meta.check_header("DIMG")
     head = HEADER.pack(b"DIMG", 0, meta.format, meta.width, meta.height, meta.channel, meta.line_stride,
                        meta.surface_stride, meta.size)
     return head + el.astype(el.dtype.newbyteorder("<")).tobytes()
@@ -116,7 +154,8 @@ def read_dimg(data: bytes, name: str = "DIMG", numbering: str = "2018") -> tuple
     if fields[0] not in by_number:
         raise LoadableError(f"{name}: surface format {fields[0]} is not a feature format of the {numbering} "
                             f"test app ({sorted(by_number)})")
-    meta = DimgMeta(fields[0], by_number[fields[0]], *fields[1:])
+    width, height, channel, line_stride, surface_stride, size = fields[1:7]
+    meta = DimgMeta(fields[0], by_number[fields[0]], width, height, channel, line_stride, surface_stride, size, numbering)
     bpe = LAYOUTS[meta.layout][0]
     n = meta.width * meta.height * meta.channel
     if len(data) != HEADER.size + n * bpe:
@@ -138,7 +177,7 @@ def _fp16_ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.abs(line(a) - line(b))
 
 
-def compare_dimg(actual: bytes, expected: bytes, numbering: str = "2018") -> dict:
+def compare_dimg(actual: bytes, expected: bytes, numbering: str = "2018", expected_name: str = "expected dump") -> dict:
     """MD5 verdict, and element-wise differences with coordinates when the dumps differ:
     {"md5_equal", "actual_md5", "expected_md5", "differ", "first", "worst", "max_ulp"}."""
     out: dict = {"actual_md5": md5(actual), "expected_md5": md5(expected)}
@@ -147,7 +186,7 @@ def compare_dimg(actual: bytes, expected: bytes, numbering: str = "2018") -> dic
         out.update(differ=0, first=None, worst=None, max_ulp=0)
         return out
     ma, ea = read_dimg(actual, "actual dump", numbering)
-    me, ee = read_dimg(expected, "expected dump", numbering)
+    me, ee = read_dimg(expected, expected_name, numbering)
     if ma != me:
         out.update(differ=-1, header=(ma, me), first=None, worst=None, max_ulp=None)
         return out

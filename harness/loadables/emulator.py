@@ -20,6 +20,18 @@ power ``y = powf(shift + scale * x, power)``; softmax over the channels in order
 ``sumexp += expf(x - max)`` (sequential float32), ``y = half(expf(x - max) / sumexp)``. ``expf``
 is the C library's, called through ctypes (softmax runs over a handful of channels), ``powf``
 numpy's float32 power (libm's ``powf``), so the results are the host libm's as the runtime's.
+
+INT8 (formats 0 and 1 of the 2019 layout), ``Emulator::executeSoftmax``/``executePower``:
+
+* softmax, over ``src.channel`` consecutive int8 values (like FP16, not through the atom
+  layout): ``pHalfSrc[i] = half(float(s8) * input_scale_factor)`` (float32 product, rounded to
+  FP16 ties away); max, sumexp and ``pHalfDst[i] = half(expf(x - max) / sumexp)`` as FP16 but
+  over those halves; then for ``dst.channel`` values ``saturate<NvF32, NvS8>(float(pHalfDst[i])
+  / output_scale_factor)`` (``half / float`` is float32 division: half_float's operators take
+  only half operands, so the half converts to float), :func:`saturate_int8`.
+* power, element by element through the atom layout (32 per atom for INT8, 8 for INT8_8):
+  ``x = float(s8) * input_scale_factor``, ``y = powf(shift + scale * x, power)``,
+  ``saturate(y / output_scale_factor)``, all float32.
 """
 
 from __future__ import annotations
@@ -34,7 +46,8 @@ import numpy as np
 
 from .fbs import LoadableError
 
-__all__ = ["EmuOp", "EmuBuffer", "decode_emu_task", "run_emu_ops", "float_to_half_ties_away", "half_to_float"]
+__all__ = ["EmuOp", "EmuBuffer", "decode_emu_task", "run_emu_ops", "float_to_half_ties_away", "half_to_float",
+           "saturate_int8"]
 
 NETWORK = struct.Struct("<hhH")
 MAX_EMU_OPS = 1024
@@ -66,7 +79,7 @@ class EmuOp:
         return {0: "POWER", 1: "SOFTMAX"}.get(self.op_type, f"emu{self.op_type}")
 
 
-def _buffer(b: bytes, off: int, layout: str) -> EmuBuffer:
+def _buffer(b: bytes | memoryview, off: int, layout: str) -> EmuBuffer:
     if layout == "2018":
         ai, size, fmt, w, h, c, ls, ss = struct.unpack_from("<hIHHHHII", b, off)
         return EmuBuffer(ai, 0, size, fmt, w, h, c, ls, ss)
@@ -74,7 +87,7 @@ def _buffer(b: bytes, off: int, layout: str) -> EmuBuffer:
     return EmuBuffer(ai, aio, size, fmt, w, h, c, ls, ss)
 
 
-def decode_emu_task(network: bytes, read_entry: Callable[[int], bytes]) -> list[EmuOp]:
+def decode_emu_task(network: bytes | memoryview, read_entry: Callable[[int], bytes | memoryview]) -> list[EmuOp]:
     """The operations of an EMU1 task; ``read_entry(i)`` returns the bytes of address-list entry i."""
     if len(network) < NETWORK.size:
         raise LoadableError(f"emu_network_desc: {len(network)} bytes, expected {NETWORK.size}")
@@ -156,41 +169,99 @@ def _offsets(b: EmuBuffer, layout: str) -> np.ndarray:
     return ((c // x) * b.surf_stride + h * b.line_stride + w * x * bpe + (c % x) * bpe).ravel()
 
 
+def _is_fp16(op: EmuOp) -> bool:
+    return (op.layout == "2018" and op.src.format == 2) or (op.layout == "2019" and op.src.format == 3)
+
+
+def _is_int8(op: EmuOp) -> bool:
+    return op.layout == "2019" and op.src.format in (0, 1)
+
+
+def saturate_int8(y: np.ndarray) -> np.ndarray:
+    """``saturate<NvF32, NvS8>`` (``umd/core/src/common/include/priv/Type.h``): ``std::min`` with
+    127, ``std::max`` with -128 (a NaN passes both: ``(b < a) ? b : a``), then
+    ``static_cast<NvS8>``, which truncates toward zero. A NaN there is undefined in C++; x86-64's
+    ``cvttss2si`` gives 0x80000000, whose low byte is 0."""
+    y = np.asarray(y, dtype=np.float32)
+    y = np.where(np.float32(127.0) < y, np.float32(127.0), y)
+    y = np.where(y < np.float32(-128.0), np.float32(-128.0), y)
+    return np.where(np.isnan(y), np.float32(0.0), np.trunc(y)).astype(np.int8)
+
+
+def _power(op: EmuOp, read: Callable[[int, int, int], bytes], write: Callable[[int, int, bytes], None]) -> None:
+    so, do = _offsets(op.src, op.layout), _offsets(op.dst, op.layout)
+    bpe = 2 if _is_fp16(op) else 1
+    src = np.frombuffer(read(op.src.address_index, op.src.offset, int(so.max()) + bpe if so.size else 0), np.uint8)
+    p = op.params
+    if bpe == 2:
+        x = half_to_float(src[so[:, None] + np.arange(2)].copy().view("<u2").ravel())
+    else:  # x = float(int8) * input_scale_factor
+        x = src[so].view(np.int8).astype(np.float32) * np.float32(p["input_scale"])
+    base = np.float32(p["shift"]) + np.float32(p["scale"]) * x
+    y = np.power(base, np.float32(p["power"]), dtype=np.float32)  # numpy's float32 power: libm powf
+    size = int(do.max()) + bpe if do.size else 0
+    dst = np.frombuffer(read(op.dst.address_index, op.dst.offset, size), np.uint8).copy()
+    if bpe == 2:
+        dst[do[:, None] + np.arange(2)] = float_to_half_ties_away(y).astype("<u2").view(np.uint8).reshape(-1, 2)
+    else:  # y /= output_scale_factor; saturate
+        dst[do] = saturate_int8(y / np.float32(p["output_scale"])).view(np.uint8)
+    write(op.dst.address_index, op.dst.offset, dst.tobytes())
+
+
+def _softmax_f32(x: np.ndarray, libm: ctypes.CDLL) -> tuple[np.ndarray, np.float32]:
+    """``expf(x - max)`` of every channel and their sequential float32 sum."""
+    mx = np.float32(-np.inf)
+    for v in x:
+        if v > mx:
+            mx = v
+    ex = [np.float32(libm.expf(float(np.float32(v - mx)))) for v in x]
+    s = np.float32(0.0)
+    for v in ex:
+        s = np.float32(s + v)
+    return np.array(ex, dtype=np.float32), s
+
+
+def _softmax(op: EmuOp, read: Callable[[int, int, int], bytes], write: Callable[[int, int, bytes], None],
+             libm: ctypes.CDLL) -> None:
+    n = op.src.channel
+    if _is_fp16(op):
+        x = half_to_float(np.frombuffer(read(op.src.address_index, op.src.offset, 2 * n), "<u2"))
+        ex, s = _softmax_f32(x, libm)
+        write(op.dst.address_index, op.dst.offset, float_to_half_ties_away(ex / s).astype("<u2").tobytes())
+        return
+    m = op.dst.channel
+    if m > n:  # the runtime would read halves it never wrote
+        raise LoadableError(f"EMU SOFTMAX: destination channel {m} exceeds source channel {n} (INT8 softmax "
+                            "rescales dst.channel values of the src.channel it computed)")
+    src = np.frombuffer(read(op.src.address_index, op.src.offset, n), np.int8)
+    # pHalfSrc = half(int8 * input_scale): float32 product, rounded to FP16
+    x = half_to_float(float_to_half_ties_away(src.astype(np.float32) * np.float32(op.params["input_scale"])))
+    ex, s = _softmax_f32(x, libm)
+    h = half_to_float(float_to_half_ties_away(ex / s))  # pHalfDst = half(expf(x - max) / sumexp)
+    # half / float is float / float (half_float's operators take only half/expr operands)
+    out = saturate_int8(h[:m] / np.float32(op.params["output_scale"]))
+    write(op.dst.address_index, op.dst.offset, out.tobytes())
+
+
 def run_emu_ops(ops: list[EmuOp], read: Callable[[int, int, int], bytes], write: Callable[[int, int, bytes], None]) -> None:
     """Execute the operations; ``read(index, offset, size)`` / ``write(index, offset, data)``
     access address-list entry ``index`` of the task."""
     libm = _libm()
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN) as the C++ computes them, silently
+        _run_ops(ops, read, write, libm)
+
+
+def _run_ops(ops: list[EmuOp], read: Callable[[int, int, int], bytes], write: Callable[[int, int, bytes], None],
+             libm: ctypes.CDLL) -> None:
     for op in ops:
         if op.src.format != op.dst.format:
             raise LoadableError(f"EMU {op.name}: source format {op.src.format} differs from destination {op.dst.format}")
-        fp16 = (op.layout == "2018" and op.src.format == 2) or (op.layout == "2019" and op.src.format == 3)
-        if not fp16:
-            raise LoadableError(f"EMU {op.name}: only FP16 buffers are emulated here (format {op.src.format})")
+        if not (_is_fp16(op) or _is_int8(op)):
+            raise LoadableError(f"EMU {op.name}: format {op.src.format} of the {op.layout} layout is neither FP16 nor "
+                                "INT8, which the runtime's emulator does not compute")
         if op.op_type == 0:
-            so, do = _offsets(op.src, op.layout), _offsets(op.dst, op.layout)
-            src = np.frombuffer(read(op.src.address_index, op.src.offset, int(so.max()) + 2 if so.size else 0), np.uint8)
-            x = half_to_float(src[so[:, None] + np.arange(2)].copy().view("<u2").ravel())
-            p = op.params
-            base = np.float32(p["shift"]) + np.float32(p["scale"]) * x
-            y = np.power(base, np.float32(p["power"]), dtype=np.float32)  # numpy's float32 power: libm powf
-            out_bits = float_to_half_ties_away(y)
-            size = int(do.max()) + 2 if do.size else 0
-            dst = np.frombuffer(read(op.dst.address_index, op.dst.offset, size), np.uint8).copy()
-            dst[do[:, None] + np.arange(2)] = out_bits.astype("<u2").view(np.uint8).reshape(-1, 2)
-            write(op.dst.address_index, op.dst.offset, dst.tobytes())
+            _power(op, read, write)
         elif op.op_type == 1:
-            n = op.src.channel
-            src = np.frombuffer(read(op.src.address_index, op.src.offset, 2 * n), "<u2")
-            x = half_to_float(src)
-            mx = np.float32(-np.inf)
-            for v in x:
-                if v > mx:
-                    mx = v
-            s = np.float32(0.0)
-            ex = [np.float32(libm.expf(float(np.float32(v - mx)))) for v in x]
-            for v in ex:
-                s = np.float32(s + v)
-            y = np.array([np.float32(v / s) for v in ex], dtype=np.float32)
-            write(op.dst.address_index, op.dst.offset, float_to_half_ties_away(y).astype("<u2").tobytes())
+            _softmax(op, read, write, libm)
         else:
             raise LoadableError(f"EMU operation type {op.op_type} is neither POWER (0) nor SOFTMAX (1)")

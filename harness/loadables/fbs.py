@@ -6,6 +6,15 @@ package's :class:`flatbuffers.table.Table`; neither the schema nor code generate
 part of this project. A loadable is untrusted input: every offset is checked to lie inside the
 buffer before it is followed, every vector length and blob size is bounded before anything is
 allocated, and a malformed file raises :class:`LoadableError` naming the field.
+
+A loadable is bounded by what it expands to, not by its size: FlatBuffers lets every table
+point at one shared vector (one address list for every task, one submit list, one 1 MiB blob
+for every blob table, one contents list for every memory entry), so a small file could make a
+reader materialise gigabytes. Every vector counts each time it is reached, against a budget
+for the whole loadable: :data:`MAX_ELEMENTS` list elements in all, :data:`MAX_EXPANDED_BYTES`
+bytes of blobs, memory entries and the contents copied into them, :data:`MAX_SUBMITTED` task
+runs. Past a budget the loadable is refused, naming the field and the budget. Shared vectors
+are decoded once (a cache), so what is kept is no bigger than the file.
 """
 
 from __future__ import annotations
@@ -20,6 +29,7 @@ from flatbuffers.table import Table
 
 __all__ = ["LoadableError", "Loadable", "Blob", "MemoryEntry", "TaskEntry", "AddressEntry", "SubmitEntry",
            "TensorDesc", "EventEntry", "RelocEntry", "parse_loadable", "MAX_FILE_BYTES", "MAX_ENTRIES",
+           "MAX_ELEMENTS", "MAX_EXPANDED_BYTES", "MAX_SUBMITTED",
            "MEM_ALLOC", "MEM_SET", "MEM_INPUT", "MEM_OUTPUT", "IFACE_NONE", "IFACE_DLA1", "IFACE_EMU1"]
 
 #: the largest loadable read (NVDLA's AlexNet loadables are ~240 MB; the shared ones < 1 MB)
@@ -30,6 +40,13 @@ MAX_ENTRIES = 1 << 16
 MAX_MEMORY_BYTES = 256 << 20
 #: the longest name
 MAX_NAME = 4096
+#: list elements a loadable may expand to in all (a shared vector counts each time it is reached)
+MAX_ELEMENTS = 1 << 20
+#: bytes a loadable may expand to: blob data (per blob table), memory entries and the contents
+#: copied into them (per memory entry), each counted each time it is reached
+MAX_EXPANDED_BYTES = 1 << 30
+#: task runs the submit list may ask for in all
+MAX_SUBMITTED = 1 << 12
 
 # MemoryFlags / Interface enums of loadable.fbs
 MEM_ALLOC, MEM_SET, MEM_INPUT, MEM_OUTPUT = 1, 2, 4, 8
@@ -147,6 +164,8 @@ class Loadable:
     relocs: tuple[RelocEntry, ...]
     submits: tuple[SubmitEntry, ...]
     _by_name: dict[str, Blob] = field(default_factory=dict, compare=False, repr=False)
+    #: what readers derive once per loadable (harness/loadables/runtime.py: entries, decoded tasks)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
     def blob(self, name: str) -> Blob:
         b = self._by_name.get(name)
@@ -168,9 +187,25 @@ class _Tab(Table):
 class _Reader:
     """Bounds-checked access to FlatBuffers tables through :class:`flatbuffers.table.Table`."""
 
-    def __init__(self, buf: bytes) -> None:
+    def __init__(self, buf: bytes, name: str = "loadable") -> None:
         self.buf = buf
         self.n = len(buf)
+        self.name = name
+        self.elements = 0  # list elements reached so far (shared vectors each time)
+        self.expanded = 0  # bytes reached so far (blob data, memory entries, contents)
+        self._cache: dict[tuple, object] = {}  # shared vectors decoded once
+
+    def spend(self, elements: int, nbytes: int, what: str) -> None:
+        """Count what reaching a field materialises; refuse past the loadable's budget."""
+        self.elements += elements
+        self.expanded += nbytes
+        if self.elements > MAX_ELEMENTS:
+            raise LoadableError(f"{what}: the loadable expands to more than {MAX_ELEMENTS} list elements "
+                                "(a vector shared by several tables counts each time it is reached)")
+        if self.expanded > MAX_EXPANDED_BYTES:
+            raise LoadableError(f"{what}: the loadable expands to more than {MAX_EXPANDED_BYTES} bytes of blobs, "
+                                f"memory entries and contents ({self.expanded} so far; a vector shared by several "
+                                "tables counts each time it is reached)")
 
     def need(self, pos: int, size: int, what: str) -> None:
         if pos < 0 or size < 0 or pos + size > self.n:
@@ -218,12 +253,15 @@ class _Reader:
         if n > limit:
             raise LoadableError(f"{what}: {n} elements, more than the {limit} allowed")
         self.need(vpos + 4, n * elem, what)
+        if elem > 1:  # bytes vectors (names, blob data) are counted by the caller, in bytes
+            self.spend(n, 0, what)
         return vpos + 4, n
 
     def string(self, t: _Tab, slot: int, what: str) -> str:
         start, n = self.vector(t, slot, 1, what, MAX_NAME)
         if not start:
             return ""
+        self.spend(0, n, what)
         try:
             return self.buf[start:start + n].decode("utf-8")
         except UnicodeDecodeError:
@@ -240,10 +278,20 @@ class _Reader:
     def scalars(self, t: _Tab, slot: int, fmt: str, what: str) -> tuple[int, ...]:
         size = struct.calcsize("<" + fmt)
         start, n = self.vector(t, slot, size, what)
-        return struct.unpack_from(f"<{n}{fmt}", self.buf, start) if n else ()
+        if not n:
+            return ()
+        key = ("scalars", start, n, fmt)
+        if key not in self._cache:
+            self._cache[key] = struct.unpack_from(f"<{n}{fmt}", self.buf, start)
+        return self._cache[key]  # type: ignore[return-value]
 
     def strings(self, t: _Tab, slot: int, what: str) -> tuple[str, ...]:
         start, n = self.vector(t, slot, 4, what)
+        key = ("strings", start, n)
+        if key in self._cache:
+            cached: tuple[str, ...] = self._cache[key]  # type: ignore[assignment]
+            self.spend(0, sum(len(x) for x in cached), what)
+            return cached
         out = []
         for i in range(n):
             p = start + 4 * i
@@ -253,8 +301,18 @@ class _Reader:
             if ln > MAX_NAME:
                 raise LoadableError(f"{what}[{i}]: a {ln}-byte name, more than {MAX_NAME}")
             self.need(s + 4, ln, f"{what}[{i}]")
+            self.spend(0, ln, f"{what}[{i}]")
             out.append(self.buf[s + 4:s + 4 + ln].decode("utf-8", errors="replace"))
+        self._cache[key] = tuple(out)
         return tuple(out)
+
+    def data(self, start: int, size: int, what: str) -> bytes:
+        """``size`` bytes at ``start`` (counted each time; one copy per shared vector)."""
+        self.spend(0, size, what)
+        key = ("data", start, size)
+        if key not in self._cache:
+            self._cache[key] = self.buf[start:start + size]
+        return self._cache[key]  # type: ignore[return-value]
 
     def version(self, t: _Tab, slot: int, what: str) -> tuple[int, int, int]:
         pos = self._field(t, slot, 3, what)
@@ -290,7 +348,7 @@ def _blob(r: _Reader, t: _Tab, q: str) -> Blob:
     if size > n:
         raise LoadableError(f"{q} ({bname}).size: {size} bytes but its data holds {n}")
     return Blob(bname, size, r.scalar(t, 2, U32, 0, f"{q}.interface"), r.scalar(t, 3, U32, 0, f"{q}.sub_interface"),
-                r.version(t, 4, f"{q}.version"), r.buf[start:start + size])
+                r.version(t, 4, f"{q}.version"), r.data(start, size, f"{q} ({bname}).data"))
 
 
 def _tensor_desc(r: _Reader, t: _Tab, q: str) -> TensorDesc:
@@ -312,7 +370,7 @@ def parse_loadable(data: bytes, name: str = "loadable") -> Loadable:
         raise LoadableError(f"{name}: {len(data)} bytes, more than the {MAX_FILE_BYTES} allowed")
     if len(data) < 8:
         raise LoadableError(f"{name}: {len(data)} bytes is too short for a FlatBuffers file")
-    r = _Reader(bytes(data))
+    r = _Reader(bytes(data), name)
     root = r.table(struct.unpack_from("<I", r.buf, 0)[0], f"{name}: Loadable")
     w = f"{name}: Loadable"
     if not r._field(root, 0, 3, f"{w}.version"):
@@ -353,7 +411,25 @@ def parse_loadable(data: bytes, name: str = "loadable") -> Loadable:
     ld = Loadable(version, tuple(tasks), tuple(memory), tuple(addresses), tuple(events), tuple(blobs),
                   tuple(tensors), tuple(relocs), tuple(submits), {b.name: b for b in blobs})
     _check_references(ld, name)
+    _check_expansion(ld, r, name)
     return ld
+
+
+def _check_expansion(ld: Loadable, r: _Reader, name: str) -> None:
+    """What running the loadable materialises: every memory entry, every SET content copied into
+    its entry (each time it is listed), every task run the submit list asks for."""
+    w = f"{name}: Loadable"
+    for i, m in enumerate(ld.memory):
+        r.spend(0, m.size, f"{w}.memory_list[{i}].size")
+        if m.flags & MEM_SET:
+            for k, c in enumerate(m.contents):
+                r.spend(0, ld._by_name[c].size, f"{w}.memory_list[{i}].contents[{k}]")
+    runs = 0
+    for i, s in enumerate(ld.submits):
+        runs += len(s.task_ids)
+        if runs > MAX_SUBMITTED:
+            raise LoadableError(f"{w}.submit_list[{i}].task_id: the submit list asks for more than {MAX_SUBMITTED} "
+                                "task runs in all (a task list shared by several submits counts each time)")
 
 
 def _check_references(ld: Loadable, name: str) -> None:

@@ -16,23 +16,67 @@ Run: the KMD's sequence of ``kmd/port/linux/nvdla_core_callbacks.c``: ``dla_regi
 + ``dla_clear_task`` once, then per DLA task ``dla_execute_task`` with the ``struct dla_config``
 the KMD passes for the configuration (atom size, BDMA, Rubik, weight compression: from the
 profile), and after every interrupt ``dla_isr_handler`` + ``dla_process_events`` until the task
-is complete; ``dla_clear_task`` at the end. The firmware keeps its state in C globals, so one
-run at a time uses a library (a lock per library file).
+is complete; ``dla_clear_task`` at the end.
+
+Isolation: the library runs in a child process of its own (:mod:`.firmware_child`), one per
+:class:`Firmware`, so its C globals are that process's and a loadable that makes it crash, hang or
+allocate without end fails that run with a :class:`FirmwareError`, never the harness. Its register
+and memory callbacks are requests over a pipe to this process, which performs them on the target
+in order (register writes and log lines, which need no answer, travel batched with the next
+request that does).
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
+import select
 import shutil
+import signal
+import struct
 import subprocess
+import sys
+import tempfile
 import threading
+import time
+import weakref
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from ...drivers.errors import NvdlaHilError
+from .firmware_child import (
+    CALL,
+    DATA,
+    DMA,
+    DMA_ANSWER,
+    END,
+    FAILED,
+    LOG,
+    OP_CLEAR,
+    OP_EVENTS,
+    OP_EXECUTE,
+    OP_INIT,
+    OP_ISR,
+    READY,
+    REG_READ,
+    REG_WRITE,
+    STATUS,
+    TAG_DATA_READ,
+    TAG_DATA_WRITE,
+    TAG_DMA,
+    TAG_END,
+    TAG_FAILED,
+    TAG_LOG,
+    TAG_READY,
+    TAG_REG_READ,
+    TAG_REG_WRITE,
+    U32,
+)
 
 __all__ = ["FirmwareError", "FirmwareBuild", "find_nvdla_sw", "build_firmware", "Firmware", "firmware_define"]
 
@@ -156,77 +200,386 @@ def build_firmware(nvdla_sw: str | os.PathLike[str] | None, generation: str, *, 
     return FirmwareBuild(Path(data["executable"]), define, key, firmware_version(sw))
 
 
-_LOCKS: dict[str, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
+#: how long the firmware may go quiet in one call (no register or memory request, no completion)
+#: before it is taken as hung: this base, plus :data:`BUDGET_PER_ADDRESS` per address-list entry of
+#: the task (the descriptors it walks); a :class:`Firmware` may be given another base
+HANG_BUDGET = 10.0
+BUDGET_PER_ADDRESS = 0.05
+#: the address-list entries the budget counts at most (a hostile count never buys a longer hang)
+MAX_BUDGET_ADDRESSES = 4096
+#: how long the firmware's process may take to start and load the library
+START_BUDGET = 60.0
+#: requests one call may make: a loop that keeps calling back never goes quiet
+MAX_REQUESTS = 1_000_000
+#: the largest descriptor read or write the firmware may ask for (its largest structure, a LUT,
+#: is 700 bytes; a whole list of 4096 surface descriptors is under 3 MiB)
+MAX_TRANSFER = 64 << 20
+#: the firmware process's address-space limit (RLIMIT_AS): the interpreter, ctypes and the
+#: library need a few tens of MiB
+MEMORY_LIMIT = 1 << 30
+#: the child's script: stdlib only, run by path
+CHILD = Path(__file__).with_name("firmware_child.py")
 
 
-def _lock_for(path: Path) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(str(path), threading.Lock())
+def _i32(v: int) -> int:
+    return (int(v) + (1 << 31)) % (1 << 32) - (1 << 31)
 
 
-REG_READ = ctypes.CFUNCTYPE(ctypes.c_uint32, ctypes.c_uint32)
-REG_WRITE = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32)
-DATA = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_void_p)
-DMA_ADDR = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_uint64))
-LOG = ctypes.CFUNCTYPE(None, ctypes.c_int32, ctypes.c_char_p)
+def _reap(proc: subprocess.Popen, wait: float) -> tuple[int, int]:
+    """Wait up to ``wait`` seconds for the process to end, then kill it; (exit code as
+    :attr:`subprocess.Popen.returncode` has it, peak resident KiB)."""
+    deadline = time.monotonic() + wait
+    flags = os.WNOHANG
+    while True:
+        try:
+            pid, status, usage = os.wait4(proc.pid, flags)
+        except ChildProcessError:  # reaped already
+            return (proc.returncode if proc.returncode is not None else 0), 0
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, usage.ru_maxrss
+        if time.monotonic() < deadline:
+            time.sleep(0.002)
+            continue
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        flags = 0  # and block on it: a killed process ends at once
+
+
+class _Stopped(Exception):
+    """The firmware's process stopped answering: ``hung`` or ``gone`` (its pipe closed)."""
+
+
+class _Proc:
+    """The firmware's process, its ends of the pipes and its captured stderr. :meth:`end` kills and
+    reaps it once (it is also the finalizer: at exit, and when the owner is collected)."""
+
+    def __init__(self, proc: subprocess.Popen, rfd: int, wfd: int, stderr: IO[bytes]) -> None:
+        self.proc, self.rfd, self.wfd, self.stderr = proc, rfd, wfd, stderr
+        self.status: tuple[int, int] | None = None
+        self.tail = ""
+
+    def close_pipes(self) -> None:
+        for fd in (self.wfd, self.rfd):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.rfd = self.wfd = -1
+
+    def stderr_tail(self) -> str:
+        """The last line the process printed (kept once it has ended)."""
+        if self.stderr.closed:
+            return self.tail
+        try:
+            self.stderr.seek(0, os.SEEK_END)
+            self.stderr.seek(max(0, self.stderr.tell() - 600))
+            lines = self.stderr.read().decode("utf-8", "replace").strip().splitlines()
+        except (OSError, ValueError):
+            return ""
+        return lines[-1] if lines else ""
+
+    def end(self, wait: float = 0.0) -> tuple[int, int]:
+        """(exit code, peak resident KiB), once ended: after ``wait`` seconds it is killed."""
+        self.close_pipes()
+        if self.status is None:
+            self.status = _reap(self.proc, wait)
+        if not self.stderr.closed:
+            self.tail = self.stderr_tail()
+            self.stderr.close()
+        return self.status
+
+
+class _Child:
+    """A started firmware process and the parent's side of its protocol (:mod:`.firmware_child`)."""
+
+    def __init__(self, library: Path, memory_limit: int) -> None:
+        req_r, req_w = os.pipe()  # the child's requests
+        ans_r, ans_w = os.pipe()  # the parent's calls and answers
+        stderr = tempfile.TemporaryFile()
+        cmd = [sys.executable, "-I", "-S", str(CHILD), str(library), str(ans_r), str(req_w), str(os.getpid()),
+               str(memory_limit)]
+        try:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+                                    pass_fds=(ans_r, req_w), close_fds=True)
+        except OSError as e:
+            for fd in (req_r, ans_w):
+                os.close(fd)
+            stderr.close()
+            raise FirmwareError(f"cannot start the firmware's process ({sys.executable}): {e}") from e
+        finally:
+            os.close(ans_r)
+            os.close(req_w)
+        self.p = _Proc(proc, req_r, ans_w, stderr)
+        self.pid = proc.pid
+        self.ready = False
+        self.buf = bytearray()
+        self.pos = 0
+        self.poller = select.poll()
+        self.poller.register(req_r, select.POLLIN)
+        self.finish = weakref.finalize(self, self.p.end)
+
+    def send(self, data: bytes) -> None:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.p.wfd, view):]
+        except OSError as e:  # EPIPE: the process is gone
+            raise _Stopped("gone") from e
+
+    def take(self, st: struct.Struct, budget: float) -> tuple:
+        self.need(st.size, budget)
+        v = st.unpack_from(self.buf, self.pos)
+        self.pos += st.size
+        return v
+
+    def take_bytes(self, n: int, budget: float) -> bytes:
+        self.need(n, budget)
+        out = bytes(self.buf[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def take_text(self, n: int, cap: int, budget: float) -> str:
+        if n > cap:
+            raise _Stopped(f"sent a {n}-byte text, more than the {cap} bytes it may")
+        return self.take_bytes(n, budget).decode("utf-8", "replace")
+
+    def need(self, n: int, budget: float) -> None:
+        if len(self.buf) - self.pos >= n:
+            return
+        del self.buf[:self.pos]
+        self.pos = 0
+        while len(self.buf) < n:
+            if not self.poller.poll(max(0, int(budget * 1000))):
+                raise _Stopped("hung")
+            data = os.read(self.p.rfd, max(1 << 16, n - len(self.buf)))
+            if not data:
+                raise _Stopped("gone")
+            self.buf += data
+
+    def end(self, wait: float = 0.0) -> tuple[int, int]:
+        """Kill (after ``wait`` seconds) and reap the process: (exit code, peak resident KiB)."""
+        status = self.p.end(wait)
+        self.finish.detach()
+        return status
+
+
+@dataclass
+class _Bound:
+    """The callbacks :meth:`Firmware.bind` installed (unbound: what the shim does without any)."""
+
+    reg_read: Callable[[int], int] = lambda addr: 0
+    reg_write: Callable[[int, int], None] = lambda addr, value: None
+    data_read: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -22
+    data_write: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -22
+    dma_address: Callable[[int], int | None] = lambda index: None
+    log: Callable[[int, str], None] = lambda level, msg: None
 
 
 class Firmware:
-    """The loaded firmware library; ``with Firmware(build) as fw:`` holds its lock.
+    """NVDLA's firmware library, run in a process of its own; ``with Firmware(build) as fw:``
+    starts that process and ends it.
 
-    The callbacks (Python callables) are installed per task with :meth:`bind`."""
+    The firmware's register and memory callbacks (Python callables, installed per task with
+    :meth:`bind`) run here, in the caller's process, on the caller's target: the firmware's
+    process asks for each one over a pipe (:mod:`.firmware_child`), in the order the firmware
+    makes them. When the firmware crashes (a signal), hangs (no request and no completion within
+    :data:`HANG_BUDGET` plus :data:`BUDGET_PER_ADDRESS` per address-list entry, or more than
+    :data:`MAX_REQUESTS` in one call) or outgrows its address space (``memory_limit``,
+    RLIMIT_AS), the call raises :class:`FirmwareError` naming ``name`` (the loadable) and the
+    signal or the limit. Its process is reaped, and the next call starts a new one. The process
+    ends with the block, at exit, or (Linux ``PR_SET_PDEATHSIG``) when the thread that started it
+    ends, even by SIGKILL: start and use one :class:`Firmware` in one thread.
 
-    def __init__(self, build: FirmwareBuild) -> None:
+    Args:
+        build: the library (:func:`build_firmware`).
+        name: what the errors name (the loadable).
+        hang_budget: the base of the hang budget in seconds (default :data:`HANG_BUDGET`).
+        memory_limit: the firmware process's RLIMIT_AS in bytes (0: none).
+    """
+
+    def __init__(self, build: FirmwareBuild, *, name: str | None = None, hang_budget: float | None = None,
+                 memory_limit: int = MEMORY_LIMIT) -> None:
+        if not Path(build.library).is_file():
+            raise FirmwareError(f"{build.library}: the firmware library is missing (build it with build_firmware)")
         self.build = build
-        self._lock = _lock_for(build.library)
-        self._lib = ctypes.CDLL(str(build.library))
-        self._lib.fw_execute.argtypes = [ctypes.c_int32, ctypes.c_uint32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32]
-        self._lib.fw_process_events.argtypes = [ctypes.POINTER(ctypes.c_uint32)]
-        self._keep: tuple = ()
+        self.name = name
+        self.hang_budget = HANG_BUDGET if hang_budget is None else float(hang_budget)
+        self.memory_limit = int(memory_limit)
+        if not self.hang_budget > 0 or self.memory_limit < 0:
+            raise ValueError(f"hang_budget {hang_budget!r} must be > 0 s and memory_limit {memory_limit!r} >= 0 bytes")
+        self._lock = threading.Lock()
+        self._child: _Child | None = None
+        self._bound = _Bound()
+        self._addresses = 0
+        self._said: deque[str] = deque(maxlen=3)
+
+    @property
+    def pid(self) -> int | None:
+        """The firmware process's id while it runs."""
+        return self._child.pid if self._child is not None else None
 
     def __enter__(self) -> Firmware:
         self._lock.acquire()
+        try:
+            self._start()
+        except BaseException:
+            self._lock.release()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._lib.fw_set_callbacks(None, None, None, None, None, None)
-        self._keep = ()
-        self._lock.release()
+        try:
+            self.close()
+        finally:
+            self._bound = _Bound()
+            self._lock.release()
+
+    def close(self) -> None:
+        """End the firmware's process: it holds nothing to save, so it is killed and reaped."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.end()
 
     def bind(self, reg_read: Callable[[int], int], reg_write: Callable[[int, int], None],
              data_read: Callable[[int, int, int, int], int], data_write: Callable[[int, int, int, int], int],
              dma_address: Callable[[int], int | None], log: Callable[[int, str], None]) -> None:
         """Install the callbacks: register access, descriptor read/write (index, offset, size,
-        buffer address), DMA address of an address-list index (None: invalid), log."""
-
-        def _dma(index: int, out) -> int:  # noqa: ANN001 - a ctypes POINTER(c_uint64)
-            a = dma_address(index)
-            if a is None:
-                return -22
-            out[0] = a
-            return 0
-
-        keep = (REG_READ(reg_read), REG_WRITE(reg_write), DATA(data_read), DATA(data_write), DMA_ADDR(_dma),
-                LOG(lambda lvl, msg: log(lvl, msg.decode("utf-8", "replace"))))
-        self._keep = keep  # ctypes callbacks must outlive the C side's use of them
-        self._lib.fw_set_callbacks(*keep)
+        buffer address in this process), DMA address of an address-list index (None: invalid), log."""
+        self._bound = _Bound(reg_read, reg_write, data_read, data_write, dma_address, log)
 
     def init(self) -> None:
-        err = self._lib.fw_init()
+        err, _ = self._call("dla_register_driver", OP_INIT)
         if err:
             raise FirmwareError(f"dla_register_driver failed ({err})")
 
     def execute(self, num_addresses: int, atom_size: int, bdma: bool, rubik: bool, weight_compress: bool) -> int:
-        return int(self._lib.fw_execute(num_addresses, atom_size, int(bdma), int(rubik), int(weight_compress)))
+        self._addresses = min(max(0, int(num_addresses)), MAX_BUDGET_ADDRESSES)
+        return self._call("dla_execute_task", OP_EXECUTE, _i32(num_addresses), int(atom_size) & 0xFFFF_FFFF,
+                          int(bdma), int(rubik), int(weight_compress))[0]
 
     def isr(self) -> int:
-        return int(self._lib.fw_isr())
+        return self._call("dla_isr_handler", OP_ISR)[0]
 
     def process_events(self) -> tuple[int, bool]:
-        done = ctypes.c_uint32(0)
-        err = int(self._lib.fw_process_events(ctypes.byref(done)))
-        return err, bool(done.value)
+        err, done = self._call("dla_process_events", OP_EVENTS)
+        return err, bool(done)
 
     def clear_task(self) -> None:
-        self._lib.fw_clear_task()
+        if self._child is not None:  # a new process has no task to clear
+            self._call("dla_clear_task", OP_CLEAR)
+
+    # ---- the parent's side of the protocol ----------------------------------------------------
+    def _start(self) -> _Child:
+        if self._child is None:
+            self._child = _Child(self.build.library, self.memory_limit)
+            self._said.clear()
+        return self._child
+
+    def _call(self, what: str, op: int, *args: int) -> tuple[int, int]:
+        child = self._start()
+        if not child.ready:
+            self._await_ready(child)
+        budget = self.hang_budget + BUDGET_PER_ADDRESS * self._addresses
+        try:
+            child.send(CALL.pack(op, *(args or (0, 0, 0, 0, 0))))
+            return self._serve(child, what, budget)
+        except _Stopped as s:
+            raise self._failure(child, what, str(s), budget) from None
+        except BaseException:  # a callback raised (or Ctrl-C): the firmware is mid-call, end it
+            self._drop(child)
+            raise
+
+    def _await_ready(self, child: _Child) -> None:
+        """The process's first message: ready, or why it could not load the library."""
+        try:
+            tag = child.take_bytes(1, START_BUDGET)
+            if tag == TAG_FAILED:
+                text = child.take_text(child.take(FAILED, START_BUDGET)[0], 4000, START_BUDGET)
+                raise FirmwareError(f"the firmware's process could not start: {text}")
+            if tag != TAG_READY:
+                raise _Stopped(f"sent {tag!r} first")
+            child.take(READY, START_BUDGET)
+            child.ready = True
+        except _Stopped as s:
+            why = f"did not start within {START_BUDGET:.0f} s" if str(s) == "hung" else f"failed to start ({s})"
+            self._drop(child, 5.0)
+            tail = child.p.stderr_tail()
+            raise FirmwareError(f"the firmware's process ({sys.executable} {CHILD.name}) {why}, exit status "
+                                f"{child.p.proc.returncode}" + (f"; it printed: {tail}" if tail else "")) from None
+        except BaseException:
+            self._drop(child, 5.0)
+            raise
+
+    def _serve(self, child: _Child, what: str, budget: float) -> tuple[int, int]:
+        cb = self._bound
+        for _ in range(MAX_REQUESTS):
+            tag = child.take_bytes(1, budget)
+            if tag == TAG_REG_WRITE:
+                cb.reg_write(*child.take(REG_WRITE, budget))
+            elif tag == TAG_LOG:
+                level, n = child.take(LOG, budget)
+                text = child.take_text(n, 1 << 16, budget)
+                self._said.append(text.strip())
+                cb.log(level, text)
+            elif tag == TAG_REG_READ:
+                (addr,) = child.take(REG_READ, budget)
+                child.send(U32.pack(int(cb.reg_read(addr)) & 0xFFFF_FFFF))
+            elif tag in (TAG_DATA_READ, TAG_DATA_WRITE):
+                index, offset, size = child.take(DATA, budget)
+                if size > MAX_TRANSFER:
+                    raise _Stopped(f"asked to {'read' if tag == TAG_DATA_READ else 'write'} {size} bytes of "
+                                   f"address-list entry {index} at once, more than the {MAX_TRANSFER >> 20} MiB a "
+                                   "descriptor transfer may be")
+                buf = ctypes.create_string_buffer(child.take_bytes(size, budget) if tag == TAG_DATA_WRITE else size)
+                if tag == TAG_DATA_WRITE:
+                    child.send(STATUS.pack(_i32(cb.data_write(index, offset, size, ctypes.addressof(buf)))))
+                    continue
+                status = _i32(cb.data_read(index, offset, size, ctypes.addressof(buf)))
+                child.send(STATUS.pack(status) + (buf.raw[:size] if status == 0 else b""))
+            elif tag == TAG_DMA:
+                (index,) = child.take(DMA, budget)
+                a = cb.dma_address(index)
+                child.send(DMA_ANSWER.pack(-22, 0) if a is None else DMA_ANSWER.pack(0, int(a) & (1 << 64) - 1))
+            elif tag == TAG_END:
+                ret, flag = child.take(END, budget)
+                return ret, flag
+            elif tag == TAG_FAILED:
+                raise _Stopped(f"its process failed: {child.take_text(child.take(FAILED, budget)[0], 4000, budget)}")
+            else:
+                raise _Stopped(f"sent an unknown message {tag!r}")
+        raise _Stopped(f"made more than {MAX_REQUESTS} register or memory requests in one call (a runaway loop)")
+
+    def _drop(self, child: _Child, wait: float = 0.0) -> tuple[int, int]:
+        if self._child is child:
+            self._child = None
+        return child.end(wait)
+
+    def _failure(self, child: _Child, what: str, reason: str, budget: float) -> FirmwareError:
+        """End the process; the error says why, naming the loadable, the call and the signal or
+        the limit."""
+        if reason == "hung":
+            self._drop(child)
+            why = (f"hung in {what}: no register or memory request and no completion within {budget:.3g} s "
+                   "(its process was killed)")
+        elif reason == "gone":
+            code, rss = self._drop(child, 5.0)  # the pipe closed: the process is ending
+            if code < 0:
+                try:
+                    sig = signal.Signals(-code).name
+                except ValueError:
+                    sig = f"signal {-code}"
+                why = f"crashed in {what}: its process died of {sig} (signal {-code})"
+            else:
+                why = f"ended in {what}: its process exited with status {code}"
+            if self.memory_limit and rss * 1024 >= self.memory_limit // 2:
+                why += (f", after growing to {rss >> 10} MiB resident under its {self.memory_limit >> 20} MiB "
+                        "address-space limit (RLIMIT_AS)")
+            tail = child.p.stderr_tail()
+            if tail:
+                why += f"; it printed: {tail}"
+        else:
+            self._drop(child)
+            why = f"failed in {what}: {reason}"
+        said = " | ".join(s for s in self._said if s)
+        return FirmwareError(f"{self.name + ': ' if self.name else ''}NVDLA's firmware {why}"
+                             + (f"; its last messages: {said}" if said else ""))

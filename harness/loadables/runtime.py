@@ -46,6 +46,8 @@ SRAM_BASE = 0x5000_0000
 PAGE = 4096
 COMPLETED = re.compile(r"Completed (\w+) operation index (\d+) ROI (\d+)")
 MAX_EVENTS = 100_000
+#: output surfaces kept for localisation in one run, in all
+MAX_SNAPSHOT_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -89,22 +91,35 @@ def task_version(ld: Loadable, task_index: int) -> tuple[int, int, int]:
     raise LoadableError(f"task {t.id}: its network descriptor (memory entry {m.id}) has no contents")
 
 
+#: operations decoded from a loadable's DLA tasks in all (tasks sharing one network count each)
+MAX_TOTAL_OPS = 1 << 16
+
+
 def dla_ops(ld: Loadable, task_index: int) -> tuple[list[OpDesc], int]:
-    """The operations of a DLA1 task from its descriptor blobs, and its LUT count."""
+    """The operations of a DLA1 task from its descriptor blobs, and its LUT count (decoded once
+    per task; all tasks together at most :data:`MAX_TOTAL_OPS` operations)."""
+    key = ("dla_ops", task_index)
+    if key in ld.derived:
+        return ld.derived[key]
     t = ld.tasks[task_index]
     legacy = is_legacy(task_version(ld, task_index))
 
-    def entry(i: int) -> bytes:
+    def entry(i: int) -> memoryview:
         if i < 0 or i >= len(t.address_list):
             raise LoadableError(f"task {t.id}: address-list index {i} outside its {len(t.address_list)} entries")
         a = ld.addresses[t.address_list[i]]
-        return entry_bytes(ld, a.mem_id)[a.offset:]
+        return memoryview(entry_bytes(ld, a.mem_id))[a.offset:]
 
     nd = decode_network(entry(0))
-    if nd.num_operations == 0:
-        return [], nd.num_luts
-    return decode_ops(nd, entry(nd.dependency_graph_index), entry(nd.operation_desc_index),
-                      entry(nd.surface_desc_index), legacy), nd.num_luts
+    total = ld.derived.get("ops_total", 0) + nd.num_operations
+    if total > MAX_TOTAL_OPS:
+        raise LoadableError(f"task {t.id}: dla_network_desc.num_operations: the loadable's DLA tasks hold more than "
+                            f"{MAX_TOTAL_OPS} operations in all (tasks sharing one network count each)")
+    ld.derived["ops_total"] = total
+    ops = [] if nd.num_operations == 0 else decode_ops(
+        nd, entry(nd.dependency_graph_index), entry(nd.operation_desc_index), entry(nd.surface_desc_index), legacy)
+    ld.derived[key] = (ops, nd.num_luts)
+    return ops, nd.num_luts
 
 
 def _upgrades(ld: Loadable, fw_version: tuple[int, int, int]) -> dict[int, bytes]:
@@ -118,7 +133,7 @@ def _upgrades(ld: Loadable, fw_version: tuple[int, int, int]) -> dict[int, bytes
             continue
         ops, _ = dla_ops(ld, i)
         a0 = ld.addresses[t.address_list[0]]
-        nd = decode_network(entry_bytes(ld, a0.mem_id)[a0.offset:])
+        nd = decode_network(memoryview(entry_bytes(ld, a0.mem_id))[a0.offset:])
         if not nd.num_operations:
             continue
         a = ld.addresses[t.address_list[nd.surface_desc_index]]
@@ -128,14 +143,18 @@ def _upgrades(ld: Loadable, fw_version: tuple[int, int, int]) -> dict[int, bytes
 
 
 def entry_bytes(ld: Loadable, mem_id: int) -> bytes:
-    """The initial contents of a memory entry (zeros plus its SET blobs)."""
-    m = ld.memory[mem_id]
-    buf = bytearray(m.size)
-    if m.flags & MEM_SET:
-        for c, off in zip(m.contents, m.offsets):
-            b = ld.blob(c)
-            buf[off:off + b.size] = b.data
-    return bytes(buf)
+    """The initial contents of a memory entry (zeros plus its SET blobs), built once per entry:
+    together no more than the parser's expansion budget (:data:`~.fbs.MAX_EXPANDED_BYTES`)."""
+    key = ("entry", mem_id)
+    if key not in ld.derived:
+        m = ld.memory[mem_id]
+        buf = bytearray(m.size)
+        if m.flags & MEM_SET:
+            for c, off in zip(m.contents, m.offsets):
+                b = ld.blob(c)
+                buf[off:off + b.size] = b.data
+        ld.derived[key] = bytes(buf)
+    return ld.derived[key]
 
 
 def loadable_config(ld: Loadable) -> dict:
@@ -171,12 +190,14 @@ def check_profile(ld: Loadable, profile: HardwareProfile, name: str = "loadable"
             raise LoadableError(f"{name} uses {unit}, which profile {profile.name} does not have (nv_full does)")
 
 
-def input_from_file(path: str, tensor: TensorDesc) -> bytes:
+def input_from_file(path: str, tensor: TensorDesc, data: bytes | None = None) -> bytes:
     """A user's input: a PGM (P5, 8-bit) converted as the test app's ``createImageCopy`` does
     (FP16: ``half(float(pixel) - mean) / normalize`` with mean 0, normalize 1, into the
-    tensor's 16-channel atoms), or a raw tensor of exactly the tensor's size."""
-    with open(path, "rb") as f:
-        data = f.read(min(tensor.size, 1 << 28) + (1 << 20))
+    tensor's 16-channel atoms), or a raw tensor of exactly the tensor's size. ``data``: the
+    file's bytes, already read (harness/loadables/check.py reads only regular files)."""
+    if data is None:
+        with open(path, "rb") as f:
+            data = f.read(min(tensor.size, 1 << 28) + (1 << 20))
     if data[:2] == b"P5":
         m = re.match(rb"P5\s+(?:#[^\n]*\n\s*)*(\d+)\s+(\d+)\s+(\d+)\s", data)
         if not m:
@@ -184,6 +205,8 @@ def input_from_file(path: str, tensor: TensorDesc) -> bytes:
         w, h, maxval = (int(v) for v in m.groups())
         if maxval > 255 or w * h > 1 << 24:
             raise LoadableError(f"{path}: PGM {w}x{h} maxval {maxval}: only 8-bit images up to 16 Mpixels")
+        if len(data) - m.end() < w * h:
+            raise LoadableError(f"{path}: PGM {w}x{h} holds {len(data) - m.end()} pixel bytes, not {w * h}")
         px = np.frombuffer(data, np.uint8, count=w * h, offset=m.end())
         if tensor.data_type != 2:
             raise LoadableError(f"{path}: a PGM becomes an FP16 tensor; {tensor.name!r} is {tensor.type_name}")
@@ -216,6 +239,7 @@ class RunResult:
     snapshots: list[OpSnapshot] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
     ops: dict[int, list[OpDesc]] = field(default_factory=dict)
+    snapshot_bytes: int = 0
 
 
 def _surface_extent(c: Cube) -> int:
@@ -303,6 +327,10 @@ def run_loadable(ld: Loadable, profile: HardwareProfile, target: Transport, firm
         raise LoadableError(f"memory entry {out_mem.id}: tensor_desc_id {out_mem.tensor_desc_id}, but there are "
                             f"{len(ld.tensors)} tensor descriptors")
     out_tensor = ld.tensors[out_mem.tensor_desc_id]
+    if out_tensor.size > out_mem.size:
+        raise LoadableError(f"output tensor {out_tensor.name!r}: size {out_tensor.size} bytes, more than its memory "
+                            f"entry {out_mem.id} ({out_mem.size} bytes)")
+    meta = meta_for_tensor(out_tensor, numbering, profile.atom_bytes)  # refused before anything runs
     upgraded = _upgrades(ld, firmware.build.version)
     for m in ld.memory:
         if not m.flags & MEM_ALLOC:
@@ -312,7 +340,7 @@ def run_loadable(ld: Loadable, profile: HardwareProfile, target: Transport, firm
         if m.flags & MEM_INPUT and input_data is not None and m is inputs[0]:
             data = input_data[:m.size].ljust(m.size, b"\0")
         target.mem_write(a, data, port=port)
-    result = RunResult(b"", meta_for_tensor(out_tensor, numbering), 0.0, log=lines)
+    result = RunResult(b"", meta, 0.0, log=lines)
     for s in ld.submits:
         for tid in s.task_ids:
             t = ld.tasks[tid]
@@ -376,10 +404,13 @@ def _run_dla(ld: Loadable, tid: int, profile: HardwareProfile, target: Transport
             i = int(m.group(2))
             op = ops[i] if 0 <= i < len(ops) else None
             data = b""
-            if op is not None and op.dst is not None and op.dst.type != 2 and op.dst.address >= 0:
+            extent = _surface_extent(op.dst) if op is not None and op.dst is not None else 0
+            if op is not None and op.dst is not None and op.dst.type != 2 and op.dst.address >= 0 \
+                    and result.snapshot_bytes + extent <= MAX_SNAPSHOT_BYTES:  # past it: not localised
                 try:
                     port, base, _, _ = drv._entry(op.dst.address)
-                    data = target.mem_read(base + op.dst.offset, _surface_extent(op.dst), port=port).tobytes()
+                    data = target.mem_read(base + op.dst.offset, extent, port=port).tobytes()
+                    result.snapshot_bytes += len(data)
                 except Exception as e:  # noqa: BLE001 - recorded and re-raised after the callback
                     drv.errors.append(e)
             if op is not None:

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from ..results.recorder import INTERRUPTED
+from ..results.textsafe import term_safe
 from .boards import count_board_dead
-from .junit import SUITE_FILES, is_suite, junit_classname
+from .junit import CUT_OFF_KEY, SUITE_FILES, is_suite, junit_classname
 from .keys import COUNTS_KEY, PROFILES_KEY, SPEC_KEY, UNWRITTEN_KEY, WAVES_SEEN_KEY, is_worker
 from .waves import waves_lines
 
@@ -20,6 +22,9 @@ from .waves import waves_lines
 #: feature the configuration's hardware does not have
 SKIP_NOT_MODELLED = "not modelled"
 SKIP_LACKS = "lacks unit"
+#: a test that ran but had nothing to compare with (a loadable without a golden dump): a result, never
+#: a pass; the same words as ``harness.loadables.check.NO_GOLDEN``
+SKIP_NO_GOLDEN = "ran, no golden"
 
 
 #: the outcome of a passing test whose goldens are the reference model's own (golden_source kind model)
@@ -76,6 +81,8 @@ class RegressionSummary:
             return "skipped: not modelled"
         if why.startswith(SKIP_LACKS):
             return "skipped: lacks unit"
+        if why.startswith(SKIP_NO_GOLDEN):
+            return SKIP_NO_GOLDEN
         return "skipped: other"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -98,7 +105,7 @@ class RegressionSummary:
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
         names: list[str] = self.config.stash[PROFILES_KEY]
-        title = f"nvdla-hil regression on {spec.kind} ({', '.join(names)})"
+        title = term_safe(f"nvdla-hil regression on {spec.kind} ({', '.join(names)})")
         tr.write_sep("=", title)
         lines: list[str] = [title]
         write_line = tr.write_line
@@ -110,20 +117,23 @@ class RegressionSummary:
                 write_line(line)
 
         tr = _Tee
-        classes = ("passed", SELF_CONSISTENCY, "failed", "error", "bad input", "infrastructure", "skipped: not modelled",
-                   "skipped: lacks unit", "skipped: other")
+        classes = ("passed", SELF_CONSISTENCY, SKIP_NO_GOLDEN, "failed", "error", "bad input", "infrastructure",
+                   "skipped: not modelled", "skipped: lacks unit", "skipped: other", INTERRUPTED)
         counts: dict[str, int] = {}
         per_config: dict[str, dict[str, int]] = {}
-        width = min(max((len(n.split("::")[-1]) for n, *_ in self.rows), default=20), 70)
-        for nodeid, outcome, dur, why in self.rows:
+        rows = self.rows + [(item.nodeid, INTERRUPTED, seconds, f"{why} while the test ran (no result)")
+                            for item, seconds, why in self.config.stash.get(CUT_OFF_KEY, [])]
+        width = min(max((len(term_safe(n.split("::")[-1])) for n, *_ in rows), default=20), 70)
+        for nodeid, outcome, dur, why in rows:
             cls = self.outcome_class(outcome, why)
             counts[cls] = counts.get(cls, 0) + 1
             name = nodeid.split("::")[-1]
             if name.startswith("test_trace[") and "/" in name:
-                cfg = name[len("test_trace[") :].split("/", 1)[0]
+                cfg = term_safe(name[len("test_trace[") :].split("/", 1)[0])
                 per_config.setdefault(cfg, {})[cls] = per_config.setdefault(cfg, {}).get(cls, 0) + 1
+            name = term_safe(name)  # a name read from a file never drives the terminal
             name = name if len(name) <= width else "..." + name[-(width - 3):]
-            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {why[:90]}")
+            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {term_safe(why[:90])}")
         tr.write_line("")
         if len(per_config) > 1:
             tr.write_line(f"{'configuration':<22}" + "".join(f"{c.replace('skipped: ', 'skip/'):>18}" for c in classes))
@@ -131,7 +141,7 @@ class RegressionSummary:
                 tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
             tr.write_line("")
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
-                                              if k != SELF_CONSISTENCY or counts.get(k)))
+                                              if k not in (SELF_CONSISTENCY, INTERRUPTED) or counts.get(k)))
         split = oracle_split(self.rows, self.golden)
         if split:
             tr.write_line(split)
@@ -176,6 +186,14 @@ class RunCounter:
             self.counts["ran"] += 1
         elif report.failed:  # an error in set-up or teardown is a result too
             self.counts["ran"] += 1
+        elif report.skipped and _skip_text(report).startswith(SKIP_NO_GOLDEN):
+            self.counts["ran"] += 1  # it ran; the summary counts it apart from passes and skips
+
+
+def _skip_text(report: pytest.TestReport) -> str:
+    if isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2]).removeprefix("Skipped: ")
+    return ""
 
 
 @pytest.hookimpl(trylast=True)
