@@ -8,14 +8,99 @@ past runs (harness/results), and ``nvdla-hil triage``.
 
 from __future__ import annotations
 
+import json
+import math
+import os
 import re
+import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["VACUOUS", "SELF_CONSISTENCY", "TestRow", "safe_name", "failure_reason", "error_reason", "parse_junit",
-           "oracle_counts", "find_test_file"]
+from ...drivers.errors import InputError
+
+__all__ = ["VACUOUS", "SELF_CONSISTENCY", "INTERRUPTED", "TestRow", "safe_name", "failure_reason", "error_reason",
+           "parse_junit", "oracle_counts", "find_test_file", "read_regular", "read_run_json", "MAX_JUNIT_BYTES",
+           "MAX_RUN_JSON_BYTES"]
+
+#: the largest junit.xml and run.json read from a run directory (a bigger one is refused, naming it)
+MAX_JUNIT_BYTES = 256 << 20
+MAX_RUN_JSON_BYTES = 4 << 20
+
+#: the outcome of a test the session was stopped in before it had a result (JUnit ``<error
+#: type="interrupted">``, written by harness/plugin/junit.py): never a pass
+INTERRUPTED = "interrupted"
+
+
+def read_regular(path: str | Path, limit: int) -> bytes:
+    """The bytes of ``path``, only when it is a regular file of at most ``limit`` bytes: a FIFO, a
+    device or a folder (which could block or never end) and a bigger file are an
+    :class:`InputError` naming the file; a missing one is ``FileNotFoundError``."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file (a FIFO, device or folder is never read)")
+        if st.st_size > limit:
+            raise InputError(f"{path}: {st.st_size} bytes, more than the {limit} this file may have")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise InputError(f"{path}: cannot be read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise InputError(f"{path}: more than the {limit} bytes this file may have")
+    return data
+
+
+#: run.json fields and the types they must have when present (written by harness/cli/regress.py)
+_RUN_JSON_FIELDS: dict[str, tuple[type, ...]] = {
+    "command": (list,), "pytest_argv": (list,), "started": (str,), "ended": (str,), "status": (str,),
+    "result": (str,), "host": (str,), "version": (str,), "cwd": (str,), "junit": (str,), "logs": (str,),
+    "seconds": (int, float), "exit_code": (int, type(None)), "pytest_exit_code": (int, type(None)),
+    "pid": (int, type(None)),
+}
+
+
+def read_run_json(run: str | Path) -> dict[str, Any]:
+    """A run directory's ``run.json`` as a dict (``{}`` when there is none); an unreadable,
+    oversized or non-regular file, invalid JSON, a document that is not an object or a field of the
+    wrong type is an :class:`InputError` naming the file."""
+    path = Path(run) / "run.json"
+    try:
+        data = read_regular(path, MAX_RUN_JSON_BYTES)
+    except FileNotFoundError:
+        return {}
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise InputError(f"{path}: not valid JSON: {e}") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a JSON {type(doc).__name__}, not an object (the run record nvdla-hil regress writes)")
+    for key, types in _RUN_JSON_FIELDS.items():
+        if key in doc and (not isinstance(doc[key], types) or isinstance(doc[key], bool)):
+            raise InputError(f"{path}: field {key!r} is a {type(doc[key]).__name__}, not "
+                             + " or ".join("null" if t is type(None) else t.__name__ for t in types))
+    for key in ("command", "pytest_argv"):
+        if key in doc and not all(isinstance(a, str) for a in doc[key]):
+            raise InputError(f"{path}: field {key!r} must be a list of strings")
+    if isinstance(doc.get("seconds"), float) and not math.isfinite(doc["seconds"]):
+        raise InputError(f"{path}: field 'seconds' is not a finite number")
+    return doc
 
 #: the mark of a check that matched before the layer ran (it proves nothing)
 VACUOUS = "(vacuous: matched before the layer ran)"
@@ -84,13 +169,38 @@ def error_reason(message: str, bodies: list[str] | tuple[str, ...] = ()) -> str:
     return first.removeprefix("Failed: ")
 
 
+def _time(tc: ET.Element, path: Path) -> float:
+    raw = tc.get("time") or "0"
+    try:
+        t = float(raw)
+    except ValueError:
+        t = math.nan
+    if not math.isfinite(t) or t < 0:
+        raise InputError(f"{path}: testcase {tc.get('name', '')!r}: time {raw!r} is not a number of seconds")
+    return t
+
+
+def _junit_root(path: Path) -> ET.Element:
+    data = read_regular(path, MAX_JUNIT_BYTES)
+    if b"<!DOCTYPE" in data or b"<!ENTITY" in data:  # pytest writes neither; entities can explode
+        raise InputError(f"{path}: a DOCTYPE or ENTITY declaration (not a JUnit file pytest writes)")
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as e:
+        raise InputError(f"{path}: not valid JUnit XML: {e}") from None
+    if root.tag not in ("testsuites", "testsuite"):
+        raise InputError(f"{path}: not a JUnit file (its root element is <{root.tag}>, not <testsuites>)")
+    return root
+
+
 def parse_junit(path: str | Path) -> list[TestRow]:
-    """Every testcase of a (xunit1) JUnit file."""
-    root = ET.parse(path).getroot()
+    """Every testcase of a (xunit1) JUnit file; a malformed one is an :class:`InputError` naming it."""
+    path = Path(path)
+    root = _junit_root(path)
     rows: list[TestRow] = []
     for tc in root.iter("testcase"):
         props = {p.get("name", ""): p.get("value", "") for p in tc.iter("property")}
-        row = TestRow(tc.get("classname", ""), tc.get("name", ""), float(tc.get("time") or 0), "passed",
+        row = TestRow(tc.get("classname", ""), tc.get("name", ""), _time(tc, path), "passed",
                       properties=props)
         texts: list[str] = []
         for kind in ("failure", "error", "skipped"):
@@ -109,6 +219,8 @@ def parse_junit(path: str | Path) -> list[TestRow]:
                 row.outcome = "failed" if kind == "failure" else "error"
                 if props.get("verdict") == "infrastructure":  # harness/boards/health.py: not the hardware's result
                     row.outcome = "infrastructure"
+                if kind == "error" and el.get("type") == INTERRUPTED:  # cut off by an interrupt: no result
+                    row.outcome = INTERRUPTED
         for tag in ("system-out", "system-err"):
             el = tc.find(tag)
             if el is not None and el.text:
@@ -118,6 +230,8 @@ def parse_junit(path: str | Path) -> list[TestRow]:
         row.text = "\n".join(t for t in texts[:2])
         if row.outcome in ("failed", "error", "infrastructure"):
             row.reason = error_reason(row.message, texts[1:])
+        elif row.outcome == INTERRUPTED:
+            row.reason = row.message
         row.vacuous = [ln.strip() for ln in joined.splitlines() if VACUOUS in ln]
         if row.outcome == "passed" and props.get("golden_source") == "model":
             row.outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass

@@ -41,8 +41,9 @@ from typing import Any
 
 import numpy as np
 
-from .junit import (SELF_CONSISTENCY, VACUOUS, TestRow, error_reason, failure_reason, find_test_file, oracle_counts,
-                    parse_junit, safe_name)
+from ..results.textsafe import http_link, rel_link
+from .junit import (INTERRUPTED, SELF_CONSISTENCY, VACUOUS, TestRow, error_reason, failure_reason, find_test_file,
+                    oracle_counts, parse_junit, read_regular, read_run_json, safe_name)
 
 __all__ = ["DIAG_FORMAT", "MAX_ELEMENTS", "TestRow", "diag_path", "diagnosis_dict", "write_diagnosis",
            "read_diagnosis", "lut_info", "parse_junit", "oracle_counts", "SELF_CONSISTENCY", "failure_reason",
@@ -51,6 +52,7 @@ __all__ = ["DIAG_FORMAT", "MAX_ELEMENTS", "TestRow", "diag_path", "diagnosis_dic
 
 DIAG_FORMAT = "nvdla-hil-diag/1"
 MAX_ELEMENTS = 20000  # differing elements kept per region in a sidecar
+MAX_DIAG_BYTES = 64 << 20  # a bigger sidecar is not read
 
 
 def diag_path(log_dir: str | Path, nodeid: str) -> Path:
@@ -106,10 +108,11 @@ def write_diagnosis(path: str | Path, diag: Any = None, **kw: Any) -> Path:
 
 
 def read_diagnosis(path: str | Path) -> dict[str, Any] | None:
-    """A sidecar's content, or None when missing or not a sidecar of this format."""
+    """A sidecar's content, or None when missing, not a regular file, too big or not a sidecar of
+    this format."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = json.loads(read_regular(path, MAX_DIAG_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # InputError is a ValueError
         return None
     return doc if isinstance(doc, dict) and doc.get("format") == DIAG_FORMAT else None
 
@@ -297,6 +300,7 @@ h1{font-size:18px} h2{font-size:15px;margin-top:24px}
 table{border-collapse:collapse} td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
 th{background:#eee;text-align:left}
 .passed{color:#080} .failed,.error{color:#b00;font-weight:bold} .skipped{color:#888} .selfc{color:#a60}
+.interrupted{color:#b60;font-weight:bold}
 .counts td{font-size:15px;text-align:right} code,pre{font:12px monospace}
 pre{background:#f6f6f6;padding:6px;white-space:pre-wrap} .vac{color:#a60}
 img{max-width:100%;border:1px solid #ddd;margin:4px 0}
@@ -309,7 +313,7 @@ def _attach(run: Path, rows: list[TestRow]) -> None:
         key = safe_name(r.name)
         log = find_test_file(logs, f"{key}.log")
         if log is not None:
-            r.log = log.relative_to(run).as_posix()
+            r.log = rel_link(log.relative_to(run).as_posix())
         diag = find_test_file(logs, f"{key}.diag.json")
         if diag is not None:
             r.diag = read_diagnosis(diag)
@@ -319,7 +323,7 @@ def _attach(run: Path, rows: list[TestRow]) -> None:
                     r.reason = failure_reason("\n".join(r.diag.get("checks", [])))
         for cand in (run / "bundles" / key / "index.html", run / "bundles" / safe_name(r.test_id) / "index.html"):
             if cand.is_file():
-                r.bundle = cand.relative_to(run).as_posix()
+                r.bundle = rel_link(cand.relative_to(run).as_posix())
                 break
 
 
@@ -346,6 +350,16 @@ def _diag_html(d: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
+def _bug_html(bug: Any) -> str:
+    """A label's bug link: a link only when it is http(s); anything else (``javascript:...``) is text."""
+    if not bug:
+        return ""
+    url = http_link(bug)
+    if url is None:
+        return f' <span class="bug">{_e(bug)}</span>'
+    return f' <a class="bug" href="{_e(url)}" rel="noopener noreferrer">{_e(bug)}</a>'
+
+
 def _cls(outcome: str) -> str:
     """CSS class of an outcome (a self-consistency pass is not shown as a pass)."""
     return "selfc" if outcome == SELF_CONSISTENCY else outcome.split(":")[0]
@@ -357,13 +371,9 @@ def render_report(run_dir: str | Path, db: str | None = None) -> str:
     from ..results.runreport import CSS, SCRIPT, run_extras
 
     run = Path(run_dir)
-    meta: dict[str, Any] = {}
-    try:
-        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
+    meta = read_run_json(run)  # InputError naming the file when it is not a run record
     junit = run / "junit.xml"
-    rows = parse_junit(junit) if junit.is_file() else []
+    rows = parse_junit(junit) if junit.exists() else []  # a FIFO or a folder: InputError naming it
     _attach(run, rows)
     extras = run_extras(run, db)
     for r in rows:  # the reason the recorder took from the error itself, when the database has it
@@ -387,13 +397,13 @@ def render_report(run_dir: str | Path, db: str | None = None) -> str:
 
 
 #: failing tests first in the page's tables
-_ORDER = {"failed": 0, "error": 1}
+_ORDER = {"failed": 0, "error": 1, INTERRUPTED: 1}
 
 
 def _counts_html(rows: list[TestRow]) -> list[str]:
     """The outcome counts (vacuous checks apart) and the oracle split of the passing vectors."""
     classes = ["passed", SELF_CONSISTENCY, "failed", "error", "infrastructure", "skipped: not modelled", "skipped: lacks unit",
-               "skipped: other"]
+               "skipped: other", INTERRUPTED]
     counts = {k: sum(r.outcome == k for r in rows) for k in classes}
     n_vac = sum(bool(r.vacuous) for r in rows)
     h: list[str] = []
@@ -463,7 +473,7 @@ def _failures_html(run: Path, meta: dict[str, Any], ordered: list[TestRow], extr
             h.append(f'<p class="cluster">cluster <code>{_e(extras.cluster_of.get(sig, sig))}</code>: '
                      f"{_e(extras.keys.get(sig, ''))}"
                      + (f' <span class="label">known: {_e(lab.get("text"))}</span>' if lab else "")
-                     + (f' <a href="{_e(lab["bug"])}">{_e(lab["bug"])}</a>' if lab and lab.get("bug") else "") + "</p>")
+                     + (_bug_html(lab.get("bug")) if lab else "") + "</p>")
         cmds = next_commands(run, meta, r.classname, r.name, r.test_id, r.profile, r.target)
         h.append('<p>next:</p><pre class="next">' + _e("\n".join(cmds)) + "</pre>")
         if r.diag:

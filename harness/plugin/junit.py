@@ -5,12 +5,15 @@ Dask's serialisation (suite test, golden kind, dead board, bad input).
 
 from __future__ import annotations
 
+import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ...drivers.uartbone import BoardDeadError
+from ..results.textsafe import is_term_safe, term_safe
 from .keys import CURRENT_ITEMS_KEY, GOLDEN_KEY, OPENED_KEY, RERUN_WAVES_KEY, SPEC_KEY
 from .options import asked_for_nvdla, session_is_ours
 
@@ -140,14 +143,56 @@ def vector_golden(item: pytest.Item) -> str | None:
     return kind or None
 
 
+#: tests the session was stopped in before they had a result (Ctrl-C, SIGTERM, pytest.exit):
+#: (item, seconds it ran, why); each gets a whole JUnit testcase of its own (:func:`close_cut_off`)
+CUT_OFF_KEY = pytest.StashKey[list[tuple[pytest.Item, float, str]]]()
+#: the test has a result (its call ran, or its set-up failed or skipped): a later cut does not take it away
+HAS_RESULT_KEY = pytest.StashKey[bool]()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN201
     running = item.config.stash.setdefault(CURRENT_ITEMS_KEY, [])
     running.append(item)
+    t0 = time.monotonic()
     try:
-        yield
+        outcome = yield
     finally:
         running.remove(item)
+    exc = outcome.excinfo[1] if outcome.excinfo else None
+    if isinstance(exc, (KeyboardInterrupt, pytest.exit.Exception)) and not item.stash.get(HAS_RESULT_KEY, False):
+        why = "stopped by SIGTERM" if str(exc) == "SIGTERM" else (
+            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"pytest.exit: {exc}")
+        item.config.stash.setdefault(CUT_OFF_KEY, []).append((item, time.monotonic() - t0, why))
+
+
+def close_cut_off(session: pytest.Session) -> None:
+    """Give each test the session was stopped in a whole JUnit testcase before pytest writes the
+    file: its name and classname, the time it ran, and ``<error type="interrupted">`` - never a
+    nameless testcase that the counts leave out, never a pass."""
+    cut = session.config.stash.get(CUT_OFF_KEY, [])
+    if not cut:
+        return
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest without it writes no junit.xml of ours
+        return
+    xml = session.config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for item, seconds, why in cut:
+        report = pytest.TestReport(item.nodeid, item.location, {}, "failed", f"interrupted: {why}", "call",
+                                   user_properties=list(item.user_properties), duration=seconds)
+        cls = _classname(item)
+        if cls:
+            setattr(report, "nvdla_classname", cls)  # noqa: B010 - an attribute pytest's TestReport does not declare
+        reporter = xml.node_reporter(report)
+        reporter.record_testreport(report)
+        junit_classname(session.config, report)
+        reporter.duration = max(float(getattr(reporter, "duration", 0.0) or 0.0), seconds)
+        err = ET.Element("error", message=f"interrupted: {why} while the test ran (no result)", type="interrupted")
+        err.text = f"the session was {why} while this test ran; it has no result"
+        reporter.append(err)  # counted as an error: the testsuite's tests and errors include it
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -157,6 +202,8 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
         item.user_properties.extend((k, v) for k, v in _properties(item) if k not in have)
     outcome = yield
     report = outcome.get_result()
+    if call.when == "call" or not report.passed:
+        item.stash[HAS_RESULT_KEY] = True  # a cut in its teardown leaves its result as it is
     cls = _classname(item)
     if cls:
         report.nvdla_classname = cls  # survives xdist's report serialisation
@@ -172,7 +219,22 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
         # a malformed trace, vector or manifest is the input's fault, not the target's: its own
         # outcome, one line naming the file and line, no traceback (the CLI exits 2 for it)
         report.nvdla_bad_input = str(call.excinfo.value)
-        report.longrepr = f"bad input: {call.excinfo.value}"
+        report.longrepr = f"bad input: {term_safe(call.excinfo.value)}"
+    if report.longrepr is not None and item_is_ours(item):
+        _terminal_safe_longrepr(report)
+
+
+def _terminal_safe_longrepr(report: pytest.TestReport) -> None:
+    """A failure or skip text holding a name or message from a file that would drive the terminal
+    (``ESC ] 0 ;``, ``ESC [ 2 J``): pytest prints it, and junit.xml keeps it, escaped."""
+    if isinstance(report.longrepr, tuple) and len(report.longrepr) == 3:  # a skip: (file, line, reason)
+        path, line, reason = report.longrepr
+        if not is_term_safe(str(reason)):
+            report.longrepr = (path, line, term_safe(reason))
+        return
+    text = report.longreprtext
+    if not is_term_safe(text, lines=True):
+        report.longrepr = term_safe(text, lines=True)
 
 
 def is_bad_input(exc: BaseException) -> bool:

@@ -16,6 +16,7 @@ import pytest
 
 from ..results.recorder import Recorder, structured_failure
 from .collector import ReportCollector
+from .junit import close_cut_off
 from .keys import PROFILES_KEY, SPEC_KEY, is_worker
 from .logs import log_dir
 from .summary import RegressionSummary
@@ -47,6 +48,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any):  # noqa: ANN201
         except Exception as e:  # noqa: BLE001 - a signature is never worth a lost result
             report.nvdla_failure = {"outcome": "failed" if report.when == "call" else "error", "when": report.when,
                                     "exception": "", "reason": f"(no structured failure: {type(e).__name__}: {e})"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Before pytest writes junit.xml: the tests the session was stopped in get whole testcases."""
+    try:
+        close_cut_off(session)
+    except Exception:  # noqa: BLE001 - pytest's own junit.xml (without them) beats no junit.xml at all
+        pass
 
 
 def _dask_worker_session(config: pytest.Config) -> bool:

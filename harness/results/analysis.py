@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .db import ResultsDB
+from .db import ResultsDB, ResultsDBError
 from .signature import cluster_map
 
 __all__ = ["History", "load_history", "comparable_key", "Comparison", "Flaky", "DurationTrend", "is_fail"]
@@ -77,6 +77,7 @@ class History:
     signatures: dict[str, dict[str, Any]]
     labels: dict[str, dict[str, Any]]
     cluster_of: dict[str, str] = field(default_factory=dict)  # signature id -> cluster id (signature.cluster_map)
+    notes: list[str] = field(default_factory=list)  # what the reader should know (a read-only database)
 
     def cluster(self, sig: str | None) -> str | None:
         return self.cluster_of.get(sig, sig) if sig else None
@@ -151,7 +152,7 @@ class History:
             if r["started"] > run["started"]:
                 continue
             for key, row in self.tests.get(r["id"], {}).items():
-                if row.get("duration") is not None and not str(row["outcome"]).startswith("skipped"):
+                if row.get("duration") is not None and not str(row["outcome"]).startswith(("skipped", "interrupted")):
                     per.setdefault(key, []).append(float(row["duration"]))
         out = []
         for key, ds in per.items():
@@ -207,12 +208,20 @@ def test_key(row: Mapping[str, Any]) -> str:
 
 
 def load_history(db: ResultsDB, limit: int = 200, target: str | None = None, profile: str | None = None) -> History:
-    """The last ``limit`` runs (killed ones marked interrupted first), their tests, signatures and labels."""
-    db.reap()
+    """The last ``limit`` runs (killed ones marked interrupted first), their tests, signatures and
+    labels. A read-only database is read as it is (its killed runs are not marked: ``notes`` says so)."""
+    notes: list[str] = []
+    try:
+        db.reap()
+    except ResultsDBError as e:
+        if not e.read_only:
+            raise
+        notes.append(f"{e}; runs whose process was killed are shown as stored, not marked interrupted")
     where = {k: v for k, v in (("target", target), ("profile", profile)) if v}
     runs = db.runs(limit=limit, **where)
     tests: dict[str, dict[str, dict[str, Any]]] = {}
     for row in db.tests_of(r["id"] for r in runs):
         tests.setdefault(row["run_id"], {})[test_key(row)] = row
     sigs = db.signatures()
-    return History(runs, tests, sigs, db.labels(), cluster_map({k: v.get("key") or "" for k, v in sigs.items()}))
+    return History(runs, tests, sigs, db.labels(), cluster_map({k: v.get("key") or "" for k, v in sigs.items()}),
+                   notes=notes)

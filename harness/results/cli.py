@@ -7,6 +7,12 @@ import getpass
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .textsafe import http_link, term_safe
+
+if TYPE_CHECKING:
+    from .db import ResultsDB
 
 __all__ = ["add_subcommands", "default_db", "add_db_options"]
 
@@ -25,80 +31,92 @@ def add_db_options(p: argparse.ArgumentParser) -> None:
 
 
 def _open(args: argparse.Namespace, create: bool = False):  # noqa: ANN202
+    """The results database; FileNotFoundError when there is none, ResultsDBError (naming it and what
+    is wrong: corrupt, an unknown schema version, read-only) when it cannot be used."""
     from .db import ResultsDB
 
     url = args.results_db or default_db(args.results_dir)
-    if not create and "://" not in url and not Path(url).is_file():
+    if not create and "://" not in url and not Path(url).exists():
         raise FileNotFoundError(f"no results database at {url}: nvdla-hil regress records one there "
                                 f"(or give --results-db / --results-dir; import old runs with nvdla-hil history import DIR)")
     return ResultsDB(url)
 
 
+def _fail(cmd: str, e: object) -> int:
+    print(f"nvdla-hil {cmd}: {term_safe(e)}", file=sys.stderr)
+    return 2
+
+
 def _cmd_history(args: argparse.Namespace) -> int:
+    from .db import ResultsDBError
+
+    action = getattr(args, "history_cmd", None) or "show"
+    if action == "label" and args.bug and http_link(args.bug) is None:
+        return _fail("history label", f"--bug {args.bug!r}: not an http:// or https:// link "
+                                      f"(a bug link is drawn as a link in the report and the dashboard)")
+    try:
+        with _open(args, create=action == "import") as db:
+            return _history_action(db, args, action)
+    except (FileNotFoundError, ResultsDBError) as e:
+        return _fail("history" if action == "show" else f"history {action}", e)
+
+
+def _history_action(db: ResultsDB, args: argparse.Namespace, action: str) -> int:
     from .analysis import load_history
     from .history import render_history
 
-    action = getattr(args, "history_cmd", None) or "show"
-    try:
-        db = _open(args, create=action == "import")
-    except FileNotFoundError as e:
-        print(f"nvdla-hil history: {e}", file=sys.stderr)
-        return 2
-    with db:
-        if action == "import":
-            from .importer import import_dirs
+    if action == "import":
+        from .importer import import_dirs
 
-            try:
-                done = import_dirs(db, args.dirs)
-            except ValueError as e:
-                print(f"nvdla-hil history import: {e}", file=sys.stderr)
-                return 2
-            for rid, n, status in done:
-                print(f"imported {rid}: {n} tests, {status}")
-            print(f"{len(done)} run(s) imported into {db.where}")
-            return 0
-        if action == "label":
-            try:
-                sig = db.resolve_signature(args.signature)
-            except ValueError as e:
-                print(f"nvdla-hil history label: {e}", file=sys.stderr)
-                return 2
-            if args.remove:
-                print(f"label of {sig} {'removed' if db.remove_label(sig) else 'was not set'}")
-                return 0
-            if not args.text:
-                print("nvdla-hil history label: give --text TEXT (and --bug URL), or --remove", file=sys.stderr)
-                return 2
-            db.set_label(sig, args.text, args.bug or "", args.author or getpass.getuser())
-            key = (db.signatures([sig]).get(sig) or {}).get("key", "")
-            print(f"labelled {sig} ({key}): {args.text}" + (f" ({args.bug})" if args.bug else ""))
-            return 0
-        h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
         try:
-            render_history(h, run_id=args.run, runs_shown=args.show, window=args.window)
+            done = import_dirs(db, args.dirs)
+        except ValueError as e:  # a malformed run folder (InputError names the file)
+            return _fail("history import", e)
+        for rid, n, status in done:
+            print(term_safe(f"imported {rid}: {n} tests, {status}"))
+        print(term_safe(f"{len(done)} run(s) imported into {db.where}"))
+        return 0
+    if action == "label":
+        try:
+            sig = db.resolve_signature(args.signature)
         except ValueError as e:
-            print(f"nvdla-hil history: {e}", file=sys.stderr)
-            return 2
+            return _fail("history label", e)
+        if args.remove:
+            print(term_safe(f"label of {sig} {'removed' if db.remove_label(sig) else 'was not set'}"))
+            return 0
+        if not args.text:
+            return _fail("history label", "give --text TEXT (and --bug URL), or --remove")
+        db.set_label(sig, args.text, args.bug or "", args.author or getpass.getuser())
+        key = (db.signatures([sig]).get(sig) or {}).get("key", "")
+        print(term_safe(f"labelled {sig} ({key}): {args.text}" + (f" ({args.bug})" if args.bug else "")))
+        return 0
+    h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
+    for note in h.notes:
+        print(f"nvdla-hil history: {term_safe(note)}", file=sys.stderr)
+    try:
+        render_history(h, run_id=args.run, runs_shown=args.show, window=args.window)
+    except ValueError as e:
+        return _fail("history", e)
     return 0
 
 
 def _cmd_dashboard(args: argparse.Namespace) -> int:
     from .analysis import load_history
     from .dashboard import write_dashboard
+    from .db import ResultsDBError
 
-    try:
-        db = _open(args)
-    except FileNotFoundError as e:
-        print(f"nvdla-hil dashboard: {e}", file=sys.stderr)
-        return 2
-    with db:
-        h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
     out = Path(args.out)
     if out.exists() and not out.is_dir():
-        print(f"nvdla-hil dashboard: --out {out}: not a folder", file=sys.stderr)
-        return 2
+        return _fail("dashboard", f"--out {out}: not a folder")
+    try:
+        with _open(args) as db:
+            h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
+    except (FileNotFoundError, ResultsDBError) as e:
+        return _fail("dashboard", e)
+    for note in h.notes:
+        print(f"nvdla-hil dashboard: {term_safe(note)}", file=sys.stderr)
     page = write_dashboard(h, out, grid_runs=args.grid_runs)
-    print(f"dashboard: {page} ({len(h.runs)} runs)")
+    print(term_safe(f"dashboard: {page} ({len(h.runs)} runs)"))
     return 0
 
 
@@ -121,7 +139,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     q = hs.add_parser("label", help="attach a known-failure label (text, bug link) to a failure signature or cluster")
     q.add_argument("signature", help="signature id (or a unique prefix), as history and the report show it")
     q.add_argument("--text", help="what this failure is")
-    q.add_argument("--bug", help="a link to the bug")
+    q.add_argument("--bug", help="a link to the bug (http:// or https://)")
     q.add_argument("--author", help="who labelled it (default: the user name)")
     q.add_argument("--remove", action="store_true", help="remove the label")
     p.set_defaults(func=_cmd_history)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import io
 import os
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 from .analysis import History, comparable_key, is_fail, night, when
 from .labels import label_text
+from .textsafe import http_link, rel_link, term_safe
 
 __all__ = ["render_dashboard", "write_dashboard"]
 
@@ -34,6 +36,7 @@ th{background:#eee;text-align:left} code{font:12px monospace}
 table.grid td{width:14px;height:14px;padding:0;border:1px solid #fff}
 table.grid td.name{width:auto;padding:0 6px;font:11px monospace;white-space:nowrap;border:none}
 td.p{background:#3a3} td.f{background:#d22} td.e{background:#e80} td.s{background:#ccc} td.n{background:#f4f4f4}
+td.i{background:repeating-linear-gradient(45deg,#e80 0 3px,#fff 3px 6px)}
 .label{background:#ffd;padding:0 4px;border:1px solid #dd8} svg{max-width:100%;height:auto}
 td.prof{max-width:220px;word-break:break-word;font-size:11px}
 """
@@ -50,7 +53,9 @@ def _svg(fig: Any) -> str:
     fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
-    return text[text.index("<svg"):]
+    # matplotlib repeats each label in an XML comment: labels come from the database, and a comment
+    # is nothing the picture needs
+    return re.sub(r"<!--.*?-->", "", text[text.index("<svg"):], flags=re.S)
 
 
 def _plt() -> Any:
@@ -72,7 +77,7 @@ def pass_rate_svg(h: History) -> str | None:
     nights = sorted({n for pts in rates.values() for n, _, _ in pts})
     pos = {n: i for i, n in enumerate(nights)}
     for (target, profile), pts in rates.items():
-        ax.plot([pos[n] for n, _, _ in pts], [100 * r for _, r, _ in pts], "o-", label=f"{target} / {profile}")
+        ax.plot([pos[n] for n, _, _ in pts], [100 * r for _, r, _ in pts], "o-", label=term_safe(f"{target} / {profile}"))
     ax.set_xticks(range(len(nights)))
     ax.set_xticklabels(nights, rotation=30, fontsize=7)
     ax.set_ylim(-5, 105)
@@ -95,7 +100,8 @@ def run_times_svg(h: History) -> str | None:
     fig, ax = plt.subplots(figsize=(8, 2.8))
     for key, rs in series.items():
         ax.plot([datetime.fromtimestamp(r["started"], UTC) for r in rs],
-                [float(r["ended"]) - float(r["started"]) for r in rs], "o-", label=" / ".join(str(k) for k in key[:3] if k))
+                [float(r["ended"]) - float(r["started"]) for r in rs], "o-",
+                label=term_safe(" / ".join(str(k) for k in key[:3] if k)))
     ax.set_ylabel("seconds")
     ax.set_title("run wall time per comparable series", fontsize=10)
     ax.grid(alpha=0.3)
@@ -112,9 +118,9 @@ def _report_link(run: dict[str, Any], out: Path) -> str | None:
     if not rep.is_file():
         return None
     try:
-        return Path(os.path.relpath(rep, out)).as_posix()
+        return rel_link(Path(os.path.relpath(rep, out)).as_posix())  # a folder "javascript:x" stays a path
     except ValueError:  # another drive
-        return rep.as_uri()
+        return rep.resolve().as_uri()
 
 
 def _short(test: str) -> str:
@@ -125,7 +131,7 @@ def _test_cell(h: History, test: str, row: dict[str, Any] | None, run: dict[str,
     if row is None:
         return f'<td class="n" title="{_e(_short(test))}: not in run {_e(run["id"])}"></td>'
     o = str(row["outcome"])
-    cls = "f" if o == "failed" else "e" if o == "error" else "p" if o == "passed" else "s"
+    cls = "f" if o == "failed" else "e" if o == "error" else "p" if o == "passed" else "i" if o == "interrupted" else "s"
     tip = f"{_short(test)} in {run['id']}: {o} ({float(row.get('duration') or 0):.2f} s)"
     if row.get("signature"):
         tip += f"; cluster {h.cluster(row['signature'])}"
@@ -267,7 +273,9 @@ def _clusters_section(h: History) -> list[str]:
         given: dict[str, Any] | None = c.get("label")
         labhtml = ""
         if given:
-            bug = f' <a href="{_e(given["bug"])}">{_e(given["bug"])}</a>' if given.get("bug") else ""
+            url = http_link(given.get("bug"))  # only http(s) is a link: a stored javascript: link stays text
+            bug = (f' <a class="bug" href="{_e(url)}" rel="noopener noreferrer">{_e(given["bug"])}</a>' if url else
+                   f' <span class="bug">{_e(given["bug"])}</span>' if given.get("bug") else "")
             labhtml = f'<span class="label">{_e(given.get("text"))}</span>{bug}'
         p.append(f'<tr id="c-{_e(c["signature"])}" data-cluster="{_e(c["signature"])}" data-count="{c["count"]}">'
                  f'<td><code>{_e(c["signature"])}</code></td><td>{_e(c["key"])}</td><td>{c["count"]}</td>'

@@ -19,11 +19,20 @@ marks it ``interrupted`` when its process is gone (same host) or its heartbeat i
 Schema versioning: :data:`SCHEMA_VERSION` is stored in ``nvdla_schema``; opening an older
 database applies the steps of :data:`MIGRATIONS` in order, a newer one is refused
 (:class:`SchemaError`) rather than misread.
+
+A database that cannot be used - a corrupt or truncated file, a schema version that is not one
+of ours (0, -1, ``'abc'``), a read-only file or folder, a folder in its place - raises
+:class:`ResultsDBError` naming it and what is wrong (the command line exits 2), from the
+constructor or from any method; never an SQLAlchemy traceback. A read-only database can still
+be read (``nvdla-hil history``); :meth:`ResultsDB.check_writable` says at once when it cannot
+be written (``nvdla-hil regress``).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import math
 import os
 import socket
 import time
@@ -35,9 +44,12 @@ from typing import Any
 from sqlalchemy import (Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, and_, create_engine, delete,
                         event, func, insert, select, update)
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
-__all__ = ["SCHEMA_VERSION", "SchemaError", "ResultsDB", "db_url", "metadata", "runs", "tests", "signatures", "labels"]
+from ...drivers.errors import InputError
+
+__all__ = ["SCHEMA_VERSION", "ResultsDBError", "SchemaError", "ResultsDB", "db_url", "metadata", "runs", "tests",
+           "signatures", "labels"]
 
 SCHEMA_VERSION = 1
 STALE_AFTER = 6 * 3600.0  # a running run on another host with no heartbeat for this long is interrupted
@@ -70,12 +82,56 @@ signatures = Table("nvdla_signatures", metadata, Column("id", String(32), primar
 labels = Table("nvdla_labels", metadata, Column("signature", String(32), primary_key=True), Column("text", Text),
                Column("bug", Text), Column("author", String(200)), Column("created", Float), Column("updated", Float))
 
+#: the number columns of a run and of a test row, checked as they are read
+_RUN_NUMBERS: Mapping[str, type] = MappingProxyType({
+    "started": float, "ended": float, "heartbeat": float, "pid": int, "exit_code": int, "collected": int,
+    "n_passed": int, "n_failed": int, "n_error": int, "n_skipped": int})
+_TEST_NUMBERS: Mapping[str, type] = MappingProxyType({"duration": float, "finished": float, "started": float})
+
 #: version -> the step that brings a database of that version to version + 1 (none yet: version 1 is the first)
 MIGRATIONS: Mapping[int, Callable[[Connection], None]] = MappingProxyType({})
 
 
-class SchemaError(RuntimeError):
+class ResultsDBError(InputError):
+    """The results database cannot be used (corrupt, an unknown schema version, read-only, out of
+    reach): the message names it and what is wrong; the command line exits 2 for it. ``read_only``:
+    it could be read, but not written."""
+
+    def __init__(self, message: str, *, read_only: bool = False) -> None:
+        super().__init__(message)
+        self.read_only = read_only
+
+
+class SchemaError(ResultsDBError):
     """The database has a schema this version cannot read."""
+
+
+def _what_is_wrong(e: DBAPIError, path: str | None) -> str:
+    """What an SQLite or server error means for the user, in a few words."""
+    msg = str(getattr(e, "orig", None) or e).strip().splitlines()[0] if str(getattr(e, "orig", None) or e).strip() else ""
+    low = msg.lower()
+    if "not a database" in low or "malformed" in low or "encrypted" in low or "no such column" in low:
+        return f"corrupt or not a results database ({msg})"
+    if "readonly" in low or "read-only" in low or (path is not None and Path(path).exists() and (
+            not os.access(path, os.W_OK) or not os.access(Path(path).parent, os.W_OK))):
+        return f"read-only: results cannot be recorded there ({msg})"
+    if "unable to open" in low:
+        return f"cannot be opened ({msg})"
+    if "locked" in low or "busy" in low:
+        return f"locked by another process for too long ({msg})"
+    return msg or type(e).__name__
+
+
+def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A database error in ``method`` becomes a :class:`ResultsDBError` naming the database."""
+    @functools.wraps(method)
+    def call(self: ResultsDB, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except DBAPIError as e:
+            what = _what_is_wrong(e, self.path)
+            raise ResultsDBError(f"results database {self.where}: {what}", read_only=what.startswith("read-only")) from None
+    return call
 
 
 def db_url(url_or_path: str | os.PathLike[str]) -> str:
@@ -95,6 +151,12 @@ def _sqlite_pragmas(dbapi_conn: Any, _rec: Any) -> None:
     cur.close()
 
 
+def _a_race(e: DBAPIError) -> bool:
+    """Another process creating the same tables, or holding the lock, at this moment: worth a retry."""
+    low = str(getattr(e, "orig", None) or e).lower()
+    return isinstance(e, IntegrityError) or any(w in low for w in ("already exists", "locked", "busy", "duplicate"))
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -110,13 +172,28 @@ class ResultsDB:
 
     def __init__(self, url: str | os.PathLike[str]) -> None:
         self.url = db_url(url)
+        self.path: str | None = None  # the SQLite file
         if self.url.startswith("sqlite:///"):
-            Path(self.url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            self.path = self.url.removeprefix("sqlite:///")
+            file = Path(self.path)
+            if file.exists() and not file.is_file():
+                raise ResultsDBError(f"results database {file}: not a regular file")
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise ResultsDBError(f"results database {file}: cannot create its folder: {e.strerror or e}") from None
             self.engine: Engine = create_engine(self.url, connect_args={"timeout": 60})
             event.listen(self.engine, "connect", _sqlite_pragmas)
         else:
             self.engine = create_engine(self.url, pool_pre_ping=True)
-        self.version = self._ensure_schema()
+        try:
+            self.version = self._ensure_schema()
+        except ResultsDBError:
+            self.engine.dispose()
+            raise
+        except DBAPIError as e:
+            self.engine.dispose()
+            raise ResultsDBError(f"results database {self.where}: {_what_is_wrong(e, self.path)}") from None
 
     def __enter__(self) -> ResultsDB:
         return self
@@ -129,8 +206,8 @@ class ResultsDB:
 
     @property
     def where(self) -> str:
-        """The URL without a password (for messages)."""
-        return self.engine.url.render_as_string(hide_password=True)
+        """The SQLite file, or the URL without a password (for messages)."""
+        return self.path or self.engine.url.render_as_string(hide_password=True)
 
     # ---- schema ------------------------------------------------------------------------------------
 
@@ -138,8 +215,8 @@ class ResultsDB:
         for attempt in range(8):  # two processes creating the tables at once: one loses the race, retries
             try:
                 return self._schema_once()
-            except (OperationalError, ProgrammingError, IntegrityError):
-                if attempt == 7:
+            except (OperationalError, ProgrammingError, IntegrityError) as e:
+                if attempt == 7 or not _a_race(e):
                     raise
                 time.sleep(0.1 * (attempt + 1))
         raise AssertionError("unreachable")
@@ -152,10 +229,16 @@ class ResultsDB:
                 metadata.create_all(c)
                 c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))
                 return SCHEMA_VERSION
-            version = int(row[0])
+            version = row[0]
+            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+                raise SchemaError(f"results database {self.where}: unknown schema version {version!r} "
+                                  f"(not a results database of nvdla-hil, or a corrupt one)")
             if version > SCHEMA_VERSION:
                 raise SchemaError(f"{self.where}: results schema version {version} is newer than this nvdla-hil's "
                                   f"({SCHEMA_VERSION}); upgrade nvdla-hil to read it")
+            if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+                raise SchemaError(f"results database {self.where}: unknown schema version {version} "
+                                  f"(no migration from it to {SCHEMA_VERSION})")
             while version < SCHEMA_VERSION:
                 MIGRATIONS[version](c)
                 version += 1
@@ -163,8 +246,16 @@ class ResultsDB:
             metadata.create_all(c)
             return version
 
+    @_guarded
+    def check_writable(self) -> None:
+        """Raise :class:`ResultsDBError` now, not in the middle of a run, when results cannot be
+        written to this database (a read-only file or folder, a read-only server account)."""
+        with self.engine.begin() as c:
+            c.execute(update(schema).where(schema.c.id == 1).values(updated=time.time()))
+
     # ---- runs --------------------------------------------------------------------------------------
 
+    @_guarded
     def start_run(self, run_id: str, **fields: Any) -> None:
         """Write the run as ``running`` (replacing a run of the same id, e.g. an import again)."""
         now = time.time()
@@ -174,10 +265,12 @@ class ResultsDB:
             c.execute(delete(runs).where(runs.c.id == run_id))
             c.execute(insert(runs).values(**row))
 
+    @_guarded
     def update_run(self, run_id: str, **fields: Any) -> None:
         with self.engine.begin() as c:
             c.execute(update(runs).where(runs.c.id == run_id).values(**fields))
 
+    @_guarded
     def finish_run(self, run_id: str, exit_code: int | None, status: str, note: str = "", **fields: Any) -> None:
         """End the run: its exit code, ``complete`` or ``interrupted`` (with why), and the counts."""
         with self.engine.begin() as c:
@@ -194,6 +287,7 @@ class ResultsDB:
                 "n_error": int(got.get("error", 0)),
                 "n_skipped": int(sum(v for k, v in got.items() if str(k).startswith("skipped")))}
 
+    @_guarded
     def record_test(self, run_id: str, nodeid: str, outcome: str, duration: float, *, reason: str = "",
                     properties: dict[str, Any] | None = None, signature: tuple[str, str] | None = None,
                     parts: dict[str, Any] | None = None, name: str | None = None,
@@ -222,6 +316,7 @@ class ResultsDB:
         except IntegrityError:  # another run added it meanwhile
             pass
 
+    @_guarded
     def reap(self, stale_after: float = STALE_AFTER) -> list[str]:
         """Mark runs whose process is gone as ``interrupted``; returns their ids."""
         host = socket.gethostname()
@@ -243,6 +338,7 @@ class ResultsDB:
                     gone.append(r.id)
         return gone
 
+    @_guarded
     def runs(self, limit: int | None = None, **where: Any) -> list[dict[str, Any]]:
         """Runs, newest first (``where``: column = value filters)."""
         q = select(runs).order_by(runs.c.started.desc())
@@ -251,13 +347,15 @@ class ResultsDB:
         if limit:
             q = q.limit(limit)
         with self.engine.connect() as c:
-            return [dict(r._mapping) for r in c.execute(q).all()]
+            return [self._typed(dict(r._mapping), _RUN_NUMBERS, "run") for r in c.execute(q).all()]
 
+    @_guarded
     def run(self, run_id: str) -> dict[str, Any] | None:
         with self.engine.connect() as c:
             r = c.execute(select(runs).where(runs.c.id == run_id)).first()
-        return dict(r._mapping) if r else None
+        return self._typed(dict(r._mapping), _RUN_NUMBERS, "run") if r else None
 
+    @_guarded
     def tests_of(self, run_ids: Iterable[str]) -> list[dict[str, Any]]:
         ids = list(run_ids)
         if not ids:
@@ -266,22 +364,25 @@ class ResultsDB:
             rows = c.execute(select(tests).where(tests.c.run_id.in_(ids))).all()
         out = []
         for r in rows:
-            d = dict(r._mapping)
+            d = self._typed(dict(r._mapping), _TEST_NUMBERS, "test")
             try:
-                d["properties"] = json.loads(d["properties"] or "{}")
-            except ValueError:
-                d["properties"] = {}
+                props = json.loads(d["properties"] or "{}")
+            except (ValueError, RecursionError):
+                props = {}
+            d["properties"] = props if isinstance(props, dict) else {}
             out.append(d)
         return out
 
+    @_guarded
     def test_history(self, nodeid: str, limit: int = 10) -> list[dict[str, Any]]:
         """The latest results of one test (its identity across runs, column ``test``), newest first, with their run's start and status."""
         q = (select(tests.c.run_id, tests.c.outcome, tests.c.duration, tests.c.signature, runs.c.started, runs.c.status)
              .join(runs, runs.c.id == tests.c.run_id).where(tests.c.test == nodeid)
              .order_by(runs.c.started.desc()).limit(limit))
         with self.engine.connect() as c:
-            return [dict(r._mapping) for r in c.execute(q).all()]
+            return [self._typed(dict(r._mapping), _TEST_NUMBERS, "test") for r in c.execute(q).all()]
 
+    @_guarded
     def signatures(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         q = select(signatures)
         if ids is not None:
@@ -289,8 +390,28 @@ class ResultsDB:
         with self.engine.connect() as c:
             return {r.id: dict(r._mapping) for r in c.execute(q).all()}
 
+    def _typed(self, row: dict[str, Any], numbers: Mapping[str, type], what: str) -> dict[str, Any]:
+        """``row`` with its number columns as numbers (SQLite keeps whatever was written): a text
+        where a number belongs is a corrupt database, said with the row and the column."""
+        for col, kind in numbers.items():
+            v = row.get(col)
+            if v is None:
+                continue
+            try:
+                row[col] = kind(v)
+                if kind is float and not math.isfinite(row[col]) and col != "duration":
+                    raise ValueError(v)
+            except (TypeError, ValueError, OverflowError):
+                raise ResultsDBError(f"results database {self.where}: corrupt: {what} "
+                                     f"{row.get('id') or row.get('nodeid')!r} has {col} = {v!r}, not a number") from None
+        for col, v in row.items():  # and its text columns as text
+            if col not in numbers and v is not None and not isinstance(v, str):
+                row[col] = str(v)
+        return row
+
     # ---- labels --------------------------------------------------------------------------------------
 
+    @_guarded
     def set_label(self, signature: str, text: str, bug: str = "", author: str = "") -> None:
         now = time.time()
         with self.engine.begin() as c:
@@ -299,14 +420,17 @@ class ResultsDB:
             c.execute(insert(labels).values(signature=signature, text=text, bug=bug, author=author,
                                             created=old[0] if old else now, updated=now))
 
+    @_guarded
     def remove_label(self, signature: str) -> bool:
         with self.engine.begin() as c:
             return bool(c.execute(delete(labels).where(labels.c.signature == signature)).rowcount)
 
+    @_guarded
     def labels(self) -> dict[str, dict[str, Any]]:
         with self.engine.connect() as c:
             return {r.signature: dict(r._mapping) for r in c.execute(select(labels)).all()}
 
+    @_guarded
     def resolve_signature(self, prefix: str) -> str:
         """The one signature id starting with ``prefix`` (ValueError naming the candidates otherwise)."""
         with self.engine.connect() as c:

@@ -14,6 +14,7 @@ from typing import Any
 from .analysis import History, when
 from .labels import label_text
 from .progress import fmt_seconds
+from .textsafe import term_safe
 
 __all__ = ["render_history"]
 
@@ -29,9 +30,15 @@ def _dur(run: dict[str, Any]) -> str:
     return "-"
 
 
+def _terminal_safe(out: Callable[[str], None]) -> Callable[[str], None]:
+    return lambda line: out(term_safe(line))
+
+
 def render_history(h: History, run_id: str | None = None, runs_shown: int = 15, window: int = 20,
                    out: Callable[[str], None] = print) -> int:  # fmt: skip
-    """Print the history; returns the number of new failures of the chosen run."""
+    """Print the history; returns the number of new failures of the chosen run. Every line goes
+    through :func:`~.textsafe.term_safe`: names from files never drive the terminal."""
+    out = _terminal_safe(out)
     if not h.runs:
         out("no runs in the results database yet (nvdla-hil regress records each run; "
             "nvdla-hil history import DIR... brings in past run directories)")

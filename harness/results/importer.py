@@ -9,14 +9,14 @@ signature). A folder without ``run.json`` is a run that never finished: imported
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ..analysis.junit import TestRow, find_test_file, parse_junit, safe_name
+from ...drivers.errors import InputError
+from ..analysis.junit import TestRow, find_test_file, parse_junit, read_run_json, safe_name
 from ..analysis.report import read_diagnosis
 from .db import ResultsDB
 from .rundir import run_state
@@ -74,14 +74,10 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
     """Import one run directory; returns (run id, tests, status)."""
     run = Path(run).resolve()
     if not run.is_dir():
-        raise ValueError(f"{run}: not a run directory")
-    meta: dict[str, Any] = {}
-    try:
-        meta = json.loads((run / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
+        raise InputError(f"{run}: not a run directory")
+    meta = read_run_json(run)  # InputError naming the file: not JSON, not an object, too big, a FIFO
     junit = run / "junit.xml"
-    rows = parse_junit(junit) if junit.is_file() else []
+    rows = parse_junit(junit) if junit.exists() else []  # InputError naming it when malformed or not a file
     command = [str(c) for c in meta.get("command") or []]
     pyargv = [str(c) for c in meta.get("pytest_argv") or []]
     props = [r.properties for r in rows]
@@ -113,7 +109,8 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
     for r in rows:
         info = _failure(r, run) if r.outcome in ("failed", "error") else None
         sig = signature_of(info) if info else None
-        reason = info["reason"] if info else (r.message.removeprefix("Skipped: ") if r.outcome.startswith("skipped") else "")
+        reason = info["reason"] if info else (r.message.removeprefix("Skipped: ") if r.outcome.startswith("skipped")
+                                              else r.reason if r.outcome == "interrupted" else "")
         db.record_test(run.name, f"{r.classname}::{r.name}", r.outcome, r.time, reason=reason, properties=r.properties,
                        signature=sig, parts=info, name=r.name, test=f"{r.classname}::{r.name}")
     ended = started + float(meta.get("seconds") or 0) if finished else None
@@ -126,16 +123,16 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
 
 def import_dirs(db: ResultsDB, paths: list[str]) -> list[tuple[str, int, str]]:
     """Import each run directory, or each run directory inside a results folder."""
-    out = []
+    todo: list[Path] = []
     for p in map(Path, paths):
-        if (p / "junit.xml").is_file() or (p / "run.json").is_file():
-            out.append(import_run_dir(db, p))
+        if (p / "junit.xml").exists() or (p / "run.json").exists():
+            todo.append(p)
             continue
         if not p.is_dir():
-            raise ValueError(f"{p}: no such folder")
+            raise InputError(f"{p}: no such folder")
         subs = sorted(d for d in p.iterdir() if d.is_dir() and not d.is_symlink()
-                      and ((d / "junit.xml").is_file() or (d / "run.json").is_file() or (d / "logs").is_dir()))
+                      and ((d / "junit.xml").exists() or (d / "run.json").exists() or (d / "logs").is_dir()))
         if not subs:
-            raise ValueError(f"{p}: neither a run directory (junit.xml, run.json) nor a folder of them")
-        out += [import_run_dir(db, d) for d in subs]
-    return out
+            raise InputError(f"{p}: neither a run directory (junit.xml, run.json) nor a folder of them")
+        todo += subs
+    return [import_run_dir(db, d) for d in todo]

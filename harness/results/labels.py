@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .textsafe import term_safe
+
 __all__ = ["label_text", "cluster_lines", "clusters"]
 
 
@@ -32,10 +34,10 @@ def clusters(tests: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, 
 
 def cluster_lines(counts: Mapping[str, int], sigs: Mapping[str, Mapping[str, Any]],
                   labels: Mapping[str, Mapping[str, Any]]) -> list[str]:  # fmt: skip
-    """One line per signature: count, id, readable key and its label (``known:``) if any."""
+    """One line per signature: count, id, readable key and its label (``known:``) if any (terminal-safe)."""
     lines = []
     for sig, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        key = (sigs.get(sig) or {}).get("key", "")
-        lab = label_text(labels.get(sig))
-        lines.append(f"{n:4d} x {sig}  {key}" + (f"\n         known: {lab}" if lab else ""))
+        key = term_safe((sigs.get(sig) or {}).get("key", ""))
+        lab = term_safe(label_text(labels.get(sig)))
+        lines.append(f"{n:4d} x {term_safe(sig)}  {key}" + (f"\n         known: {lab}" if lab else ""))
     return lines

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from .textsafe import term_safe
+
 __all__ = ["LiveProgress", "fmt_seconds"]
 
 
@@ -72,7 +74,7 @@ class LiveProgress:
                 self.failed += 1
                 self._failed_ids.add(report.nodeid)
             if not self.tty and self.tr is not None:
-                self.tr.write_line(f"FAILED {report.nodeid} ({report.when}) after {fmt_seconds(self._elapsed())}")
+                self.tr.write_line(f"FAILED {term_safe(report.nodeid)} ({report.when}) after {fmt_seconds(self._elapsed())}")
         if report.when == "teardown":
             self.done += 1
             if report.nodeid in self.running:
@@ -90,7 +92,7 @@ class LiveProgress:
         eta = "?"
         if self.done and self.total:
             eta = fmt_seconds(el / self.done * max(self.total - self.done, 0))
-        now = self.running[-1].split("::")[-1] if self.running else ""
+        now = term_safe(self.running[-1].split("::")[-1]) if self.running else ""
         return (f"[{self.done}/{self.total}] {self.failed} failed | {fmt_seconds(el)} elapsed, ETA {eta}"
                 + (f" | {now}" if now else ""))
 

@@ -32,6 +32,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from datetime import UTC, datetime
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,7 +40,13 @@ from typing import Any
 
 import pytest
 
+from .db import ResultsDBError
 from .signature import failure_info, signature_of
+from .textsafe import term_safe
+
+#: the outcome of a test the session was stopped in (Ctrl-C, SIGTERM, a stop on a dead board)
+#: before it had a result: never a pass
+INTERRUPTED = "interrupted"
 
 def project_version() -> str:
     """nvdla-hil's version, with the git commit when it runs from a checkout."""
@@ -73,6 +80,8 @@ def record_exit(argv: list[str], exit_code: int) -> None:
 
         with ResultsDB(url) as db:
             db.update_run(Path(run_dir).name, exit_code=int(exit_code))
+    except ResultsDBError as e:
+        print(f"nvdla-hil regress: results database not updated with the exit code: {term_safe(e)}", file=sys.stderr)
     except Exception as e:  # noqa: BLE001
         print(f"nvdla-hil regress: results database not updated with the exit code: {type(e).__name__}: {e}",
               file=sys.stderr)
@@ -136,14 +145,22 @@ class Recorder:
             self.run_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + f"Z-{os.getpid()}-{secrets.token_hex(3)}"
         try:
             self.db = ResultsDB(url)
+        except ResultsDBError as e:
+            raise pytest.UsageError(f"--nvdla-results-db: {e}") from None
         except Exception as e:  # noqa: BLE001
             raise pytest.UsageError(f"--nvdla-results-db: cannot open {url}: {type(e).__name__}: {e}") from None
+        try:
+            self.db.check_writable()  # a read-only database is said now, not as an internal error mid-run
+        except ResultsDBError as e:
+            self.db.close()
+            raise pytest.UsageError(f"--nvdla-results-db: {e}") from None
         self.pending: dict[str, dict[str, Any]] = {}
         self.collected = 0
         self.done: set[str] = set()
         self.interrupted = ""
         self.sig_seen: dict[str, int] = {}
         self._old_sigterm: Any = None
+        self.db_error = ""  # the database failed mid-run (disk full, made read-only): said at the end
 
     # ---- session --------------------------------------------------------------------------------
 
@@ -160,16 +177,22 @@ class Recorder:
                 seed = str(v)
                 break
         argv = [str(a) for a in self.config.invocation_params.args]
-        self.db.start_run(self.run_id, host=socket.gethostname(), pid=os.getpid(), version=project_version(),
-                          target=getattr(spec, "kind", None), profile=",".join(profiles),
-                          semantics=getattr(spec, "semantics", None), seed=seed, model_bugs=",".join(bugs),
-                          selection=self.config.getoption("keyword", default="") or "",
-                          command=" ".join(argv)[:4000], run_dir=str(self.run_dir) if self.run_dir else None)
+        try:
+            self._start_run(spec, profiles, bugs, seed, argv)
+        except ResultsDBError as e:
+            raise pytest.UsageError(f"--nvdla-results-db: {e}") from None
         if threading.current_thread() is threading.main_thread():
             try:
                 self._old_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
             except (ValueError, OSError):
                 self._old_sigterm = None
+
+    def _start_run(self, spec: Any, profiles: list[str], bugs: list[str], seed: str | None, argv: list[str]) -> None:
+        self.db.start_run(self.run_id, host=socket.gethostname(), pid=os.getpid(), version=project_version(),
+                          target=getattr(spec, "kind", None), profile=",".join(profiles),
+                          semantics=getattr(spec, "semantics", None), seed=seed, model_bugs=",".join(bugs),
+                          selection=self.config.getoption("keyword", default="") or "",
+                          command=" ".join(argv)[:4000], run_dir=str(self.run_dir) if self.run_dir else None)
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         self.interrupted = "stopped by SIGTERM"
@@ -177,12 +200,18 @@ class Recorder:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = len(session.items)
-        self.db.update_run(self.run_id, collected=self.collected, suite=_suite_of(session.items))
+        try:
+            self.db.update_run(self.run_id, collected=self.collected, suite=_suite_of(session.items))
+        except ResultsDBError as e:
+            self.db_error = str(e)
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         self.interrupted = self.interrupted or "interrupted (Ctrl-C)"
 
     # ---- tests ----------------------------------------------------------------------------------
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self.pending.setdefault(nodeid, {"duration": 0.0, "outcome": "passed", "info": None})["t0"] = time.monotonic()
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -215,16 +244,25 @@ class Recorder:
     def _outcome_class(self, outcome: str, reason: str) -> str:
         return self.classify(outcome, reason) if self.classify is not None else outcome
 
-    def _write(self, nodeid: str) -> None:
+    def _write(self, nodeid: str, cut_off: str = "") -> None:
+        """Write a test's row; ``cut_off``: why the session stopped before the test had a result
+        (it is recorded as ``interrupted``, never with the outcome of its set-up alone)."""
         p = self.pending.pop(nodeid, None)
-        if p is None:
+        if p is None or self.db_error:
             return
         info = p.get("info")
         sig = signature_of(info) if info and p["outcome"] in ("failed", "error") else None
         reason = (info or {}).get("reason", "") if sig else p.get("reason", "")
         outcome = self._outcome_class(p["outcome"], reason)
-        self.db.record_test(self.run_id, nodeid, outcome, p["duration"], reason=reason,
-                            properties=p.get("properties") or {}, signature=sig, parts=info, test=p.get("test"))
+        if cut_off and not p.get("set"):  # no result of its own (a call, a failed or skipped set-up) before the cut
+            outcome, reason = INTERRUPTED, f"interrupted: {cut_off} while the test ran (no result)"
+            p["duration"] = max(p["duration"], time.monotonic() - p.get("t0", time.monotonic()))  # until the cut
+        try:
+            self.db.record_test(self.run_id, nodeid, outcome, p["duration"], reason=reason,
+                                properties=p.get("properties") or {}, signature=sig, parts=info, test=p.get("test"))
+        except ResultsDBError as e:  # said at the end of the run; the run itself goes on
+            self.db_error = str(e)
+            return
         if sig:
             self.sig_seen[sig[0]] = self.sig_seen.get(sig[0], 0) + 1
         self.done.add(nodeid)
@@ -234,11 +272,13 @@ class Recorder:
     @pytest.hookimpl(hookwrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):  # noqa: ANN201
         yield  # after every other implementation (the plugin may turn OK into NO_TESTS_COLLECTED)
-        for nodeid in list(self.pending):  # a test cut short (interrupt): what it had so far
-            self._write(nodeid)
-        code = int(session.exitstatus)
         stopped = session.shouldstop or session.shouldfail
         why = self.interrupted
+        for nodeid in list(self.pending):  # a test cut short (interrupt): interrupted, never passed
+            self._write(nodeid, cut_off=why or (f"stopped early: {stopped}" if stopped else "the session ended"))
+        if self.db_error:
+            return
+        code = int(session.exitstatus)
         if not why and stopped:
             why = f"stopped early: {stopped}"
         if not why and code == int(pytest.ExitCode.INTERRUPTED):
@@ -249,15 +289,22 @@ class Recorder:
         rc = {0: 0, 1: 1}.get(code, 0 if (code == 5 and allow_empty) else 2)
         if self.interrupted:
             rc = 130  # Ctrl-C or SIGTERM: the exit code nvdla-hil gives (harness/cli EXIT_INTERRUPTED)
-        props = self.db.tests_of([self.run_id])
+        try:
+            props = self.db.tests_of([self.run_id])
+            run = self.db.run(self.run_id) or {}
+        except ResultsDBError as e:
+            self.db_error = str(e)
+            return
         builds = sorted({str(t["properties"].get("rtl_build")) for t in props if t["properties"].get("rtl_build")})
         boards = sorted({str(t["properties"].get("board")) for t in props if t["properties"].get("board")})
         seeds = sorted({str(t["properties"].get("seed")) for t in props if t["properties"].get("seed") is not None})
         extra: dict[str, Any] = {"build_key": ",".join(builds + [f"board:{b}" for b in boards]) or None}
-        run = self.db.run(self.run_id) or {}
         if not run.get("seed") and seeds:
             extra["seed"] = ",".join(seeds) if len(seeds) <= 3 else f"{len(seeds)} seeds (per test)"
-        self.db.finish_run(self.run_id, rc, "interrupted" if why else "complete", why, **extra)
+        try:
+            self.db.finish_run(self.run_id, rc, "interrupted" if why else "complete", why, **extra)
+        except ResultsDBError as e:
+            self.db_error = str(e)
         if self._old_sigterm is not None:
             try:
                 signal.signal(signal.SIGTERM, self._old_sigterm)
@@ -266,24 +313,32 @@ class Recorder:
             self._old_sigterm = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.db_error:
+            terminalreporter.write_line(f"results database: run {self.run_id} not fully recorded: "
+                                        f"{term_safe(self.db_error)}", red=True)
+            return
         if not self.sig_seen:
-            terminalreporter.write_line(f"results database: run {self.run_id} in {self.db.where}")
+            terminalreporter.write_line(f"results database: run {self.run_id} in {term_safe(self.db.where)}")
             return
         from .labels import cluster_lines
         from .signature import cluster_map
 
-        sigs = self.db.signatures()
+        try:
+            sigs = self.db.signatures()
+            labels = self.db.labels()
+        except ResultsDBError as e:
+            terminalreporter.write_line(f"results database: {term_safe(e)}", red=True)
+            return
         cmap = cluster_map({k: v.get("key") or "" for k, v in sigs.items()})
         counts: dict[str, int] = {}
         for sig, n in self.sig_seen.items():
             counts[cmap.get(sig, sig)] = counts.get(cmap.get(sig, sig), 0) + n
-        labels = self.db.labels()
         for sig, lab in list(labels.items()):  # a label given to a member signature labels its cluster
             labels.setdefault(cmap.get(sig, sig), lab)
         terminalreporter.write_sep("-", f"failure clusters: {sum(counts.values())} failures in {len(counts)} cluster(s)")
         for line in cluster_lines(counts, sigs, labels):
             terminalreporter.write_line(line)
-        terminalreporter.write_line(f"results database: run {self.run_id} in {self.db.where} "
+        terminalreporter.write_line(f"results database: run {self.run_id} in {term_safe(self.db.where)} "
                                     f"(nvdla-hil history; label a cluster: nvdla-hil history label SIGNATURE --text ...)")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -4,12 +4,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
+
+from ..analysis.junit import read_run_json
 
 __all__ = ["new_run_dir", "point_latest", "run_state"]
 
@@ -48,8 +49,10 @@ def run_state(run: str | os.PathLike[str]) -> str:
     a lost machine), ``running`` (its process is alive on this host, or another host's), or
     ``unknown`` (no readable run.json)."""
     try:
-        meta = json.loads((Path(run) / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = read_run_json(Path(run))  # only a regular file of a sane size, a JSON object
+    except (OSError, ValueError):  # InputError is a ValueError
+        return "unknown"
+    if not meta:
         return "unknown"
     status = str(meta.get("status") or ("finished" if "exit_code" in meta else "unknown"))
     if status != "running":

@@ -48,9 +48,10 @@ class RunExtras:
         cells = []
         for h in reversed(self.history.get(key, [])):  # oldest first, left to right
             o = str(h["outcome"])
-            cls = "hf" if o in ("failed", "error") else "hp" if o.startswith("passed") else "hs"
+            cls = "hf" if o in ("failed", "error") else "hi" if o == "interrupted" else "hp" if o.startswith("passed") else "hs"
+            letter = {"hf": "F", "hp": "P", "hi": "I"}.get(cls, "s")
             cells.append(f'<span class="{cls}" title="{_e(h["run_id"])}: {_e(o)} ({float(h.get("duration") or 0):.2f} s)">'
-                         f"{'F' if cls == 'hf' else 'P' if cls == 'hp' else 's'}</span>")
+                         f"{letter}</span>")
         return "".join(cells)
 
 
@@ -126,8 +127,9 @@ def next_commands(run: Path, meta: dict[str, Any], classname: str, name: str, te
 CSS = """
 #controls{margin:6px 0;padding:4px;background:#f4f4f4;border:1px solid #ddd}
 #controls label{margin-right:10px} th.sortable{cursor:pointer} th.sortable:after{content:" \\2195";color:#999}
-.hp,.hf,.hs{display:inline-block;width:12px;font:10px monospace;text-align:center;margin-right:1px;color:#fff}
-.hp{background:#3a3} .hf{background:#d22} .hs{background:#aaa} .label{background:#ffd;padding:0 4px;border:1px solid #dd8}
+.hp,.hf,.hs,.hi{display:inline-block;width:12px;font:10px monospace;text-align:center;margin-right:1px;color:#fff}
+.hp{background:#3a3} .hf{background:#d22} .hs{background:#aaa} .hi{background:#e80}
+.label{background:#ffd;padding:0 4px;border:1px solid #dd8}
 tr.hidden{display:none} pre.next{background:#eef4ff}
 """
 
@@ -136,6 +138,7 @@ CONTROLS = """<div id="controls">filter <input id="filter" type="search" placeho
 <label><input type="checkbox" class="oc" value="failed" checked> failed</label>
 <label><input type="checkbox" class="oc" value="error" checked> error</label>
 <label><input type="checkbox" class="oc" value="skipped" checked> skipped</label>
+<label><input type="checkbox" class="oc" value="interrupted" checked> interrupted</label>
 <button id="collapse" type="button">collapse failures</button> <button id="expand" type="button">expand failures</button>
 <span id="shown"></span></div>"""
 
