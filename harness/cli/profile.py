@@ -4,12 +4,32 @@ nvdla/hw checkout's ``spec/defs/<config>.spec`` (and compare them with the shipp
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["add_subcommands"]
+__all__ = ["add_subcommands", "profile_fields"]
+
+
+def profile_fields(profile: Any) -> dict[str, Any]:
+    """A :class:`~nvdla_hil.drivers.profiles.HardwareProfile`'s fields as plain YAML-safe values, in
+    the order and shape of an entry of ``drivers/data/profiles.yaml`` (its name is the entry's
+    key): the read-only mappings become dicts and ``units`` a list, so ``profile show``'s output
+    is a profiles file's entry as it stands."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(profile):
+        if f.name == "name":
+            continue
+        value = getattr(profile, f.name)
+        if isinstance(value, Mapping):
+            value = dict(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        out[f.name] = value
+    return out
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
@@ -27,8 +47,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         return 0
     if args.profile_cmd == "show":
         p = load_profile(args.name, nvdla_hw=args.nvdla_hw)
-        print(yaml.safe_dump({p.name: {k: v for k, v in vars(p).items() if k != "name"}}, sort_keys=False,
-                             default_flow_style=None, width=100), end="")
+        print(yaml.safe_dump({p.name: profile_fields(p)}, sort_keys=False, default_flow_style=None, width=100), end="")
         return 0
     # derive: one profile per configuration of a checkout (or given .spec files)
     out: dict[str, dict] = {}

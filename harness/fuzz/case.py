@@ -66,11 +66,13 @@ def run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semanti
 
 
 def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: str = "rtl",
-             coverage: covmod.Coverage | None = None) -> Path:  # fmt: skip
+             coverage: covmod.Coverage | None = None, dut: str = "model") -> Path:  # fmt: skip
     """Draw case ``index`` of ``seed`` under ``c``, compute its golden on the reference model
-    (feeding ``coverage``) and write the packed case into ``work/<name>``; returns the folder."""
+    (feeding ``coverage``) and write the packed case into ``work/<name>``; returns the folder.
+    ``dut``: the target kind the case is for (``Sampler.dut``): a unit steers clear of what that
+    target is known not to run (same draws, so a case of one seed and index differs only there)."""
     rng = rng_for(seed, index)
-    s = Sampler(c, rng)
+    s = Sampler(c, rng, dut=dut)
     name = case_name(c.unit, seed, index)
     prov = provenance(c, seed, index, semantics)
     folder = Path(work) / name

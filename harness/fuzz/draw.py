@@ -232,8 +232,12 @@ def constraints_for(unit_spec: UnitSpec, *, profile: str | None = None, files: I
 
 
 class Sampler:
-    def __init__(self, c: Constraints, rng: np.random.Generator) -> None:
-        self.c, self.rng = c, rng
+    """The field values of one case, drawn under ``c`` from ``rng``; ``dut`` names the target kind
+    the case is for (``model``, ``verilator``, ``cmod``, ``serial``), for units that steer clear of a
+    target's known limits."""
+
+    def __init__(self, c: Constraints, rng: np.random.Generator, dut: str = "model") -> None:
+        self.c, self.rng, self.dut = c, rng, dut
         self.v: dict[str, Any] = {}
         schema = c.schema
         for name, leg in schema.items():  # fields no constraint mentions keep their default

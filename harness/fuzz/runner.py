@@ -1,6 +1,12 @@
 """Running a fuzz campaign: each case generated, run on the device under test, compared;
 cases in chunks on one open target (or in worker processes), coverage merged, failing cases
-saved, every case kept as a vector with the DUT's goldens on request; :class:`FuzzReport`."""
+saved, every case kept as a vector with the DUT's goldens on request; :class:`FuzzReport`.
+
+Each case may take the time its layer's work warrants on the DUT (:func:`run_budgeted`: the
+budget of ``targets/workload.py``, as the packed-vector suite gives it): a simulator or the C model
+that hangs on one case costs that budget, never a flat 600-900 s, and the case's error says how
+long it waited and why. Cases are drawn for the DUT (``generate(..., dut=spec.kind)``): a unit
+steers clear of what the DUT is known not to finish (the C model's :data:`~..targets.cmod.KNOWN_LIMITS`)."""
 
 from __future__ import annotations
 
@@ -103,20 +109,63 @@ def keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> Non
     load_case(dest)  # what we wrote must load
 
 
+def case_time(case: Any, drv: Any, target: Any) -> Any:
+    """The :class:`~..targets.workload.LayerBudget` of a case on ``target``: a target that runs the
+    datapath in software (the C model: ``work_cycles_per_second``) may take floor + factor x the
+    work's cycles (less the fixed per-layer latency, which costs it nothing) / its speed; any other
+    target :func:`~..targets.workload.case_budget`'s."""
+    from ...drivers.regmap import RegisterMapError
+    from ..targets.workload import LAYER_LATENCY_CYCLES, LayerBudget, case_budget, estimate_work
+
+    rate = getattr(target, "work_cycles_per_second", None)
+    if not rate:
+        return case_budget(case, drv, target)
+    writes = []
+    for r in case.registers:
+        with contextlib.suppress(RegisterMapError):
+            writes.append((drv.register(r.name), r.value))
+    work = estimate_work(writes, drv.profile)
+    busy = max(work.cycles - LAYER_LATENCY_CYCLES * work.layers, 0)
+    f, floor = float(target.layer_timeout_factor), float(target.layer_timeout_floor)
+    return LayerBudget(floor + f * busy / rate, work.cycles, work.detail(), f, floor, None,
+                       source=f"the target's cost of the layer: floor {floor:g} s + factor {f:g} x {busy} work cycles "
+                              f"/ {rate:g} per s")
+
+
+def run_budgeted(case: Any, target: Any, kind: str) -> Any:
+    """:func:`run_case` on an open ``target`` within the budget of the case's work
+    (:func:`case_time`): the wait for its interrupt and, on a target that
+    computes a layer while it serves a request (the C model's ``layer_time``), every request. A
+    case that runs out of time says how long it waited and why."""
+    from ...drivers.driver import NvdlaDriver
+    from ..targets.workload import explain_timeout
+
+    drv = NvdlaDriver(target)
+    budget = case_time(case, drv, target)
+    bound = getattr(target, "layer_time", None)
+    with bound(budget.seconds) if bound is not None else contextlib.nullcontext():
+        res = run_case(case, target, drv, target_kind=kind, timeout=budget.seconds)
+    why = explain_timeout(res.message, budget) if res.status == "error" else None
+    if why:
+        known = getattr(target, "known_limit", None)  # the C model: is it one of its known hangs?
+        limit = known() if known is not None else None
+        res.message = (f"{limit} (a known limit of NVDLA's C model): " if limit and limit not in res.message
+                       else "") + f"{res.message}; {why}"
+    return res
+
+
 def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: str = "rtl",
             model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None,
             ) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
     """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON).
     ``dut`` is an open target kept across cases (else one is opened for this case); ``keep``
     saves the case with the DUT's outputs as its golden (:func:`keep_case`)."""
-    from ..targets import layer_timeout
-
     t0 = time.monotonic()
     cov = covmod.Coverage()
     name = case_name(c.unit, seed, index)
     with tempfile.TemporaryDirectory(prefix="nvdla-fuzz-") as tmp:
         try:
-            folder = generate(c, seed, index, Path(tmp), semantics=semantics, coverage=cov)
+            folder = generate(c, seed, index, Path(tmp), semantics=semantics, coverage=cov, dut=spec.kind)
         except Exception as e:  # noqa: BLE001 - a generator bug must not stop the campaign
             return FuzzCase(index, name, "error", f"seed={seed} case={index}: generation failed: "
                             f"{type(e).__name__}: {e}", time.monotonic() - t0), cov.to_json()
@@ -125,10 +174,10 @@ def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, 
         kind = "model" if dspec.kind == "model" else "rtl"
         try:
             if dut is not None:
-                res = run_case(case, dut, target_kind=kind, timeout=layer_timeout(dut))
+                res = run_budgeted(case, dut, kind)
             else:
                 with open_dut(dspec, model_bugs) as t:
-                    res = run_case(case, t, target_kind=kind, timeout=layer_timeout(t))
+                    res = run_budgeted(case, t, kind)
         except Exception as e:  # noqa: BLE001 - a target that cannot open is an error of this case
             res = None
             status, line = "error", f"seed={seed} case={index}: {type(e).__name__}: {e}"

@@ -7,7 +7,8 @@ options...])`` in the worker's session host (:mod:`~nvdla_hil.harness.plugin.ses
 child process of the worker made for the run, in the controller's working folder, so the test
 files are imported as they are now and relative paths mean what they meant to the controller) with
 a collector plugin that serialises every report (``pytest_report_to_serializable``); the controller turns them back into reports
-(``pytest_report_from_serializable``) and feeds them to ``pytest_runtest_logreport`` as the
+(``pytest_report_from_serializable``, after :func:`~.session_host.restore_report_shapes` gave back
+the tuples the host's JSON made lists: a skip's ``longrepr`` above all) and feeds them to ``pytest_runtest_logreport`` as the
 futures complete, so the terminal, JUnit, the summary and the run directory see them exactly as
 in a local run, streaming.
 

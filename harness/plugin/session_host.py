@@ -14,6 +14,9 @@ when the worker drops it (end of the run, a new run, the worker's exit) or its w
 
 Protocol: one JSON request per line on the host's stdin (``{"nodeid", "argv"}``), one JSON result
 per line on its stdout (what :func:`run_session` returns); pytest's own output goes to /dev/null.
+JSON has no tuple: :func:`restore_report_shapes` gives each serialised report back the tuples
+pytest's reporters expect (a skip's ``longrepr`` ``(path, lineno, reason)``, ``location``,
+``sections``, ``user_properties``), as pytest-xdist's execnet channel keeps them.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["AUTOLOAD_ENV", "SessionHost", "run_session"]
+__all__ = ["AUTOLOAD_ENV", "SessionHost", "restore_report_shapes", "run_session"]
 
 #: pytest reads it when a session starts: no setuptools entry-point plugin is loaded
 AUTOLOAD_ENV = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
@@ -53,6 +56,26 @@ def run_session(nodeid: str, argv: list[str], pool: Any = None) -> dict:
         plugins.append(WarmPoolPlugin(pool))
     code = pytest.main([nodeid, *argv], plugins=plugins)
     return {"reports": collector.reports, "exit": int(code), "collected": collector.collected, "coverage": cov.to_json()}
+
+
+#: fields of a serialised report (``pytest_report_to_serializable``) that are lists of pairs
+_PAIR_LISTS = ("sections", "user_properties")
+
+
+def restore_report_shapes(data: dict) -> dict:
+    """A serialised report as pytest made it, after a JSON round trip turned its tuples into lists:
+    ``longrepr`` of a skip (``(path, lineno, reason)``; JUnit's ``append_skipped`` and the terminal's
+    skip summary need the tuple), ``location`` and the pairs of ``sections`` / ``user_properties``.
+    ``data`` is changed in place and returned; the exception form of ``longrepr`` (a dict) is
+    left to ``pytest_report_from_serializable``."""
+    if isinstance(data.get("longrepr"), list):
+        data["longrepr"] = tuple(data["longrepr"])
+    if isinstance(data.get("location"), list):
+        data["location"] = tuple(data["location"])
+    for key in _PAIR_LISTS:
+        if isinstance(data.get(key), list):
+            data[key] = [tuple(p) if isinstance(p, list) else p for p in data[key]]
+    return data
 
 
 def _serve(requests: IO[str], replies: IO[str], warm: bool) -> None:
@@ -129,6 +152,7 @@ class SessionHost:
         result = json.loads(line)
         if "error" in result:
             raise RuntimeError(f"nvdla-hil session host: {result['error']}")
+        result["reports"] = [restore_report_shapes(d) for d in result.get("reports", [])]
         return result
 
     def close(self, wait: bool = True) -> None:

@@ -27,10 +27,20 @@ External memory is a pair of 4 GiB sparse files both processes map, as on the Ve
 The model runs only while a request is served; every CSB access advances simulated time by
 ``csb_ns`` so that register polling makes progress, and ``wait_irq`` waits for the interrupt
 for at most ``irq_max_ns`` of simulated time (wall-clock limits apply on top).
+
+Time: the model computes a layer in software, in wall clock proportional to the layer's work
+(:mod:`.workload`'s estimate less its fixed latency, at :attr:`CmodTarget.work_cycles_per_second`);
+a caller bounds the layer's requests by that budget with :meth:`CmodTarget.layer_time` and waits
+for its interrupt as long, never the flat 900 s (the fuzz runner does). Known limits of the C
+model (:data:`KNOWN_LIMITS`: layers it never finishes) are refused at the launching
+``CDMA.D_OP_ENABLE`` write with a :class:`CmodLimit` naming the limit (a skip, as a layer our model
+does not cover; never a pass); a request that runs out of time on such a layer names it too
+(:meth:`CmodTarget.known_limit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -41,15 +51,21 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ...drivers.transport import TransportError
+import numpy as np
+
+from ...drivers.profiles import load_profile
+from ...drivers.regmap import RegisterMap, RegisterMapError
+from ...drivers.transport import TransportError, TransportTimeoutError
+from ..refmodel.base import UnitNotModelled
 from .builds import BuildCache, resolve_build
 from .simproc import SimProcessTarget  # the process client (spawn, line protocol, deadlines, memory)
 
-__all__ = ["CmodBuild", "CmodBuildError", "CmodCrashed", "CmodTarget", "build_cmod", "cmod_cache_root"]
+__all__ = ["KNOWN_LIMITS", "CmodBuild", "CmodBuildError", "CmodCrashed", "CmodLimit", "CmodTarget", "LayerView",
+           "build_cmod", "cmod_cache_root", "compressed_data_ends_before_zero_group"]
 
 _SERVER_SRC = Path(__file__).resolve().parents[2] / "sims" / "cmod" / "cmod_server.cpp"
 _log = logging.getLogger(__name__)
@@ -66,6 +82,11 @@ class CmodBuildError(RuntimeError):
 
 class CmodCrashed(TransportError):
     """The C model process exited or broke the protocol."""
+
+
+class CmodLimit(UnitNotModelled):
+    """A layer NVDLA's C model is known not to finish (:data:`KNOWN_LIMITS`), refused before it
+    runs; the message names the limit. Reported as a skip (the layer is not checked), never a pass."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,12 +183,47 @@ def _flavor(hw: Path, config: str) -> tuple[str, list[Path]]:
     return "master", [p.parent for p in gen]
 
 
-def _hash_tree(h: hashlib._Hash, root: Path, suffixes: tuple[str, ...]) -> None:
+def _hash_tree(h: hashlib._Hash, root: Path, suffixes: tuple[str, ...], replace: dict[str, Path] | None = None) -> None:
+    """Hash the sources under ``root``; ``replace``: relative path -> the file built in its place."""
     for f in sorted(root.rglob("*")):
         if f.is_file() and (f.suffix in suffixes or f.name == "Makefile"):
-            data = f.read_bytes()
-            h.update(f"{f.relative_to(root)}\0{len(data)}\0".encode())
+            rel = str(f.relative_to(root))
+            data = (replace[rel] if replace and rel in replace else f).read_bytes()
+            h.update(f"{rel}\0{len(data)}\0".encode())
             h.update(data)
+
+
+#: nvdlav1's AC types (2016) that GCC >= 7 rejects; a master checkout's (2018) compile
+_AC_TYPES = ("hls/include/ac_int.h", "hls/include/ac_fixed.h")
+
+
+def _ac_types_from(hw: Path, flavor: str, master: str | os.PathLike[str] | None) -> dict[str, Path]:
+    """For an nvdlav1 checkout: the AC type headers of the master checkout ``master`` (default
+    ``$NVDLA_HW``) that differ from the checkout's, by path under ``cmod/``; the build uses them
+    in a copy of ``cmod/`` (the checkout is left as it is). Empty: build the checkout as it is."""
+    src = master if master is not None else os.environ.get("NVDLA_HW")
+    if flavor != "nvdlav1" or not src:
+        return {}
+    m = Path(src).expanduser().resolve() / "cmod"
+    if m == hw / "cmod" or not all((m / a).is_file() and (hw / "cmod" / a).is_file() for a in _AC_TYPES):
+        return {}
+    if all((m / a).read_bytes() == (hw / "cmod" / a).read_bytes() for a in _AC_TYPES):
+        return {}
+    return {a: m / a for a in _AC_TYPES}
+
+
+def _overlay(hw: Path, out: Path, replace: dict[str, Path]) -> Path:
+    """A copy of the checkout's ``cmod/`` (and ``tools/make``) under ``out/src`` with ``replace``
+    put in place; the folder to build in place of the checkout."""
+    src = out / "src"
+    shutil.copytree(hw / "cmod", src / "cmod", copy_function=shutil.copyfile)
+    if (hw / "tools" / "make").is_dir():
+        shutil.copytree(hw / "tools" / "make", src / "tools" / "make", copy_function=shutil.copyfile)
+    for d in [src, *(p for p in src.rglob("*") if p.is_dir())]:
+        d.chmod(0o755)  # a read-only checkout's folders: the cache must stay removable
+    for rel, f in replace.items():
+        shutil.copyfile(f, src / "cmod" / rel)
+    return src
 
 
 def _gxx_version() -> str:
@@ -189,12 +245,15 @@ def _log_tail(path: Path, n: int = 20) -> str:
 
 def build_cmod(nvdla_hw: str | os.PathLike[str] | None = None, config: str | None = None, *,
                jobs: int | None = None, force: bool = False, cxxflags: str = "-O2",
-               progress: Progress = _default_progress, cache: Path | None = None) -> CmodBuild:
+               progress: Progress = _default_progress, cache: Path | None = None,
+               ac_types: str | os.PathLike[str] | None = None) -> CmodBuild:
     """Build (or reuse from the cache) NVDLA's C model of ``nvdla_hw`` and our host around it.
 
     ``nvdla_hw`` defaults to ``$NVDLA_HW``; ``config`` to ``nv_full`` for an nvdlav1 checkout
     and ``nv_small`` otherwise. The checkout is only read (the object files, our ``tree.make``
-    and the library go to the cache directory)."""
+    and the library go to the cache directory). An nvdlav1 checkout whose AC type headers (2016)
+    differ from those of the master checkout ``ac_types`` (default ``$NVDLA_HW``) is built from a
+    copy of its ``cmod/`` in the cache with the master's headers (GCC >= 7 rejects the old ones)."""
     hw_arg = nvdla_hw or os.environ.get("NVDLA_HW")
     if not hw_arg:
         raise CmodBuildError("no nvdla/hw checkout given (nvdla_hw=... or $NVDLA_HW)")
@@ -211,7 +270,8 @@ def build_cmod(nvdla_hw: str | os.PathLike[str] | None = None, config: str | Non
     h = hashlib.sha256()
     for part in ("cmod-v1", flavor, config, gxx, sc_desc, sc_inc, sc_lib, flags):
         h.update(part.encode() + b"\0")
-    _hash_tree(h, hw / "cmod", (".cpp", ".h", ".hpp", ".uh", ".c"))
+    replace = _ac_types_from(hw, flavor, ac_types)
+    _hash_tree(h, hw / "cmod", (".cpp", ".h", ".hpp", ".uh", ".c"), replace)
     for d in gen_dirs:
         _hash_tree(h, d, (".h", ".uh"))
     h.update(_SERVER_SRC.read_bytes())
@@ -228,15 +288,20 @@ def build_cmod(nvdla_hw: str | os.PathLike[str] | None = None, config: str | Non
         if not force and (out / "manifest.json").is_file() and exe.is_file():
             progress(f"cmod build: cached {out} (built by another process)")
             return CmodBuild.load(out)
-        return _build_locked(hw, config, flavor, key, out, exe, sc_inc, sc_lib, sc_desc, flags, jobs, progress)
+        return _build_locked(hw, config, flavor, key, out, exe, sc_inc, sc_lib, sc_desc, flags, jobs, progress, replace)
 
 
 def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: Path, sc_inc: str,
-                  sc_lib: str, sc_desc: str, flags: str, jobs: int | None, progress: Progress) -> CmodBuild:
+                  sc_lib: str, sc_desc: str, flags: str, jobs: int | None, progress: Progress,
+                  replace: dict[str, Path]) -> CmodBuild:  # fmt: skip
     if out.exists():
         shutil.rmtree(out)
     obj = out / "o"
     obj.mkdir(parents=True)
+    checkout = hw
+    if replace:
+        hw = _overlay(hw, out, replace)
+        progress(f"cmod build: {checkout}'s cmod/ copied to {hw} with {', '.join(str(f) for f in replace.values())}")
     lib = obj / "libnvdla_cmod.so"
     log_path = out / "build.log"
     # NVDLA's make files include $(DEPTH)/$(TREE_MAKE) (nvdlav1 has no tree.make until the user
@@ -265,7 +330,8 @@ def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: 
             if "iv_extend" in log_path.read_text(errors="replace"):
                 hint = ("\n  cause: the checkout's cmod/hls/include/ac_int.h and ac_fixed.h (AC types of 2016, "
                         "as on nvdlav1) do not compile with GCC >= 7; replace both with the 2018 versions "
-                        "of a master checkout's cmod/hls/include/ (or github.com/hlslibs/ac_types)")
+                        "of a master checkout's cmod/hls/include/ (or github.com/hlslibs/ac_types), or set NVDLA_HW "
+                        "to a master checkout: the build then takes them from it, in a copy of cmod/ in the cache")
             raise CmodBuildError(f"building NVDLA's cmod failed (make exit {rc}); log {log_path}:\n"
                                  f"{_log_tail(log_path)}{hint}")
         log.write(f"\n$ {' '.join(link)}\n")
@@ -277,11 +343,65 @@ def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: 
 
     seconds = time.monotonic() - t0
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
-    b = CmodBuild(directory=str(out), executable=str(exe), library=str(lib), nvdla_hw=str(hw), config=config,
+    b = CmodBuild(directory=str(out), executable=str(exe), library=str(lib), nvdla_hw=str(checkout), config=config,
                   flavor=flavor, key=key, systemc=sc_desc, build_seconds=round(seconds, 1), peak_rss_mb=int(peak))
     b.save()
     progress(f"cmod build: done in {seconds:.0f} s (largest compiler process {peak} MiB) -> {exe}")
     return b
+
+
+# ---------------------------------------------------------------------------------------------
+# known limits
+# ---------------------------------------------------------------------------------------------
+class LayerView:
+    """The layer a target was programmed with: the last value written to each register (by CSB
+    address, decoded through the profile's register map) and external memory."""
+
+    def __init__(self, written: dict[int, int], regmap: RegisterMap, mac_atomic_k: int,
+                 mem_read: Callable[[int, int, str], np.ndarray]) -> None:
+        self.written, self.regmap, self.mac_atomic_k, self.mem_read = written, regmap, mac_atomic_k, mem_read
+
+    def field(self, spec: str) -> int:
+        """``"CDMA.D_MISC_CFG.CONV_MODE"``: the field of the register's last written value (0 if never written)."""
+        f = self.regmap.field(spec)
+        reg = self.regmap.register(spec.rsplit(".", 1)[0])
+        return int(f.extract(self.written.get(int(reg.address), 0)))
+
+    def in_place(self, spec: str) -> int:
+        """The field's bits where they sit in the register (an address field of 32-byte units: the byte address)."""
+        f = self.regmap.field(spec)
+        reg = self.regmap.register(spec.rsplit(".", 1)[0])
+        return self.written.get(int(reg.address), 0) & f.mask
+
+
+def compressed_data_ends_before_zero_group(layer: LayerView) -> bool:
+    """A convolution with compressed weights whose data (the sum of the WGS entries, the bytes of
+    each kernel group's non-zero weights) ends on a 128-byte boundary with one or more all-zero
+    kernel groups after it (groups of MAC atomic K kernels at INT8, half that at INT16/FP16).
+    NVDLA's C model (nvdlav1) never finishes such a layer: CDMA's data is done, its weights never
+    are (``S_INTR_STATUS`` stays ``CDMA_DAT_DONE``). Measured on every precision, direct and
+    Winograd; a zero group first or in between, or data that ends off the boundary, runs."""
+    if layer.field("CDMA.D_WEIGHT_FORMAT.WEIGHT_FORMAT") != 1:
+        return False
+    kernels = layer.field("CDMA.D_WEIGHT_SIZE_1.WEIGHT_KERNEL") + 1
+    int8 = layer.field("CDMA.D_MISC_CFG.PROC_PRECISION") == 0
+    group = max(layer.mac_atomic_k if int8 else layer.mac_atomic_k // 2, 1)
+    groups = -(-kernels // group)
+    addr = (layer.in_place("CDMA.D_WGS_ADDR_HIGH.WGS_ADDR_HIGH") << 32) | layer.in_place("CDMA.D_WGS_ADDR_LOW.WGS_ADDR_LOW")
+    port = "pri_mem" if layer.field("CDMA.D_WEIGHT_RAM_TYPE.WEIGHT_RAM_TYPE") == 1 else "sec_mem"
+    wgs = np.ascontiguousarray(layer.mem_read(addr, 4 * groups, port), dtype=np.uint8).view("<u4")
+    nonzero = np.flatnonzero(wgs)
+    return bool(nonzero.size and nonzero[-1] < groups - 1 and int(wgs.astype(np.int64).sum()) % 128 == 0)
+
+
+#: layers NVDLA's C model does not finish: (what, check of the programmed layer); the target
+#: refuses them at launch (:class:`CmodLimit`) and names them when a request runs out of time
+KNOWN_LIMITS: tuple[tuple[str, Callable[[LayerView], bool]], ...] = (
+    ("C model hang: compressed weights whose data ends on a 128-byte boundary before an all-zero kernel group",
+     compressed_data_ends_before_zero_group),
+)
+#: the write that launches a convolution in the C model (checked there: a refused layer never starts)
+_LAUNCH = "CDMA.D_OP_ENABLE"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,6 +433,18 @@ class CmodTarget(SimProcessTarget):
     """
 
     suggested_layer_timeout: float = 900.0
+    #: The C model runs the datapath in software: a layer costs wall clock in proportion to its
+    #: work (:func:`.workload.estimate_work`'s cycles less the fixed per-layer latency, which costs
+    #: it nothing), measured on nv_full with 2 busy cores: a direct INT8 convolution 64x24x24 by
+    #: 64 3x3 kernels (~17.6k work cycles) took 179 s (~100/s), small layers (1-9k) 0.4-6.5 s.
+    #: A layer may take floor + factor x work / ``work_cycles_per_second`` (the fuzz runner's
+    #: budget, ``fuzz/runner.py``).
+    work_cycles_per_second: float = 100.0
+    layer_timeout_factor: float = 4.0
+    layer_timeout_floor: float = 30.0
+    #: for :func:`.workload.layer_budget` (callers that do not use ``work_cycles_per_second``):
+    #: whole cycles, latency included, at a rate that still gives the 179 s layer 2.5x its time
+    cycles_per_second: float = 500.0
     sim_name = "C model"
     crashed_error = CmodCrashed
     log_name = "cmod.log"
@@ -338,6 +470,10 @@ class CmodTarget(SimProcessTarget):
         self.build: CmodBuild | None = None
         self.profile_name = config or "nv_small"
         self.sim_ns = 0
+        #: refuse a layer of :data:`KNOWN_LIMITS` at launch (off: run it and name it when it runs out of time)
+        self.refuse_known_limits = True
+        self._written: dict[int, int] = {}  # CSB address -> last value written (the layer's registers)
+        self._launch_addr: int | None = None
 
     # ---- life cycle ---------------------------------------------------------------------------
     def _resolve_build(self) -> CmodBuild:
@@ -394,13 +530,53 @@ class CmodTarget(SimProcessTarget):
         if self._sock is None:
             raise TransportError("the C model is not running")
         self._send_line(line.encode() + b"\n")
-        return self._recv(timeout or self.request_timeout, line.split()[0])
+        try:
+            return self._recv(timeout or self.request_timeout, line.split()[0])
+        except TransportTimeoutError as e:
+            limit = self.known_limit()
+            if limit is None:
+                raise
+            raise TransportTimeoutError(f"{limit} (a known limit of NVDLA's C model): {e}") from e
+
+    # ---- the layer's time and known limits ------------------------------------------------------
+    @contextlib.contextmanager
+    def layer_time(self, seconds: float) -> Iterator[None]:
+        """Within the block, every request (the one that computes a layer included) may take
+        ``seconds`` of wall clock instead of ``request_timeout``: a layer's budget, so that a
+        hung layer costs its budget, not 900 s."""
+        old = self.request_timeout
+        self.request_timeout = float(seconds)
+        try:
+            yield
+        finally:
+            self.request_timeout = old
+
+    def known_limit(self) -> str | None:
+        """The :data:`KNOWN_LIMITS` entry the programmed layer falls under, or None."""
+        try:
+            prof = load_profile(self.profile_name)
+            view = LayerView(self._written, prof.regmap, prof.mac_atomic_k, self._mem_read)
+            return next((what for what, check in KNOWN_LIMITS if check(view)), None)
+        except (RegisterMapError, ValueError, IndexError, KeyError, OSError):  # no such registers, memory out of range or closed
+            return None
+
+    def _is_launch(self, address: int, value: int) -> bool:
+        if self._launch_addr is None:
+            try:
+                self._launch_addr = int(load_profile(self.profile_name).regmap.register(_LAUNCH).address)
+            except (RegisterMapError, ValueError):
+                self._launch_addr = -1
+        return address == self._launch_addr and bool(value & 1)
 
     # ---- Transport API ------------------------------------------------------------------------
     def _read32(self, address: int) -> int:
         return int(self._request(f"read {address:#x}")[0])
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
+        self._written[address] = value
+        if self.refuse_known_limits and self._is_launch(address, value) and (limit := self.known_limit()):
+            raise CmodLimit(f"{limit}: not launched (NVDLA's C model never finishes such a layer; "
+                            f"run it anyway with refuse_known_limits = False)")
         self._request(f"write {address:#x} {value:#x}")
 
     def _wait_irq(self, timeout: float | None) -> bool:
@@ -411,6 +587,7 @@ class CmodTarget(SimProcessTarget):
 
     def _reset(self) -> None:
         """No reset line in the C model: restart the process (memory is kept)."""
+        self._written.clear()
         self._stop_process()
         self._spawn()
 

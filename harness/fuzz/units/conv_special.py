@@ -22,6 +22,11 @@ values, stride 2 channel extension, PRA truncation, weights ``G g G^T`` of rando
 kernels (``nvdla.weight.winograd`` phase 1) or raw 4x4 values, optionally sparse-compressed; the
 output 2..6 pixels inside the extended input, width and height multiples of 4 (SDP WINOGRAD).
 
+Compressed weights for the C model (``--target cmod``, every unit above): the C model never finishes
+a layer whose compressed data ends on a 128-byte boundary before trailing all-zero kernel groups
+(``targets/cmod.py`` ``KNOWN_LIMITS``); in such a case the first weight of the first trailing zero
+group becomes 1 (no draw: the case is otherwise the one drawn for any other target).
+
 Goldens come from the DUT (``--keep``), never from the model alone.
 """
 
@@ -356,10 +361,21 @@ def gen_conv_compressed(s: Sampler, prof: HardwareProfile, capture: Any) -> Draf
     return d
 
 
+def _cmod_hang_group(packed: np.ndarray, groups: int) -> int | None:
+    """The first trailing all-zero kernel group of a packed compressed surface (WGS | WMB | data)
+    when its data ends on a 128-byte boundary before it: the C model hangs on that layer."""
+    wgs = np.ascontiguousarray(packed[: 4 * groups]).view("<u4")
+    nz = np.flatnonzero(wgs)
+    if nz.size and nz[-1] < groups - 1 and int(wgs.sum()) % 128 == 0:
+        return int(nz[-1]) + 1
+    return None
+
+
 def _compress(d: Draft, s: Sampler, prof: HardwareProfile, base: dict[str, Any]) -> None:
     """Sparsify the draft's ``weight`` input (``density``, ``zero_groups``) and store it in
     ``nvdla.weight.compressed`` over ``base`` (its WGS | WMB | data blob above every other
-    surface), programming WEIGHT_FORMAT, the three addresses and the byte counts."""
+    surface), programming WEIGHT_FORMAT, the three addresses and the byte counts. For the C model
+    a weight is kept where its known hang would follow (:func:`_cmod_hang_group`; no draw)."""
     rng = s.rng
     i = next(j for j, (m, _) in enumerate(d.inputs) if m["name"] == "weight")
     meta, wt = d.inputs[i]
@@ -377,8 +393,14 @@ def _compress(d: Draft, s: Sampler, prof: HardwareProfile, base: dict[str, Any])
     if wt.dtype == np.float16:  # an FP16 -0.0 is a non-zero WMB element; keep a few
         wt = np.where(keep & (rng.random(size=wt.shape) < 0.02), np.float16(-0.0), wt).astype(np.float16)
     params = {"profile": prof.name, **base}
-    size = int(pack_surface("nvdla.weight.compressed", wt, params).size)  # depends on the data (non-zeros)
+    packed = pack_surface("nvdla.weight.compressed", wt, params)
     groups = -(-K // G)
+    kept = 0
+    while s.dut == "cmod" and (g := _cmod_hang_group(packed, groups)) is not None and kept < groups:
+        wt[(g * G,) + (0,) * (wt.ndim - 1)] = 1
+        packed = pack_surface("nvdla.weight.compressed", wt, params)
+        kept += 1
+    size = int(packed.size)  # depends on the data (non-zeros)
     wmb_off, data_off = compressed_offsets(groups, wt.size)
     data_bytes = max(128, size - data_off)  # the cmod needs WEIGHT_BYTES > 0 even when every weight is 0
     addr = _above(d)
@@ -406,7 +428,8 @@ def _compress(d: Draft, s: Sampler, prof: HardwareProfile, base: dict[str, Any])
         for blk in ("CDMA", "CSC"):
             _find(d, f"{blk}.D_BANK")["fields"]["WEIGHT_BANK"] = wb - 1
     nnz = int(np.count_nonzero(wt.view(f"<u{bpe}")))
-    d.description += f"; compressed weights: {nnz}/{wt.size} non-zero ({s['density']}{', zero groups' if int(s['zero_groups']) else ''})"
+    d.description += (f"; compressed weights: {nnz}/{wt.size} non-zero ({s['density']}{', zero groups' if int(s['zero_groups']) else ''}"
+                      f"{f'; a trailing zero group given {kept} weight(s): C model hang' if kept else ''})")
 
 
 def _above(d: Draft) -> int:

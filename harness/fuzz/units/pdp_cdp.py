@@ -343,7 +343,7 @@ def gen_sdp_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
 def _conv_source(s: Sampler, prof: HardwareProfile, capture, method: int) -> tuple[Draft, str, _Pool, int]:
     """A direct convolution layer from the conv unit's generator (its own constraints, this
     case's random stream), SDP flying; PDP's pooling fitted to its output cube (no split)."""
-    cs = Sampler(constraints_for(CONV, profile=prof.name), s.rng)
+    cs = Sampler(constraints_for(CONV, profile=prof.name), s.rng, dut=s.dut)
     cs.v["mode"] = "direct"
     d = gen_conv(cs, prof, capture)
     f = {r["reg"]: r["fields"] for r in d.registers}
