@@ -19,8 +19,8 @@ rank  folders                                      what they are
                                                    (boards.health, which runs vectors, is rank 3)
 3     ``harness.traces``, ``harness.vectors``,     the inputs: NVDLA's traces, packed vectors,
       ``harness.loadables``, ``harness.fuzz``      loadables, random layers; ``analysis``
-      ``harness.analysis``, ``harness.results``,   (compare, triage, report), results history
-      ``testvectors``
+      ``harness.analysis``, ``harness.results``,   (compare, triage, report), results history;
+      ``harness.networks``, ``testvectors``        Caffe networks through NVDLA's compiler
 4     ``harness.plugin``, ``harness.suites``       the pytest plugin and its suites
 5     ``harness.cli``                              the command line, on top of everything
 ====  ==========================================  =============================================
@@ -39,7 +39,7 @@ FOLDERS = {"drivers": "nvdla_hil.drivers", "harness": "nvdla_hil.harness", "sims
 MAX_LINES = 700
 RANKS = [  # (module prefix, rank); the longest matching prefix wins
     ("nvdla_hil", 0), ("nvdla_hil.drivers", 0),
-    ("nvdla_hil.harness", 3),
+    ("nvdla_hil.harness", 3), ("nvdla_hil.harness.networks", 3),
     ("nvdla_hil.harness.refmodel", 1), ("nvdla_hil.harness.layouts", 1),
     ("nvdla_hil.harness.targets", 2), ("nvdla_hil.sims", 2),
     ("nvdla_hil.harness.boards", 2), ("nvdla_hil.harness.boards.health", 3),

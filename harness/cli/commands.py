@@ -46,9 +46,9 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     from ..boards import emulator
     from ..layouts import cli as layouts_cli
     from ..results import cli as results_cli
-    from . import fuzz, loadable, profile, registers, regress, trace, triage, vectors
+    from . import fuzz, loadable, net, profile, registers, regress, trace, triage, vectors
 
-    for family in (regress, registers, trace, profile, vectors, triage, fuzz, layouts_cli, loadable):
+    for family in (regress, registers, trace, profile, vectors, triage, fuzz, layouts_cli, loadable, net):
         family.add_subcommands(sub)
     add_optional(sub, _sims, SIM)
     for family in (emulator, results_cli):

@@ -1,0 +1,291 @@
+"""NVDLA's own network compiler (``umd/apps/compiler``: ``nvdla_compiler``) built from the
+user's nvdla/sw checkout into the cache, and run on a Caffe model.
+
+Build (cached like the simulator and firmware builds, :mod:`nvdla_hil.sims.cache`, under
+``~/.cache/nvdla-hil/compiler/<key>``; one builder per key, the others wait on its lock and say
+which process holds it; the key hashes every file of the checkout's ``umd/`` tree, the C++
+compiler's identity and the flags, never paths). The checkout is never written: its ``umd/``
+tree is copied into the build directory and built there, in steps:
+
+1. ``protobuf``: the bundled protobuf 2.6.1 (``umd/external/protobuf-2.6``; the public snapshot
+   lacks the prebuilt ``libprotobuf.a``): ``configure --disable-shared --with-pic`` with
+   :data:`PROTOBUF_CXXFLAGS` (gcc 12 defaults to C++17, which 2.6.1 predates), then
+   ``libprotobuf.la`` and ``protoc`` (``protoc`` reads the checkout's ``ditcaffe.proto`` at run
+   time: :mod:`.caffe`); ``libprotobuf.a`` is put where both compiler Makefiles link it;
+2. ``compiler``: ``TOP=<umd> make compiler``; a ``priv/Type.h`` without ``#include <limits>``
+   (gcc 12 no longer includes it transitively) gets one in the copy.
+
+The entry keeps ``bin/nvdla_compiler``, ``bin/libnvdla_compiler.so`` (the executable's rpath is
+``.``: it runs with ``LD_LIBRARY_PATH`` set to ``bin/``), ``bin/protoc`` and one log per step; a
+failed step is named with the tail of its log, which is kept beside the entry
+(``<key>.<step>.log``).
+
+Run (:func:`compile_network`), with the compiler's quirks handled: it writes
+``./fast-math.nvdla`` into its working directory (so it runs in a private temporary one), it
+lower-cases the ``--calibtable`` path (so the table is copied in under a lower-case name) and
+aborts on a layer missing from it; only ``nv_full``, ``nv_large`` and ``nv_small`` are accepted
+as ``--configtarget``; the default precision is INT8.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ...drivers.errors import ConfigError, NvdlaHilError
+
+__all__ = ["CONFIGS", "INFORMATS", "PRECISIONS", "CompilerBuild", "CompilerError", "CompileResult", "build_compiler",
+           "cached_compiler", "compile_network", "find_umd", "run_step"]
+
+Config = Literal["nv_full", "nv_large", "nv_small"]
+Precision = Literal["int8", "fp16"]
+#: the ``--configtarget`` names the compiler accepts (its help text's opendla-* names are refused)
+CONFIGS: tuple[Config, ...] = ("nv_full", "nv_large", "nv_small")
+PRECISIONS: tuple[Precision, ...] = ("int8", "fp16")
+InFormat = Literal["ncxhwx", "nchw", "nhwc"]
+#: the compiler's ``--informat``: nhwc (its default) makes the first convolution read the input
+#: as a pitch-linear image (image mode); ncxhwx and nchw as a feature surface
+INFORMATS: tuple[InFormat, ...] = ("ncxhwx", "nchw", "nhwc")
+
+#: protobuf 2.6.1's configure flags and C++ flags (part of the cache key)
+PROTOBUF_CONFIGURE: tuple[str, ...] = ("--disable-shared", "--with-pic")
+PROTOBUF_CXXFLAGS = "-O2 -std=gnu++98"
+#: make's default parallelism (the machines this runs on are small and shared; not in the key)
+JOBS = 2
+#: bumped when the build recipe below changes (part of the cache key)
+RECIPE = 1
+#: seconds a compilation may take
+COMPILE_TIMEOUT = 900.0
+
+Progress = Callable[[str], None]
+
+
+class CompilerError(NvdlaHilError, RuntimeError):
+    """The compiler could not be built (the step is named, with the tail of its log), or it
+    refused a network (its output is quoted)."""
+
+
+@dataclass(frozen=True)
+class CompilerBuild:
+    """A usable cached build: the compiler, its library's folder and the bundled ``protoc``."""
+
+    compiler: Path
+    libdir: Path
+    protoc: Path
+    key: str
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    loadable: Path
+    seconds: float
+    log: str
+
+
+def find_umd(path: str | os.PathLike[str] | None = None) -> Path:
+    """The ``umd/`` folder of the user's nvdla/sw checkout: ``path``, else ``$NVDLA_SW``."""
+    p = path or os.environ.get("NVDLA_SW")
+    if not p:
+        raise ConfigError("no nvdla/sw checkout: pass --nvdla-sw PATH or set NVDLA_SW "
+                          "(a clone of github.com/nvdla/sw; its umd/ compiler is built into the cache)")
+    umd = Path(p).expanduser() / "umd"
+    for need in ("Makefile", "apps/compiler/main.cpp", "external/protobuf-2.6/configure",
+                 "core/src/compiler/caffe/ditcaffe/ditcaffe.proto"):
+        if not (umd / need).is_file():
+            raise ConfigError(f"{Path(p)} is not an nvdla/sw checkout with the compiler: umd/{need} is missing")
+    return umd
+
+
+def _cache_dir() -> Path:
+    from ...sims.build import cache_root
+
+    return cache_root().parent / "compiler"
+
+
+def _tools() -> tuple[str, str]:
+    cxx = os.environ.get("CXX") or shutil.which("g++") or "g++"
+    make = shutil.which("make") or "make"
+    return cxx, make
+
+
+def _identity(tool: str) -> str:
+    try:
+        out = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60, check=False)
+        return (out.stdout or out.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "unknown"
+
+
+def _key(umd: Path, cxx: str) -> str:
+    h = hashlib.sha256()
+    for f in sorted(p for p in umd.rglob("*") if p.is_file() and "out" not in p.relative_to(umd).parts[:1]):
+        h.update(str(f.relative_to(umd)).encode() + b"\0" + f.read_bytes() + b"\0")
+    h.update("\0".join([_identity(cxx), *PROTOBUF_CONFIGURE, PROTOBUF_CXXFLAGS, f"recipe {RECIPE}"]).encode())
+    return f"compiler-{h.hexdigest()[:20]}"
+
+
+def run_step(step: str, cmd: list[str], cwd: Path, logs: Path, keep: Path, *,
+             env: dict[str, str] | None = None, timeout: float = 3600.0) -> None:
+    """Run one build step, its output to ``logs/<step>.log``; raise naming the step and the
+    tail of its log (a copy is kept beside the cache entry, which a failed build never becomes)."""
+    log = logs / f"{step}.log"
+    with open(log, "a") as f:
+        f.write(f"$ (cd {cwd} && {' '.join(cmd)})\n")
+        f.flush()
+        try:
+            r = subprocess.run(cmd, cwd=cwd, stdout=f, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
+            rc: int | str = r.returncode
+        except subprocess.TimeoutExpired:
+            rc = f"timed out after {timeout:.0f} s"
+        except OSError as e:
+            rc = str(e)
+    if rc != 0:
+        kept = keep.with_name(f"{keep.name}.{step}.log")
+        try:
+            shutil.copyfile(log, kept)
+        except OSError:
+            kept = log
+        tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+        raise CompilerError(f"building NVDLA's compiler failed at step {step!r} ({' '.join(cmd[:2])}: "
+                            f"{'exit ' + str(rc) if isinstance(rc, int) else rc}); log {kept}, last lines:\n{tail}")
+
+
+def _ensure_limits(type_h: Path) -> None:
+    text = type_h.read_text()
+    if "<limits>" not in text:
+        type_h.write_text("#include <limits>\n" + text)
+
+
+def _settle_autotools(tree: Path) -> None:
+    """Give the copied protobuf tree the timestamp order autotools expects (a checkout's mtimes
+    are arbitrary; out of order, make would try to re-run aclocal/automake, which need not be
+    installed): sources, then ``aclocal.m4``, then ``configure``/``config.h.in``/``Makefile.in``."""
+    base = time.time() - 3600
+    order = {"aclocal.m4": 1, "configure": 2, "config.h.in": 2, "Makefile.in": 2}
+    for f in tree.rglob("*"):
+        if f.is_file() and not f.is_symlink():
+            t = base + 10 * order.get(f.name, 0)
+            os.utime(f, (t, t))
+
+
+def _build_into(tmp: Path, key: str, umd: Path, cxx: str, make: str, progress: Progress,
+                jobs: int = JOBS) -> dict[str, object]:
+    t0 = time.monotonic()
+    keep = tmp.parent / key
+    for old in tmp.parent.glob(f"{key}.*.log"):  # a failed earlier attempt's
+        old.unlink(missing_ok=True)
+    src = tmp / "umd"
+    logs = tmp / "logs"
+    logs.mkdir()
+    progress(f"compiler build: copying {umd} into {src}")
+    shutil.copytree(umd, src, symlinks=True, ignore=shutil.ignore_patterns("out"))
+    pb = src / "external" / "protobuf-2.6"
+    _settle_autotools(pb)
+    env = dict(os.environ, CXX=cxx, CXXFLAGS=PROTOBUF_CXXFLAGS)
+    progress("compiler build: protobuf 2.6.1 (configure, libprotobuf, protoc; a few minutes)")
+    run_step("protobuf-configure", ["sh", "./configure", *PROTOBUF_CONFIGURE], pb, logs, keep, env=env)
+    run_step("protobuf", [make, "-C", "src", f"-j{jobs}", "libprotobuf.la", "protoc"], pb, logs, keep, env=env)
+    lib = pb / "src" / ".libs" / "libprotobuf.a"
+    for where in ("apps/compiler", "core/src/compiler"):
+        shutil.copyfile(lib, src / where / "libprotobuf.a")
+    _ensure_limits(src / "core" / "src" / "compiler" / "include" / "priv" / "Type.h")
+    progress("compiler build: nvdla_compiler (several minutes)")
+    run_step("compiler", [make, f"-j{jobs}", f"TOP={src}", "compiler"], src, logs, keep,
+             env={k: v for k, v in os.environ.items() if k not in ("CXXFLAGS", "CFLAGS", "MAKEFLAGS")})
+    bin_ = tmp / "bin"
+    bin_.mkdir()
+    outs = {"nvdla_compiler": src / "out/apps/compiler/nvdla_compiler/nvdla_compiler",
+            "libnvdla_compiler.so": src / "out/core/src/compiler/libnvdla_compiler/libnvdla_compiler.so",
+            "protoc": pb / "src" / "protoc"}
+    for name, path in outs.items():
+        if not path.is_file():
+            raise CompilerError(f"building NVDLA's compiler: the build succeeded but {path} is missing")
+        shutil.copy2(path, bin_ / name)
+    shutil.rmtree(src)  # the entry keeps the executables and the logs only
+    return {"executable": "bin/nvdla_compiler", "build_seconds": round(time.monotonic() - t0, 1),
+            "cxx": _identity(cxx)}
+
+
+def _entry(data: dict[str, object]) -> CompilerBuild:
+    exe = Path(str(data["executable"]))
+    return CompilerBuild(exe, exe.parent, exe.parent / "protoc", str(data["key"]))
+
+
+def build_compiler(nvdla_sw: str | os.PathLike[str] | None, *, force: bool = False,
+                   progress: Progress | None = None, jobs: int | None = None) -> CompilerBuild:
+    """Build (or reuse from the cache) NVDLA's compiler from the checkout's ``umd/``."""
+    from ...sims.cache import get_or_build
+
+    umd = find_umd(nvdla_sw)
+    cxx, make = _tools()
+    say = progress or (lambda m: None)
+    key = _key(umd, cxx)
+    data = get_or_build(_cache_dir(), key, lambda tmp: _build_into(tmp, key, umd, cxx, make, say, jobs or JOBS),
+                        force=force, progress=say, what="compiler build")
+    return _entry(data)
+
+
+def cached_compiler(nvdla_sw: str | os.PathLike[str] | None) -> CompilerBuild | None:
+    """The cached build for the checkout, or None when it is not built (never builds)."""
+    from ...sims.cache import CacheEntryError, check_entry
+
+    umd = find_umd(nvdla_sw)
+    key = _key(umd, _tools()[0])
+    try:
+        return _entry(check_entry(_cache_dir() / key, key, verify_hash=False))
+    except CacheEntryError:
+        return None
+
+
+def compile_network(build: CompilerBuild, prototxt: Path, caffemodel: Path, out: Path, *, config: Config,
+                    precision: Precision, calib: Path | None = None, informat: InFormat = "ncxhwx") -> CompileResult:
+    """Compile a Caffe model into the loadable ``out``; INT8 needs the calibration table."""
+    if config not in CONFIGS:
+        raise ConfigError(f"unknown configuration {config!r}: the compiler accepts {', '.join(CONFIGS)}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}: expected {' or '.join(PRECISIONS)}")
+    if informat not in INFORMATS:
+        raise ConfigError(f"unknown input format {informat!r}: expected {', '.join(INFORMATS)}")
+    if precision == "int8" and calib is None:
+        raise ConfigError("an INT8 compilation needs a calibration table (nvdla-hil net gen writes one)")
+    for f in (prototxt, caffemodel, *([calib] if calib else [])):
+        if not Path(f).is_file():
+            raise ConfigError(f"{f}: no such file")
+    with tempfile.TemporaryDirectory(prefix="nvdla-compile-") as d:
+        work = Path(d)
+        # relative, lower-case names: the compiler lower-cases the --calibtable path
+        shutil.copyfile(prototxt, work / "net.prototxt")
+        shutil.copyfile(caffemodel, work / "net.caffemodel")
+        cmd = [str(build.compiler), "--prototxt", "net.prototxt", "--caffemodel", "net.caffemodel",
+               "--configtarget", config, "--cprecision", precision, "--informat", informat]
+        if calib is not None and precision == "int8":
+            shutil.copyfile(calib, work / "calib.json")
+            cmd += ["--calibtable", "calib.json"]
+        env = dict(os.environ, LD_LIBRARY_PATH=os.pathsep.join(
+            [str(build.libdir), *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]))
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=COMPILE_TIMEOUT,
+                               check=False)
+        except subprocess.TimeoutExpired:
+            raise CompilerError(f"nvdla_compiler did not finish within {COMPILE_TIMEOUT:.0f} s") from None
+        seconds = time.monotonic() - t0
+        log = r.stdout + r.stderr
+        produced = work / "fast-math.nvdla"
+        if r.returncode != 0 or not produced.is_file():
+            why = (f"killed by signal {-r.returncode} (134/SIGABRT: often a layer missing from the calibration "
+                   f"table)" if r.returncode < 0 else f"exit {r.returncode}")
+            tail = "\n".join(log.splitlines()[-20:])
+            raise CompilerError(f"nvdla_compiler refused {prototxt} for {config} {precision} ({why}"
+                                f"{'' if r.returncode else ', no fast-math.nvdla written'}); last lines:\n{tail}")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(produced, out)
+    return CompileResult(out, seconds, log)
