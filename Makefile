@@ -17,13 +17,13 @@ export NVDLA_TXN_TESTS
 # runs them (README "Loadables"); each is used only when it is there
 NVDLA_LOADABLES ?= $(wildcard $(abspath ../shared/nvdla_sw))
 export NVDLA_LOADABLES
-NVDLA_SW ?= $(wildcard $(HOME)/nvdla-sw)
+NVDLA_SW ?= $(firstword $(wildcard $(HOME)/nvdla-sw) $(wildcard $(abspath ../shared/nvdla_src/sw)))
 export NVDLA_SW
 JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test lint typecheck fuzz bench clean flaky
+.PHONY: install regress test test-slow lint typecheck fuzz bench clean flaky
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,8 +48,13 @@ lint: install
 typecheck: install
 	.ci/typecheck
 
+# the default run (under 5 minutes on 2 cores): everything but the tests marked slow
 test: install
-	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)
+	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE) -m "not slow"
+
+# the slow tests (lab servers, Dask clusters, campaigns, sweeps): CI's second step
+test-slow: install
+	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE) -m slow
 
 # property tests only, fresh random seeds each round (the "explore" profile, tests/conftest.py)
 fuzz: install

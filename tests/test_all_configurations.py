@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+
 from nvdla_hil.harness.cli import main
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import TraceError, find_trace_sets, parse_trace, run_trace
+
+pytestmark = pytest.mark.slow  # NVDLA's traces of every configuration, poisoned: `make test-slow`, CI's second step
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a real Dask scheduler and workers: `make test-slow`, CI's second step
+
+
 distributed = pytest.importorskip("distributed")
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]

@@ -69,6 +69,7 @@ def test_canonical_errors_are_worded_by_the_line_reader(tmp_path):
         dat.load_dat(p)
 
 
+@pytest.mark.slow  # every public .dat file through both readers: `make test-slow`
 def test_public_trace_images_agree_between_readers():
     """Every public ``.dat`` (``NVDLA_TRACE_SETS``) reads to the same image both ways."""
     root = os.environ.get("NVDLA_TRACE_SETS")

@@ -17,10 +17,13 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+
 from nvdla_hil.drivers.uartbone import BoardDeadError, IntegrityPolicy, SerialTransport
 from nvdla_hil.harness.boards.emulator import FaultConfig, RegisterFileTarget, serve_in_thread
 
 from _lab import LitexBench
+
+pytestmark = pytest.mark.slow  # real serial links and litex_server: `make test-slow`, CI's second step
 
 GUARD = 120.0  # s: a call still blocked after this is the hang this file exists to prevent
 

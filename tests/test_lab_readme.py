@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the README's lab recipes run as written: `make test-slow`, CI's second step
+
+
 pytest.importorskip("labgrid", reason="labgrid is not installed: pip install 'labgrid>=24'")
 
 README = Path(__file__).resolve().parents[1] / "README.md"

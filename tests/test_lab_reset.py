@@ -26,10 +26,13 @@ from pathlib import Path
 
 import pytest
 
+
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.targets.serial import restore_known_state
+
+pytestmark = pytest.mark.slow  # serial regressions of every bundled vector through the board emulator: `make test-slow`, CI's second step
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
 REVERSE = "import pytest\n\n@pytest.hookimpl(trylast=True)\ndef pytest_collection_modifyitems(items):\n    items.reverse()\n"

@@ -16,10 +16,13 @@ from pathlib import Path
 
 import pytest
 
+
 from nvdla_hil.drivers.uartbone import BoardDeadError, LinkIntegrityError
 from nvdla_hil.drivers.driver import LayerTimeoutError
 from nvdla_hil.harness.boards.health import infrastructure_reason
 from nvdla_hil.harness.boards.lab import BoardBusyError
+
+pytestmark = pytest.mark.slow  # boards and litex_server failing mid-run: `make test-slow`, CI's second step
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
 

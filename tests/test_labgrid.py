@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+
 pytest.importorskip("labgrid", reason="labgrid is not installed: pip install 'labgrid>=24'")
 
 from nvdla_hil.harness.boards.lab import BoardBusyError, LabError  # noqa: E402
@@ -25,6 +26,8 @@ from nvdla_hil.harness.targets import TargetSpec, open_target  # noqa: E402
 from nvdla_hil.harness.targets.model import ModelTarget  # noqa: E402
 from nvdla_hil.harness.traces import run_trace  # noqa: E402
 from nvdla_hil.harness.vectors import bundled_root, find_cases, run_case  # noqa: E402
+
+pytestmark = pytest.mark.slow  # a real labgrid coordinator and exporter, regressions signalled at every phase: `make test-slow`, CI's second step
 
 BIN = Path(sys.executable).parent
 PLACE = "nvdla-emu-1"

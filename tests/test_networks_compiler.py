@@ -13,11 +13,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+
 from nvdla_hil.harness.cli import main
 from nvdla_hil.harness.networks.caffe import load_schema, write_caffe
 from nvdla_hil.harness.networks.compiler import CompilerBuild, CompilerError, build_compiler, compile_network, find_umd
 from nvdla_hil.harness.networks.run import generate
 from nvdla_hil.harness.networks.zoo import make_network
+
+pytestmark = pytest.mark.slow  # builds NVDLA's compiler (about 15 min cold) and compiles networks: `make test-slow`, CI's second step
 
 SHARED_SW = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_src" / "sw"
 

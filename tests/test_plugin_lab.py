@@ -10,6 +10,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 from nvdla_hil.drivers.uartbone import BoardMap
 from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.model import ModelTarget
@@ -31,6 +33,7 @@ def _testcases(junit: Path) -> list[str]:
     return [c.get("name", "") for c in ET.parse(junit).getroot().iter("testcase")]
 
 
+@pytest.mark.slow  # waits out the bus timeouts of a whole window: `make test-slow`
 def test_window_the_board_does_not_map_stops_the_run_before_any_test(tmp_path):
     with serve_in_thread(ModelTarget("nv_small"), BoardMap(dram_size=0x1000_0000), mode="tcp") as emu:
         lab = tmp_path / "lab.yaml"

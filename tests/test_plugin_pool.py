@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+
 from nvdla_hil.drivers.uartbone import BoardMap
 from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.boards.lab import LabError, SessionBoardLock, load_lab, resolve_board, resolve_boards
@@ -35,6 +36,8 @@ BOARD = """\
 TEST_FILE = '''
 import json, os, time
 import pytest
+
+pytestmark = pytest.mark.slow  # board pools shared by xdist workers: `make test-slow`, CI's second step
 
 
 @pytest.mark.parametrize("i", range({n}))

@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+
 PY = sys.executable
 ENV_KEYS = ("NVDLA_TRACES", "NVDLA_HIL_VECTORS", "NVDLA_HW", "NVDLA_HIL_TARGET", "NVDLA_HIL_LAB",
             "NVDLA_HIL_BOARD", "NVDLA_HIL_CONFIG", "NVDLA_HIL_SUMMARY", "NVDLA_TXN_TESTS")
@@ -20,6 +21,8 @@ TEST_FILE = '''
 import pytest
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.plugin import suite_spec
+
+pytestmark = pytest.mark.slow  # Verilator waves builds and reruns: `make test-slow`, CI's second step
 
 
 @pytest.fixture

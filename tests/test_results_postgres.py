@@ -22,7 +22,10 @@ from pathlib import Path
 
 import pytest
 
+
 from nvdla_hil.harness.cli import main
+
+pytestmark = pytest.mark.slow  # a real PostgreSQL server: `make test-slow`, CI's second step
 
 BUG = "SDP.D_CVT_OFFSET.CVT_OFFSET+1"
 K = "sdp_3x3x33_bn_int8_reg_0 or sdp_3x3x33_bn_int8_mem_0 or cdp_8x8x32_lrn3_int8_0"

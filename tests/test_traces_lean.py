@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import parse_trace, run_trace
+
+pytestmark = pytest.mark.slow  # serial trace runs on a slow link: `make test-slow`, CI's second step
 
 TRACES = ["cdp_8x8x32_lrn3_int8_0", "pdp_8x9x19_3x3_ave_int8_0", "sdp_3x3x33_bs_bn_int8_0", "dc_6x8x192_3x3x192x32_int8_0",
           "sdp_pdp_32x16x32_pass_through_int8_0"]

@@ -277,6 +277,7 @@ def test_expected_read_costs_one_read_and_a_word_per_uniform_burst():
 
 
 # ---- fault injection: every operation correct or reported -------------------------------------------------
+@pytest.mark.slow  # thousands of operations through a faulty link: `make test-slow`
 @pytest.mark.parametrize("mode", ["pty", "tcp"])
 def test_fault_injection_no_silent_wrong_values(mode):
     """The 20,000-operation figure comes from bench/bench_serial.py; this is its short form."""

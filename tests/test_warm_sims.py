@@ -22,10 +22,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from nvdla_hil.drivers.transport import NotOpenError, TransportError
 from nvdla_hil.harness.targets import TargetSpec, open_target
 from nvdla_hil.harness.targets.verilator import WarmSimulators, WarmTarget
 from nvdla_hil.sims import build as simbuild
+
+pytestmark = pytest.mark.slow  # warm simulators replaced after crashes and hangs: `make test-slow`, CI's second step
 
 ID, SCRATCH, DMA_SRC, DMA_DST, DMA_LEN, DMA_GO, INTR_STATUS, DMA_BUSY = 0x00, 0x04, 0x10, 0x14, 0x18, 0x1C, 0x20, 0x28
 FIXTURE_ID = 0x4C555431

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+
 from nvdla_hil.drivers.uartbone import BoardMap
 from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.targets.memory import KnownMemory, poison_pattern
@@ -19,6 +20,8 @@ from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.targets.serial import BoardMemoryBook
 from nvdla_hil.harness.traces import parse_trace, run_trace
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
+
+pytestmark = pytest.mark.slow  # serial regressions measuring bytes on the wire: `make test-slow`, CI's second step
 
 LAB = """\
 lock_dir: {lock}
