@@ -32,7 +32,7 @@ import numpy as np
 
 from ...drivers.profiles import HardwareProfile
 from ...drivers.transport import Transport
-from .descriptors import Cube, OpDesc, decode_network, decode_ops, is_legacy, upgrade_surfaces
+from .descriptors import OP_CONTAINER, Cube, OpDesc, decode_network, decode_ops, is_legacy, upgrade_surfaces
 from .dimg import DimgMeta, meta_for_tensor, pack_dimg
 from .emulator import decode_emu_task, float_to_half_ties_away, run_emu_ops
 from .fbs import IFACE_DLA1, IFACE_EMU1, MEM_ALLOC, MEM_INPUT, MEM_OUTPUT, MEM_SET, Loadable, LoadableError, TensorDesc
@@ -157,19 +157,44 @@ def entry_bytes(ld: Loadable, mem_id: int) -> bytes:
     return ld.derived[key]
 
 
+#: ``dla_conv_op_desc.data_format`` (byte 8 of the op container) of feature input; the pixel formats are
+#: 0..35 (nvdla/sw ``dla_interface.h`` ``FORMAT_T_*`` / ``FORMAT_FEATURE``)
+CONV_DATA_FORMAT_OFFSET, FORMAT_FEATURE = 8, 36
+
+
+def _conv_pixel_input(ld: Loadable, task_index: int) -> set[int]:
+    """Indices of the task's CONV operations whose input is an image (pixel surface): their
+    ``dla_conv_op_desc.data_format`` is a pixel format, not ``FORMAT_FEATURE``."""
+    ops, _ = dla_ops(ld, task_index)  # checks the indices and the blob sizes first
+    if not any(op.name == "CONV" for op in ops):
+        return set()
+    t = ld.tasks[task_index]
+    a0 = ld.addresses[t.address_list[0]]
+    nd = decode_network(memoryview(entry_bytes(ld, a0.mem_id))[a0.offset:])
+    a = ld.addresses[t.address_list[nd.operation_desc_index]]
+    raw = memoryview(entry_bytes(ld, a.mem_id))[a.offset:]
+    return {op.index for op in ops if op.name == "CONV"
+            and raw[op.index * OP_CONTAINER + CONV_DATA_FORMAT_OFFSET] != FORMAT_FEATURE}
+
+
 def loadable_config(ld: Loadable) -> dict:
     """What the loadable was compiled for, from its descriptors: the atom size of its feature
     surfaces (line stride / width of every in-memory feature cube: 8 bytes on nv_small, 32 on
-    nv_full) and the units it uses (BDMA and Rubik exist only on nv_full)."""
+    nv_full) and the units it uses (BDMA and Rubik exist only on nv_full). The image input of a
+    CONV in pixel mode is no feature surface (its line stride is pixels x bytes per pixel, padded
+    to the compiler's line alignment) and is not counted."""
     atoms: set[int] = set()
     units: set[str] = set()
     for i, t in enumerate(ld.tasks):
         if t.interface != IFACE_DLA1:
             continue
         ops, _ = dla_ops(ld, i)
+        pixel = _conv_pixel_input(ld, i)
         for op in ops:
             units.add(op.name)
             for c in (op.src, op.dst):
+                if c is op.src and op.index in pixel:
+                    continue
                 if c is not None and c.type != 2 and c.width and c.height > 1 and c.line_stride % c.width == 0 \
                         and op.name in ("CONV", "SDP", "PDP", "CDP"):
                     atoms.add(c.line_stride // c.width)

@@ -9,7 +9,8 @@ INT16 or FP16 where seed 000 allows it, left/right padding by CDMA and top/botto
 weights are the image-input format (channel pre-extension, ``nvdla.weight.image``); the CSC
 registers describe the pre-extended 1-wide kernel (``refmodel/conv/image.py``). Optionally the
 weights are compressed (``weight_format``) and, for 1- and 4-component formats, the CSC
-post-extends 2 or 4 lines (``post_extension``; the consistent case: atomic C / post channels).
+post-extends 2 or 4 lines (``post_extension``: at most atomic C / post pre-extended channels, any
+kernel height).
 ``weights=identity`` probes the pixel path alone (output channel k = converted component k).
 
 ``conv-compressed``: the direct convolution of the ``conv`` unit with its weights made sparse
@@ -88,7 +89,7 @@ IMAGE_SCHEMA: dict[str, Any] = {
     "cvt_truncate": IntF(0, 63, 0), "data": EnumF(("uniform", "edges", "small")),
     "src_port": PORT, "wt_port": PORT, "dst_port": PORT,
     "sdp_cvt": EnumF(("fit", "saturate", "random")),
-    "post_extension": EnumF((1, 2, 4), 1, doc="CSC channel post-extension (1-, 3- and 4-channel formats: 1 and 4 only)"),
+    "post_extension": EnumF((1, 2, 4), 1, doc="CSC channel post-extension: 2 or 4 lines per MAC step"),
     "weight_format": EnumF(("uncompressed", "compressed"), "uncompressed", needs={"compressed": "weight_compression"}),
     "density": EnumF(("sparse", "half", "dense", "empty"), "half"),
     "zero_groups": EnumF((0, 1), 0, doc="make whole kernel groups all-zero"),
@@ -196,16 +197,22 @@ def _weights_values(s: Sampler, shape: tuple[int, ...], prec: str) -> np.ndarray
 
 def _post_extension(s: Sampler, prof: HardwareProfile, fmt: Any) -> int:
     """The pixel post-extension (1, 2 or 4) and the kernel it needs, set in the draw: with
-    ``weights`` identity a 1x1 kernel per component (output channel k = input component k)."""
+    ``weights`` identity a 1x1 kernel per component (output channel k = input component k).
+
+    Post-extension by ``post`` lines gives each line ``atomic C / post`` MAC lanes, so the pre-extended
+    kernel (``kernel_w * components`` channels) must fit them (refmodel/conv/image.py ``_check_post``);
+    any kernel height (a short last step when it is no multiple of ``post``; compressed weights: a
+    multiple). The RTL's rule holds while an output position advances ``post * C * SX <= atomic C``
+    elements, i.e. ``SX <= kernel_w`` (the fuzzer keeps to it)."""
     if s["weights"] == "identity":  # probe the pixel path: output channel k = input component k
         s.v.update(kernel_w=1, kernel_h=1, kernels=fmt.channels, pad_top=0, pad_bottom=0, stride_y=1, post_extension=1)
     post = int(s["post_extension"])
-    if post > 1 and fmt.channels in (1, 4) and prof.mac_atomic_c // post // fmt.channels >= 1:
-        # post-extension is consistent for Ce = atomicC/post pre-extended channels (refmodel/conv/image.py
-        # _check_post): kernel width atomicC/post/C, height a multiple of post; the RTL's rule holds while an
-        # output position advances post * C * SX <= atomicC elements, i.e. SX <= the kernel width
-        kw = prof.mac_atomic_c // post // fmt.channels
-        kh = post * max(1, int(s["kernel_h"]) // post)
+    per_line = prof.mac_atomic_c // post
+    if post > 1 and per_line // fmt.channels >= 1:
+        kw = min(max(int(s["kernel_w"]), 1), per_line // fmt.channels)
+        kh = max(int(s["kernel_h"]), 1)
+        if s["weight_format"] == "compressed":
+            kh = post * max(1, kh // post)
         s.v.update(kernel_w=kw, kernel_h=kh, width=max(int(s["width"]), kw), height=max(int(s["height"]), kh),
                    stride_x=min(int(s["stride_x"]), kw))
     else:
@@ -278,7 +285,8 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     atom = prof.atom_bytes
     post = _post_extension(s, prof, fmt)
     g = _image_geo(s, prof, name, esize)
-    if post > 1 and (g["kernel_w"] * fmt.channels * post != prof.mac_atomic_c or g["kernel_h"] % post):
+    if post > 1 and (g["kernel_w"] * fmt.channels * post > prof.mac_atomic_c or g["stride_x"] > g["kernel_w"]
+                     or (s["weight_format"] == "compressed" and g["kernel_h"] % post)):
         post = 1  # the geometry had to shrink
     W, H, E, K = g["width"], g["height"], g["E"], g["kernels"]
     S, R, OW, OH = g["kernel_w"], g["kernel_h"], g["out_w"], g["out_h"]

@@ -167,14 +167,12 @@ def image_plan(shape: tuple[int, ...], dt: np.dtype, p: dict[str, Any]) -> tuple
     if post == 1:
         pieces = dc_pieces(K, Ce, R, 1, G, E)
     else:
-        limit = {2: 32, 4: 16}[post]
+        limit = E // post  # each line of a MAC step has atomic C / post lanes (profile)
         if Ce > limit:
             raise LayoutError(
-                f"image weight post-extension {post}-line needs pre-extended channels <= {limit} "
-                f"(got S*C = {Ce}); seed 000: two-line (C<=32) or four-line (C<=16)"
+                f"image weight post-extension {post}-line needs pre-extended channels <= {E} / {post} = {limit} "
+                f"(got S*C = {Ce}); seed 000 for 64-channel atoms: two-line (C<=32) or four-line (C<=16)"
             )
-        if post * Ce > E:
-            raise LayoutError(f"post-extension: {post} lines x {Ce} channels exceed one {E}-element cube")
         pieces = _image_pieces(K, Ce, R, G, E, post)
     n = K * C * R * S * dt.itemsize
     return Plan(align_up(n, WEIGHT_DATA_ALIGN), storage_dtype(dt), tuple(pieces)), (K, Ce, R, 1)

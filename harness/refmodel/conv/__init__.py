@@ -169,6 +169,28 @@ def _read_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, cf
     )  # fmt: skip
 
 
+def _read_post_weights(view: RegisterView, mem: MemoryPort, options: ModelOptions, k: int, ce: int, r: int,
+                       atomic_k: int, bpe: int) -> np.ndarray:  # fmt: skip
+    """Post-extended image weights as the MAC lanes of each step (``image.post_weights``): from the
+    post-extended image weight format (``image.post_weight_offsets``) or, compressed, from the
+    direct-convolution format of the ``(K, post*Ce, R/post, 1)`` stacked kernels."""
+    from .image import post_weight_offsets, post_weights
+
+    post = 1 << int(view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION"))
+    if is_compressed_weight(view):
+        from .compressed import read_compressed_weights
+
+        st = read_compressed_weights(view, mem, options, k, ce * post, r // post, 1)  # channel j*Ce + c, row s
+        w = st[..., 0].reshape(k, post, ce, r // post).transpose(0, 2, 3, 1).reshape(k, ce, r)
+    else:
+        port = engine_memory(mem, view, "CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")
+        raw = np.asarray(port.read(reg_addr(view, "CDMA", "D_WEIGHT_ADDR_HIGH", "D_WEIGHT_ADDR_LOW"), k * ce * r * bpe),
+                         dtype=np.uint8)  # fmt: skip
+        w = np.ascontiguousarray(raw).view(np.int8 if bpe == 1 else "<i2").astype(I64)[
+            post_weight_offsets(k, ce, r, post, atomic_k)]
+    return post_weights(w, view, options.mac_atomic_c)
+
+
 def _check_modelled(view: RegisterView) -> int:
     """Refuse what the model does not cover; returns the precision code (INT8 0 / INT16 1 / FP16 2)."""
     prec = int(view.field("CDMA", "D_MISC_CFG", "PROC_PRECISION"))
@@ -250,25 +272,27 @@ def _conv_one(view: RegisterView, mem: MemoryPort, options: ModelOptions, prec: 
     atomic_c = options.mac_atomic_c
     cfg = decode_conv_config(view)
     d = _fetch_input(view, mem, options, bpe) if batch == 0 else fetch_feature(view, mem, options.atom_bytes, bpe, batch)
+    post = 1 << int(view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION"))
+    kh = cfg.k_h  # the kernel height before post-extension
     if is_image_input(view):  # the pre-extended cube is an ordinary 1-wide convolution (image.image_conv_config)
         from .image import image_conv_config
 
-        cfg = image_conv_config(view, cfg)
+        cfg = image_conv_config(view, cfg, atomic_c)
     if d.shape[1:] != (cfg.in_h, cfg.in_w) or d.shape[0] != cfg.in_c:
         raise UnitNotModelled(f"CDMA input cube {d.shape[::-1]} differs from CSC DATAIN_SIZE_EXT "
                               f"{(cfg.in_w, cfg.in_h, cfg.in_c)} (channel extension not modelled)")  # fmt: skip
     wc = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")) + 1
     wk = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_KERNEL")) + 1
-    if wc * (1 << int(view.field("CSC", "D_POST_Y_EXTENSION", "Y_EXTENSION"))) != cfg.in_c or wk != cfg.out_k:
+    if (wc if post == 1 else atomic_c) != cfg.in_c or wk != cfg.out_k:
         raise UnitNotModelled(
             f"CSC: weight C/K {wc}/{wk} differ from data C {cfg.in_c} / output K {cfg.out_k}"
         )
     bpk = int(view.field("CDMA", "D_WEIGHT_SIZE_0", "BYTE_PER_KERNEL")) + 1
-    if bpk != cfg.k_w * cfg.k_h * cfg.in_c * bpe:
-        raise UnitNotModelled(
-            f"CDMA: BYTE_PER_KERNEL {bpk} != {cfg.k_w}x{cfg.k_h}x{cfg.in_c}x{bpe} bytes (not modelled)"
-        )
-    w = _read_weights(view, mem, options, cfg, atomic_k, bpe)
+    want = cfg.k_w * cfg.k_h * cfg.in_c * bpe if post == 1 else kh * wc * bpe  # cmod csc byte_per_kernel
+    if bpk != want:
+        raise UnitNotModelled(f"CDMA: BYTE_PER_KERNEL {bpk} != {want} bytes of the layer's kernel (not modelled)")
+    w = _read_weights(view, mem, options, cfg, atomic_k, bpe) if post == 1 else \
+        _read_post_weights(view, mem, options, wk, wc, kh, atomic_k, bpe)
     if prec == PREC_FP16:
         y, sat = fp16_conv_accumulate(_fp16_bits(d), _fp16_bits(w), cfg, atomic_c=atomic_c), 0
     else:

@@ -51,10 +51,19 @@ i.e. the direct-convolution format of the pre-extended ``(K, Ce, R, 1)`` kernels
 Values are int64: INT8 elements sign-extended, INT16 and FP16 the 16-bit pattern sign-extended
 (as the feature fetch delivers them).
 
-Channel post-extension (``CSC.D_POST_Y_EXTENSION``, see :func:`_check_post`) stacks ``post`` lines
-into one MAC step of atomic C channels; :func:`image_conv_config` describes it as a
-convolution over the stacked cube. Compressed image weights need nothing here: the image weight
-format is the direct-convolution format of the (stacked) pre-extended kernels.
+Channel post-extension (``CSC.D_POST_Y_EXTENSION`` = 1/2: ``post`` = 2/4 lines per MAC step; the rule of
+the nvdlav1 C model, csc ``SendImageDataToMacSequencerConvCommon``, ``csc_read_one_image_entry`` and
+``SendWeightToMacSequencerDirectConvCommon``; seed 000 "Basic Weight for image input"; measured bit for
+bit against the C model, ``testvectors/conv_postext``): a kernel of height ``R`` takes ``steps =
+ceil(R / post)`` MAC steps; step ``s`` of output line ``oy`` puts line ``oy*SY + s*post + j - PAD_TOP``
+(``j < post``) into the MAC lanes ``j*L .. j*L + Ce - 1``, ``L = atomic C / post`` (profile
+``mac_atomic_c``), so ``Ce <= L`` (:func:`_check_post`); the other lanes of a line are 0, lines outside the
+image carry the CSC pad value in their ``Ce`` lanes, and in the last step of a kernel whose height is no
+multiple of ``post`` the missing lines are 0 (data and weights). The weights are stored per kernel group,
+step, kernel, line, channel without zero fill (:func:`post_weight_offsets`). NVDLA's compiler emits it for
+image input with few channels (nvdla/sw ``ConvCoreNode::optionalChnlExtForIMG``: LeNet 5x5, ResNet 7x7).
+:func:`fetch_image` returns the steps as rows of a cube, :func:`image_conv_config` the convolution over
+it (the step order, slice outer and step inner, is the CSC's, which FP16 accumulation depends on).
 """
 
 from __future__ import annotations
@@ -70,7 +79,8 @@ from ..ops import rnd, sx
 from ._common import I64, PREC_FP16, PREC_INT8, PREC_INT16, PREC_NAMES, reg_addr
 from .csc import ConvConfig
 
-__all__ = ["ImageGeometry", "fetch_image", "image_conv_config", "image_geometry", "pixel_format", "pixel_convert"]
+__all__ = ["ImageGeometry", "fetch_image", "image_conv_config", "image_geometry", "pixel_format", "pixel_convert",
+           "post_weight_offsets", "post_weights"]
 
 #: ``D_DATAIN_FORMAT.PIXEL_FORMAT`` codes in register order (cmod ``NVDLA_CDMA_D_DATAIN_FORMAT_0_PIXEL_FORMAT_T_*``
 #: 0..35 = seed 000's table order, which ``PIXEL_FORMATS`` keeps)
@@ -291,12 +301,11 @@ def convert_pixels(view: RegisterView, g: ImageGeometry, bits: np.ndarray) -> np
 
 
 def _check_post(view: RegisterView, g: ImageGeometry, semantics: str, lanes: int = 64) -> None:
-    """Channel post-extension as the nvdlav1 C model computes it (csc ``SendImageDataToMacSequencerConvCommon``),
-    ``lanes`` = MAC atomic C (profile ``mac_atomic_c``; 64 on nv_full): the ``post`` lines of one kernel step go
-    to MAC lanes ``j * lanes/post``, lanes past ``WEIGHT_CHANNEL_EXT + 1`` of a line zero, while the CSC packs
-    the step's weights at ``j * Ce`` (``input_atom_channel_num = Ce * post``): consistent only for ``Ce =
-    lanes/post`` (the pre-extended kernel padded with zero weights). The last step of a kernel whose height is
-    not a multiple of ``post`` carries fewer weights (seed 000: no 0s appended) -- not modelled.
+    """Refuse post-extension settings outside the rule of :func:`fetch_image` (``lanes`` = MAC atomic C,
+    profile ``mac_atomic_c``; 64 on nv_full): each of the ``post`` lines of a MAC step has ``lanes/post``
+    lanes, so the pre-extended kernel may have at most ``lanes/post`` channels (seed 000 "two-line (C<=32) or
+    four-line (C<=16)" for 64 lanes; the C model FAILs "only one super channel when post-extension is
+    enabled" beyond it, csc ``SendImageDataToMacSequencerConvCommon``).
 
     RTL (``NV_NVDLA_CSC_dl.v``: ``dat_rsp_img_8b`` puts ``lanes/post`` elements of each of the ``post`` lines
     side by side; ``pixel_x_add = post * pixel_x_stride``): the same rule wherever one output position
@@ -305,17 +314,24 @@ def _check_post(view: RegisterView, g: ImageGeometry, semantics: str, lanes: int
     17 of 17 layers: not modelled under ``rtl`` semantics (refused), the C model's rule under ``cmod``."""
     if g.post == 1:
         return
-    r = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT")) + 1
-    if g.kernel_channels * g.post != lanes or r % g.post:
-        raise UnitNotModelled(f"CSC.D_POST_Y_EXTENSION = {g.post} lines needs WEIGHT_CHANNEL_EXT + 1 = {lanes // g.post} "
-                              f"(got {g.kernel_channels}) and a kernel height that is a multiple of {g.post} (got {r}): "
-                              "other settings are not modelled")
+    per_line = lanes // g.post
+    if g.kernel_channels > per_line:
+        raise InvalidLayer(f"CSC.D_POST_Y_EXTENSION = {g.post} lines: WEIGHT_CHANNEL_EXT + 1 = {g.kernel_channels} "
+                           f"pre-extended channels exceed the {per_line} MAC lanes of one line ({lanes} lanes / {g.post}; "
+                           "seed 000 post-extension limits, cmod csc 'only one super channel')")
+    if is_compressed(view) and (int(view.field("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT")) + 1) % g.post:
+        raise UnitNotModelled(f"compressed weights with CSC.D_POST_Y_EXTENSION = {g.post} lines and a kernel height "
+                              "that is no multiple of it (a shorter last step) not modelled")
     sxs = int(view.field("CSC", "D_CONV_STRIDE_EXT", "CONV_X_STRIDE_EXT")) + 1
     step = g.post * g.channels_csc * sxs
     if semantics == "rtl" and step > lanes:
         raise UnitNotModelled(f"CSC.D_POST_Y_EXTENSION = {g.post} lines x DATAIN_CHANNEL_EXT + 1 = {g.channels_csc} x "
                               f"x stride {sxs} = {step} elements per output position, beyond atomic C ({lanes}): the "
                               "RTL (NV_NVDLA_CSC_dl.v) is not modelled there; use --model-semantics cmod for the C model")
+
+
+def is_compressed(view: RegisterView) -> bool:
+    return int(view.field("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT")) == 1
 
 
 def fetch_image(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> np.ndarray:
@@ -353,15 +369,36 @@ def fetch_image(view: RegisterView, mem: MemoryPort, options: ModelOptions) -> n
     cube = flat[:, idx].transpose(1, 0, 2).copy()  # (Ce, H, OW)
     if g.post == 1:
         return cube
-    # post-extension: materialise the top/bottom padding (CSC pad value) and stack the post lines of a step
+    return _post_steps(view, cube, options.mac_atomic_c)
+
+
+def _post_steps(view: RegisterView, cube: np.ndarray, lanes: int) -> np.ndarray:
+    """The MAC steps of a post-extended layer (cmod ``SendImageDataToMacSequencerConvCommon``,
+    ``csc_read_one_image_entry``): step ``s`` of output line ``oy`` reads lines ``y_j = oy*SY + s*post + j
+    - PAD_TOP`` (``j < post``); line ``j`` fills MAC lanes ``j*L .. j*L + Ce - 1`` (``L = lanes/post``),
+    lanes ``Ce .. L-1`` of a line are 0; a line outside the image carries ``CSC.D_ZERO_PADDING_VALUE``
+    in its ``Ce`` lanes; in the last step of a kernel whose height ``R`` is no multiple of ``post`` the
+    lines ``j >= R mod post`` are all 0 (``memset``). Returned as the cube (lanes, OH*steps, OW) whose
+    row ``oy*steps + s`` is that step, which :func:`image_conv_config` convolves with a ``steps``-high,
+    ``steps``-strided kernel."""
     geo = _post_geometry(view)
-    top, hn = geo["pad_top"], geo["rows"]
-    rows = hn + g.post - 1
-    full = np.full((ce, rows, ow), geo["pad_value"], dtype=I64)
-    lo, hi = max(0, top), min(rows, top + H)  # full row i = line i - top
+    post, steps, r = geo["post"], geo["steps"], geo["r"]
+    ce, h, ow = cube.shape
+    per_line = lanes // post
+    full = np.full((ce, geo["rows"], ow), geo["pad_value"], dtype=I64)  # full row i = image line i - pad_top
+    top = geo["pad_top"]
+    lo, hi = max(0, top), min(geo["rows"], top + h)
     if hi > lo:
         full[:, lo:hi] = cube[:, lo - top : hi - top]
-    return np.concatenate([full[:, j : j + hn] for j in range(g.post)], axis=0)  # lane j*Ce + c
+    oh = geo["oh"]
+    out = np.zeros((lanes, oh * steps, ow), dtype=I64)
+    for s in range(steps):
+        for j in range(post):
+            if s * post + j >= r:
+                continue  # the short last step: these lines are 0
+            rows = np.arange(oh) * geo["sy"] + s * post + j
+            out[j * per_line : j * per_line + ce, s::steps] = full[:, rows]
+    return out
 
 
 def _post_geometry(view: RegisterView) -> dict[str, int]:
@@ -371,27 +408,62 @@ def _post_geometry(view: RegisterView) -> dict[str, int]:
     r = f("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT") + 1
     oh = f("CSC", "D_DATAOUT_SIZE_0", "DATAOUT_HEIGHT") + 1
     sy = f("CSC", "D_CONV_STRIDE_EXT", "CONV_Y_STRIDE_EXT") + 1
-    steps = max(r // post, 1)
-    return {"post": post, "steps": steps, "rows": (oh - 1) * sy + (steps - 1) * post + 1,
+    steps = -(-r // post)  # cmod kernel_atom_num = ceil(R / post)
+    return {"post": post, "steps": steps, "r": r, "oh": oh, "sy": sy, "rows": (oh - 1) * sy + steps * post,
             "pad_top": f("CSC", "D_ZERO_PADDING", "PAD_TOP"),
             "pad_value": int(sx(f("CSC", "D_ZERO_PADDING_VALUE", "PAD_VALUE"), 8 if prec == PREC_INT8 else 16))}
 
 
-def image_conv_config(view: RegisterView, cfg: ConvConfig) -> ConvConfig:
+def post_weight_offsets(k: int, ce: int, r: int, post: int, atomic_k: int) -> np.ndarray:
+    """Element offsets (K, Ce, R) of the post-extended image weights (cmod csc
+    ``SendWeightToMacSequencerDirectConvCommon`` with ``post_y_extension > 1``): kernel groups of
+    ``atomic_k`` kernels (``kernel_group_stride = BYTE_PER_KERNEL * atomic_k``); in a group of ``kg``
+    kernels, step ``s`` starts at ``s * kg * post * Ce``, kernel ``kk`` of it at ``kk * post * Ce``
+    (the short last step: ``kk * (R mod post) * Ce``), line ``j`` at ``j * Ce``, then the channel
+    (seed 000 image weight post-extension: "do NOT append 0s")."""
+    kk = np.arange(k, dtype=I64)[:, None, None]
+    e = np.arange(ce, dtype=I64)[None, :, None]
+    rr = np.arange(r, dtype=I64)[None, None, :]
+    g, ki = kk // atomic_k, kk % atomic_k
+    kg = np.minimum(atomic_k, k - g * atomic_k)
+    s, j = rr // post, rr % post
+    full = r // post
+    base = g * atomic_k * ce * r
+    short = r - full * post
+    off_full = base + s * kg * post * ce + ki * post * ce + j * ce + e
+    off_last = base + full * kg * post * ce + ki * short * ce + j * ce + e
+    return np.where(s < full, off_full, off_last)
+
+
+def post_weights(w: np.ndarray, view: RegisterView, lanes: int) -> np.ndarray:
+    """Weights (K, Ce, R) as the MAC lanes of the post-extended steps: (K, lanes, steps, 1), lane
+    ``j*L + c`` of step ``s`` = kernel line ``s*post + j``, channel ``c`` (cmod csc: payload
+    ``ii*cripple_channel_num + c`` to lane ``ii*PARALLEL_CHANNEL_NUM/post + c``, the rest 0)."""
+    geo = _post_geometry(view)
+    post, steps, r = geo["post"], geo["steps"], geo["r"]
+    k, ce, _ = w.shape
+    per_line = lanes // post
+    out = np.zeros((k, lanes, steps, 1), dtype=w.dtype)
+    for line in range(r):
+        s, j = divmod(line, post)
+        out[:, j * per_line : j * per_line + ce, s, 0] = w[:, :, line]
+    return out
+
+
+def image_conv_config(view: RegisterView, cfg: ConvConfig, lanes: int = 64) -> ConvConfig:
     """The CSC geometry as the ordinary convolution of the pre-extended cube :func:`fetch_image`
     returns: 1-wide kernel of ``WEIGHT_CHANNEL_EXT + 1`` channels, x stride 1, no left padding,
     no dilation (the cmod's image path has none), top/bottom padding with the CSC pad value
     (low 8 bits at INT8, 16 bits at INT16/FP16).
 
-    With post-extension (``post`` lines per MAC step): ``post * Ce`` = atomic C channels (one MAC step),
-    kernel height ``R / post`` with y dilation ``post`` over the stacked cube, padding already in it;
-    the post-extended image weights are then the direct-convolution format of ``(K, atomic C, R/post, 1)``."""
+    With post-extension (``post`` lines per MAC step, ``lanes`` = MAC atomic C): the step cube of
+    :func:`_post_steps`, ``lanes`` channels, kernel height ``steps = ceil(R / post)`` and y stride
+    ``steps`` (one row per step), padding already in it; weights from :func:`post_weights`."""
     geo = _post_geometry(view)
     ce = int(view.field("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")) + 1
     out = dataclasses.replace(cfg, in_w=cfg.out_w, in_c=ce, k_w=1, stride_x=1, dil_x=1, dil_y=1, pad_left=0,
                               pad_value=geo["pad_value"])
     if geo["post"] > 1:
-        out = dataclasses.replace(out, in_c=ce * geo["post"], in_h=geo["rows"], k_h=geo["steps"], dil_y=geo["post"],
-                                  pad_top=0)
+        steps = geo["steps"]
+        out = dataclasses.replace(out, in_c=lanes, in_h=cfg.out_h * steps, k_h=steps, stride_y=steps, pad_top=0)
     return out
-
