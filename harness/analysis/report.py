@@ -366,9 +366,11 @@ def _cls(outcome: str) -> str:
 
 
 def render_report(run_dir: str | Path, db: str | None = None) -> str:
-    """The HTML of the run directory's report (``db``: the results database for each test's
-    history and cluster; default ``<run_dir>/../results.sqlite`` when it exists)."""
-    from ..results.runreport import CSS, SCRIPT, run_extras
+    """The HTML of the run directory's report (``db``: the results database for the run's
+    provenance, its comparison with the previous comparable run, each test's history and cluster;
+    default ``NVDLA_HIL_RESULTS_DB``, else ``<run_dir>/../results.sqlite`` when it exists; without
+    one the page says what it leaves out)."""
+    from ..results.runreport import CSS, SCRIPT, run_extras, series_html
 
     run = Path(run_dir)
     meta = read_run_json(run)  # InputError naming the file when it is not a run record
@@ -387,6 +389,7 @@ def render_report(run_dir: str | Path, db: str | None = None) -> str:
         h.append(f"<p>command <code>{_e(' '.join(meta.get('command', [])))}</code>; started {_e(meta.get('started', '?'))}; "
                  f"{_e(meta.get('seconds', '?'))} s; exit code {_e(meta.get('exit_code', '?'))} "
                  f"({_e(meta.get('result', ''))})</p>")
+    h.append(series_html(extras))
     h += _counts_html(rows)
     ordered = sorted(rows, key=lambda r: (_ORDER.get(r.outcome, 2), r.name))
     h += _tests_html(ordered, extras)

@@ -55,7 +55,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
         return _err("report", f"{run}: no such run directory")
     if not (run / "junit.xml").is_file():
         return _err("report", f"{run}: no junit.xml (not a regression run directory?)")
-    path = write_report(run, args.out)
+    path = write_report(run, args.out, db=args.results_db)
     print(f"report: {path}")
     return 0
 
@@ -442,6 +442,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="one HTML page for a regression run directory (opens from disk)")
     p.add_argument("run_dir", help="a regression run directory (results/<run-id>, results/latest)")
     p.add_argument("--out", help="write the page here (default RUN_DIR/report.html)")
+    p.add_argument("--results-db", default=os.environ.get("NVDLA_HIL_RESULTS_DB"), metavar="URL",
+                   help="results database for clusters, labels and history (default: NVDLA_HIL_RESULTS_DB, "
+                        "else RUN_DIR/../results.sqlite)")
     p.set_defaults(func=_cmd_report)
 
     p = subparsers.add_parser("triage", help="rerun one failing test of a run with everything on; write a bug bundle",

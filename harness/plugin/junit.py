@@ -1,10 +1,12 @@
 """What each test ran on: JUnit classname and ``<properties>`` (target, profile, board or RTL
-build, model semantics, seed, golden source), and the report attributes that survive xdist's and
-Dask's serialisation (suite test, golden kind, dead board, bad input).
+build, model semantics, injected model bugs, seed - the vector's, else the run's
+``--hypothesis-seed``/``-p randomly`` seed -, nvdla-hil's version with its commit, golden source),
+and the report attributes that survive xdist's and Dask's serialisation (suite test, golden kind, dead board, bad input).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -85,8 +87,28 @@ def _vector_seed(item: pytest.Item) -> int | None:
     return seed if isinstance(seed, int) else None
 
 
+@functools.cache
+def _version() -> str:
+    from ..results.recorder import project_version
+
+    return project_version()
+
+
+def run_seed(config: pytest.Config) -> str | None:
+    """The seed the run was given (``--hypothesis-seed``, pytest-randomly's ``-p randomly-seed``), else None."""
+    for opt in ("randomly_seed", "hypothesis_seed"):
+        try:
+            v = config.getoption(opt)
+        except ValueError:
+            continue
+        if v not in (None, "default"):
+            return str(v)
+    return None
+
+
 def _properties(item: pytest.Item) -> list[tuple[str, object]]:
-    """target, profile, board (serial) or RTL build key (verilator), model semantics, seed."""
+    """target, profile, board (serial) or RTL build key (verilator), model semantics, injected
+    model bugs, seed, nvdla-hil version."""
     spec: TargetSpec | None = item.config.stash.get(SPEC_KEY, None)
     if spec is None:
         return []
@@ -113,9 +135,15 @@ def _properties(item: pytest.Item) -> list[tuple[str, object]]:
             props.append(("rtl_build", build))
     if spec.kind == "model" and opened:
         props.append(("model_semantics", uniq(sp.semantics for _, sp in opened)))
-    seed = _vector_seed(item)
+    bugs = spec.extra.get("model_bugs") or []
+    if bugs:  # a run with injected bugs is a test of the harness: its JUnit says so
+        props.append(("injected_bugs", ",".join(str(b) for b in bugs)))
+    seed: int | str | None = _vector_seed(item)
+    if seed is None:
+        seed = run_seed(item.config)
     if seed is not None:
         props.append(("seed", seed))
+    props.append(("nvdla_hil_version", _version()))
     golden = vector_golden(item)
     if golden is not None:  # where the case's goldens came from: an oracle or the model itself
         props.append(("golden_source", golden))

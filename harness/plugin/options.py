@@ -89,6 +89,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="labgrid coordinator for --nvdla-lg-place (or LG_COORDINATOR; default labgrid's)")
     g.addoption("--nvdla-allow-empty", action="store_true",
                 help="a session in which no test ran (all skipped or deselected) is not an error")
+    g.addoption("--nvdla-table", action="store_true",
+                help="list every test in the end-of-run table (default: what did not pass; all rows in the summary file)")
     g.addoption("--nvdla-coverage-table", action="store_true",
                 help="print the functional-coverage table at the end (default: one line; the table is in the run folder)")
 

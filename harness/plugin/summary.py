@@ -101,7 +101,7 @@ class RegressionSummary:
                     outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
             self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001  # long: one table, its rows, groups and totals
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
         names: list[str] = self.config.stash[PROFILES_KEY]
@@ -116,32 +116,60 @@ class RegressionSummary:
                 lines.append(line)
                 write_line(line)
 
+        def file_only(line: str) -> None:
+            lines.append(line)
+
         tr = _Tee
+
+        full = bool(self.config.getoption("--nvdla-table", default=False))
         classes = ("passed", SELF_CONSISTENCY, SKIP_NO_GOLDEN, "failed", "error", "bad input", "infrastructure",
                    "skipped: not modelled", "skipped: lacks unit", "skipped: other", INTERRUPTED)
+        # expected and numerous: passes, and skips for hardware a configuration lacks or the model does not
+        # cover (grouped by reason below); every other outcome is listed by name
+        quiet_classes = {"passed", "skipped: not modelled", "skipped: lacks unit"}
         counts: dict[str, int] = {}
-        per_config: dict[str, dict[str, int]] = {}
+        per_group: dict[str, dict[str, int]] = {}
+        skip_reasons: dict[str, dict[str, int]] = {}
         rows = self.rows + [(item.nodeid, INTERRUPTED, seconds, f"{why} while the test ran (no result)")
                             for item, seconds, why in self.config.stash.get(CUT_OFF_KEY, [])]
         width = min(max((len(term_safe(n.split("::")[-1])) for n, *_ in rows), default=20), 70)
+        hidden = 0
         for nodeid, outcome, dur, why in rows:
             cls = self.outcome_class(outcome, why)
             counts[cls] = counts.get(cls, 0) + 1
             name = nodeid.split("::")[-1]
-            if name.startswith("test_trace[") and "/" in name:
-                cfg = term_safe(name[len("test_trace[") :].split("/", 1)[0])
-                per_config.setdefault(cfg, {})[cls] = per_config.setdefault(cfg, {}).get(cls, 0) + 1
+            group = _group_of(name)
+            per_group.setdefault(group, {})[cls] = per_group.setdefault(group, {}).get(cls, 0) + 1
             name = term_safe(name)  # a name read from a file never drives the terminal
             name = name if len(name) <= width else "..." + name[-(width - 3):]
-            tr.write_line(f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {term_safe(why[:90])}")
+            row = f"{name:<{width}}  {outcome:<8}{dur:8.3f}s  {term_safe(why[:90])}"
+            # the terminal leads with what did not pass; every row is in the summary file
+            if full or cls not in quiet_classes:
+                tr.write_line(row)
+            else:
+                file_only(row)
+                hidden += 1
+                if cls.startswith("skipped"):
+                    reasons = skip_reasons.setdefault(cls, {})
+                    reasons[term_safe(why[:110])] = reasons.get(term_safe(why[:110]), 0) + 1
+        if hidden:
+            where = self.config.getoption("--nvdla-summary-file", default=None)
+            tr.write_line(f"({hidden} passing or skipped tests not listed: every row is in "
+                          f"{where or 'the summary file'}; regress --table or pytest --nvdla-table lists them here)")
+        for cls, reasons in skip_reasons.items():  # a skip is not a pass: what was skipped and why
+            top = sorted(reasons.items(), key=lambda kv: -kv[1])
+            tr.write_line(f"{cls}: {sum(reasons.values())}" + "".join(f"\n  {n} x {r}" for r, n in top[:3])
+                          + (f"\n  ... and {len(top) - 3} other reasons" if len(top) > 3 else ""))
         tr.write_line("")
-        if len(per_config) > 1:
-            tr.write_line(f"{'configuration':<22}" + "".join(f"{c.replace('skipped: ', 'skip/'):>18}" for c in classes))
-            for cfg, cc in per_config.items():
-                tr.write_line(f"{cfg:<22}" + "".join(f"{cc.get(c, 0):>18}" for c in classes))
+        if len(per_group) > 1:
+            shown = [c for c in classes if any(c in cc for cc in per_group.values())]
+            col = max(len(c) for c in shown) + 2
+            tr.write_line(f"{'suite / configuration':<24}" + "".join(f"{c:>{col}}" for c in shown))
+            for grp, cc in per_group.items():
+                tr.write_line(f"{grp:<24}" + "".join(f"{cc.get(c, 0):>{col}}" for c in shown))
             tr.write_line("")
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
-                                              if k not in (SELF_CONSISTENCY, INTERRUPTED) or counts.get(k)))
+                                              if k not in (SELF_CONSISTENCY, INTERRUPTED, SKIP_NO_GOLDEN) or counts.get(k)))
         split = oracle_split(self.rows, self.golden)
         if split:
             tr.write_line(split)
@@ -156,6 +184,15 @@ class RegressionSummary:
                 write_atomic(path, "\n".join(lines) + "\n")  # never a truncated summary
             except OSError as e:
                 self.config.stash.setdefault(UNWRITTEN_KEY, []).append(f"{e.filename or path}: {e.strerror or e}")
+
+
+def _group_of(name: str) -> str:
+    """The row of the per-suite table: a trace's configuration, else the suite of the test."""
+    if name.startswith("test_trace[") and "/" in name:
+        return "traces " + term_safe(name[len("test_trace["):].split("/", 1)[0])
+    base = name.split("[", 1)[0]
+    return {"test_vector": "vectors", "test_txn": "txn (nv_full)", "test_loadable": "loadables",
+            "test_network": "networks"}.get(base, term_safe(base))
 
 
 @pytest.hookimpl(tryfirst=True)

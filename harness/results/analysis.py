@@ -1,9 +1,20 @@
-"""What a series of runs says: the previous comparable run, new / fixed / still failing tests,
-flaky tests with flip rates, duration trends, pass rate per night per target and profile, and
-failure clusters. Shared by ``nvdla-hil history`` (terminal) and ``nvdla-hil dashboard`` (HTML).
+"""What a series of runs says: the previous comparable run, new / fixed / still failing / cause
+changed tests, flaky tests with flip rates, duration trends, pass/fail per run per series, and
+failure clusters. Shared by ``nvdla-hil history`` (terminal), ``nvdla-hil dashboard`` (HTML) and
+the run report.
 
-Two runs are *comparable* when they ran the same target, profiles, suite(s), semantics and
-test selection (``-k``): a nightly compares with the night before, not with a one-test rerun.
+Two runs are *comparable* (one *series*) when everything that decides their results but the
+build is the same: suite(s), target, profiles, model semantics, injected model bugs, seed and
+test selection (``-k``). A nightly compares with the night before, not with a one-test rerun,
+a run with another injected bug or another seed. Within a series:
+
+* *new*: failing now, passed (or absent) in the previous comparable run; *fixed*: the reverse;
+* *still failing*: failing in both with the same failure cluster (signature);
+* *cause changed*: failing in both, with another cluster: the test fails for a new reason;
+* *flaky*: a test whose outcome flipped between pass and fail at least twice among the series'
+  runs of one build (project version with its git commit), every failure with one cluster: the
+  same code, the same inputs, the same failure, sometimes. A flip across builds is a regression
+  or a fix, a flip with another signature is a cause change: neither is flakiness.
 A test's identity across runs is its module and name (``nvdla_hil.harness.suites.test_traces::
 test_trace[x]`` for the shipped suites, whatever folder pytest ran from).
 """
@@ -19,7 +30,8 @@ from typing import Any
 from .db import ResultsDB, ResultsDBError
 from .signature import cluster_map
 
-__all__ = ["History", "load_history", "comparable_key", "Comparison", "Flaky", "DurationTrend", "is_fail"]
+__all__ = ["History", "load_history", "comparable_key", "Comparison", "Flaky", "DurationTrend", "is_fail", "commit_of",
+           "series_name", "SERIES_FIELDS"]
 
 FAIL = ("failed", "error")
 
@@ -28,8 +40,38 @@ def is_fail(outcome: str | None) -> bool:
     return outcome in FAIL
 
 
+#: what makes two runs' results comparable (the columns of a run), in the order :func:`series_name` shows them
+SERIES_FIELDS = ("suite", "target", "profile", "semantics", "model_bugs", "seed", "selection")
+
+
+def _bugs(run: Mapping[str, Any]) -> str:
+    """The injected model bugs in a fixed order (the order on the command line does not matter)."""
+    return ",".join(sorted(b for b in str(run.get("model_bugs") or "").split(",") if b))
+
+
 def comparable_key(run: Mapping[str, Any]) -> tuple:
-    return (run.get("target"), run.get("profile"), run.get("suite"), run.get("semantics"), run.get("selection") or "")
+    """Runs with one key form one series: the same suite, target, profiles, semantics, injected
+    bugs, seed and ``-k``; only the build (and the time) may differ."""
+    return (run.get("suite") or "", run.get("target") or "", run.get("profile") or "", run.get("semantics") or "",
+            _bugs(run), str(run.get("seed") or ""), run.get("selection") or "")
+
+
+def series_name(key: tuple) -> str:
+    """A series key as people read it: ``vectors / model / nv_small / rtl / bug SDP... / seed 1 / -k x``."""
+    suite, target, profile, semantics, bugs, seed, sel = key
+    parts = [suite or "-", target or "-", profile or "-", semantics or "-", f"bugs {bugs}" if bugs else "no bugs"]
+    if seed:
+        parts.append(f"seed {seed}")
+    if sel:
+        parts.append(f"-k {sel}")
+    return " / ".join(parts)
+
+
+def commit_of(run: Mapping[str, Any]) -> str:
+    """The build of a run as people name it: the git commit of its version (``0.1.0+g38cf099`` ->
+    ``38cf099``, ``.dirty`` kept), else the version, else ``?``."""
+    v = str(run.get("version") or "")
+    return v.split("+g", 1)[1] if "+g" in v else (v or "?")
 
 
 def night(ts: float | None) -> str:
@@ -48,6 +90,13 @@ class Comparison:
     new: list[dict[str, Any]] = field(default_factory=list)
     fixed: list[dict[str, Any]] = field(default_factory=list)
     still: list[dict[str, Any]] = field(default_factory=list)
+    changed: list[dict[str, Any]] = field(default_factory=list)  # failing in both, another cluster
+    was: dict[str, dict[str, Any]] = field(default_factory=dict)  # test key -> its row in the previous run
+
+    @property
+    def counts(self) -> str:
+        return (f"{len(self.new)} new, {len(self.fixed)} fixed, {len(self.still)} still failing, "
+                f"{len(self.changed)} cause changed")
 
 
 @dataclass
@@ -56,6 +105,7 @@ class Flaky:
     sequence: str  # oldest first: P pass, F fail/error
     flips: int
     rate: float  # flips / transitions
+    build: str = ""  # the commit whose runs flipped
 
 
 @dataclass
@@ -120,27 +170,52 @@ class History:
         cmp = Comparison(dict(run), prev)
         for key, row in sorted(cur.items()):
             before = old.get(key)
+            if before is not None:
+                cmp.was[key] = before
             if is_fail(row["outcome"]):
-                (cmp.still if before is not None and is_fail(before["outcome"]) else cmp.new).append(row)
+                if before is None or not is_fail(before["outcome"]):
+                    cmp.new.append(row)
+                elif self.same_cause(row, before):
+                    cmp.still.append(row)
+                else:
+                    cmp.changed.append(row)
             elif row["outcome"] == "passed" and before is not None and is_fail(before["outcome"]):
                 cmp.fixed.append(row)
         return cmp
 
+    def same_cause(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+        """Two failures with one cause: the same outcome kind and failure cluster."""
+        return a["outcome"] == b["outcome"] and self.cluster(a.get("signature")) == self.cluster(b.get("signature"))
+
     def flaky(self, run: Mapping[str, Any], window: int = 20) -> list[Flaky]:
-        """Tests of ``run``'s series whose outcome flipped between pass and fail at least twice in
-        the last ``window`` runs (one flip is a regression or a fix; two are a test that flips)."""
-        series = self.series(run)[-window:]
+        """Tests that flipped between pass and fail at least twice among the last ``window`` runs of
+        ``run``'s series built from ``run``'s commit, every failure with one cause (one flip is a
+        regression or a fix; a flip to another cause is a cause change; two with one are a test
+        that flips). Runs of other builds are not counted: their code differs."""
+        build = commit_of(run)
+        series = [r for r in self.series(run) if commit_of(r) == build and r["started"] <= run["started"]][-window:]
         seqs: dict[str, str] = {}
+        causes: dict[str, list[dict[str, Any]]] = {}
         for r in series:
             for key, row in self.tests.get(r["id"], {}).items():
                 if row["outcome"] == "passed" or is_fail(row["outcome"]):
                     seqs[key] = seqs.get(key, "") + ("F" if is_fail(row["outcome"]) else "P")
+                    if is_fail(row["outcome"]):
+                        causes.setdefault(key, []).append(row)
         out = []
         for key, seq in seqs.items():
             flips = sum(a != b for a, b in zip(seq, seq[1:]))
-            if flips >= 2:
-                out.append(Flaky(key, seq, flips, flips / (len(seq) - 1)))
+            fails = causes.get(key, [])
+            if flips >= 2 and all(self.same_cause(f, fails[0]) for f in fails):
+                out.append(Flaky(key, seq, flips, flips / (len(seq) - 1), build))
         return sorted(out, key=lambda f: (-f.rate, f.test))
+
+    def all_series(self) -> dict[tuple, list[dict[str, Any]]]:
+        """Every series of the runs read: key -> its runs, oldest first; the series with the newest run first."""
+        acc: dict[tuple, list[dict[str, Any]]] = {}
+        for r in self.runs:  # newest first
+            acc.setdefault(comparable_key(r), []).append(r)
+        return {k: sorted(v, key=lambda r: r["started"]) for k, v in acc.items()}
 
     def durations(self, run: Mapping[str, Any], window: int = 20, min_seconds: float = 0.5,
                   ratio: float = 1.5) -> list[DurationTrend]:  # fmt: skip

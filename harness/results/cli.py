@@ -22,11 +22,16 @@ def default_db(results_dir: str | os.PathLike[str]) -> str:
     return str(Path(results_dir) / "results.sqlite")
 
 
-def add_db_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results-db", default=os.environ.get("NVDLA_HIL_RESULTS_DB"), metavar="URL",
+def add_db_options(p: argparse.ArgumentParser, again: bool = False) -> None:
+    """``--results-db`` and ``--results-dir``. ``again``: on a subcommand whose parent has them
+    already, so they may come before or after the subcommand (``history import DIR --results-db X``):
+    given here they win, not given they leave the parent's value alone."""
+    db_default = argparse.SUPPRESS if again else os.environ.get("NVDLA_HIL_RESULTS_DB")
+    dir_default = argparse.SUPPRESS if again else os.environ.get("NVDLA_HIL_RESULTS", "results")
+    p.add_argument("--results-db", default=db_default, metavar="URL",
                    help="results database: an SQLite file or postgresql://user@host/db "
                         "(default: NVDLA_HIL_RESULTS_DB, else <results-dir>/results.sqlite)")
-    p.add_argument("--results-dir", default=os.environ.get("NVDLA_HIL_RESULTS", "results"),
+    p.add_argument("--results-dir", default=dir_default,
                    help="where the run directories are (default: results, or NVDLA_HIL_RESULTS)")
 
 
@@ -133,10 +138,13 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", help="only runs on this target")
     p.add_argument("--profile", help="only runs of this profile list (as recorded, e.g. nv_small,nv_small_256_full)")
     hs = p.add_subparsers(dest="history_cmd", metavar="ACTION")
-    hs.add_parser("show", help="print the history (the default)")
+    q = hs.add_parser("show", help="print the history (the default)")
+    add_db_options(q, again=True)
     q = hs.add_parser("import", help="import past run directories (results/<run-id>/) into the database")
     q.add_argument("dirs", nargs="+", metavar="DIR", help="run directories, or folders of them")
+    add_db_options(q, again=True)
     q = hs.add_parser("label", help="attach a known-failure label (text, bug link) to a failure signature or cluster")
+    add_db_options(q, again=True)
     q.add_argument("signature", help="signature id (or a unique prefix), as history and the report show it")
     q.add_argument("--text", help="what this failure is")
     q.add_argument("--bug", help="a link to the bug (http:// or https://)")

@@ -1,12 +1,15 @@
 """``nvdla-hil dashboard``: a static HTML site of the results database.
 
 One ``index.html`` that opens from disk or from any web server: no script or style from outside,
-plots inline as SVG (matplotlib). Sections: pass rate per night per target and profile (plot and
-table), the runs (status, exit code, counts; each links to its run directory's ``report.html``),
-the newest run of each comparable series against the run before it (new failures, fixed, still
-failing), flaky tests with flip rates, duration trends (wall time per run, tests that slowed
-down), failure clusters with their labels, and a test x run grid (one cell per test and run,
-coloured by outcome, its signature and label in the tooltip).
+plots inline as SVG (matplotlib). Sections: what to run next (the commands for each series' new
+failures, cause changes, flaky tests and interrupted runs), passed and failed tests of every run
+as bars, one chart per comparable series (a red night stands out; runs labelled by time and
+commit) and the pass rate per night (table), the runs (commit, series, seed, injected bugs,
+host, build key, status, counts; each links to its run directory's ``report.html``), the newest
+run of each series against the run before it (new failures, fixed, still failing, cause
+changed), flaky tests with flip rates and their build, duration trends (wall time per run, tests
+that slowed down), failure clusters with their labels, and a test x run grid (one cell per test
+and run, coloured by outcome, its signature and label in the tooltip).
 """
 
 from __future__ import annotations
@@ -15,12 +18,13 @@ import html
 import io
 import os
 import re
+import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .analysis import History, comparable_key, is_fail, night, when
+from .analysis import History, commit_of, comparable_key, is_fail, night, series_name, when
 from .labels import label_text
 from .textsafe import http_link, rel_link, term_safe
 
@@ -32,7 +36,8 @@ h1{font-size:18px} h2{font-size:15px;margin-top:26px;border-bottom:1px solid #cc
 table{border-collapse:collapse;margin:4px 0} td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
 th{background:#eee;text-align:left} code{font:12px monospace}
 .complete{color:#080} .interrupted,.running{color:#b60;font-weight:bold}
-.new{color:#b00;font-weight:bold} .fixed{color:#080} .still{color:#a50}
+.new{color:#b00;font-weight:bold} .fixed{color:#080} .still{color:#a50} .changed{color:#80b;font-weight:bold}
+pre.next{background:#eef4ff;padding:4px;white-space:pre-wrap}
 table.grid td{width:14px;height:14px;padding:0;border:1px solid #fff}
 table.grid td.name{width:auto;padding:0 6px;font:11px monospace;white-space:nowrap;border:none}
 td.p{background:#3a3} td.f{background:#d22} td.e{background:#e80} td.s{background:#ccc} td.n{background:#f4f4f4}
@@ -50,7 +55,8 @@ def _svg(fig: Any) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight")
+    with plt.rc_context({"svg.fonttype": "none"}):  # text stays text: searchable, copyable, smaller
+        fig.savefig(buf, format="svg", bbox_inches="tight")
     plt.close(fig)
     text = buf.getvalue()
     # matplotlib repeats each label in an XML comment: labels come from the database, and a comment
@@ -67,25 +73,45 @@ def _plt() -> Any:
     return plt
 
 
-def pass_rate_svg(h: History) -> str | None:
-    """Pass rate (passed / tests that ran) per night, one line per (target, profile)."""
-    rates = h.pass_rates()
-    if not rates:
+def run_label(r: dict[str, Any]) -> str:
+    """A run on a chart's axis: its start (UTC) and its commit."""
+    return f"{datetime.fromtimestamp(float(r['started']), UTC).strftime('%m-%d %H:%M')}\n{commit_of(r)}"
+
+
+def series_bars_svg(h: History, max_series: int = 8, max_runs: int = 30) -> str | None:
+    """Passed (green) and failed + error (red) tests of each run, stacked, one chart per comparable
+    series (the series with the newest run on top), runs oldest first labelled by time and commit;
+    an interrupted run's bar is hatched. A red night is a red bar, whatever ran beside it."""
+    series = [(k, rs[-max_runs:]) for k, rs in list(h.all_series().items())[:max_series]]
+    series = [(k, rs) for k, rs in series if any(_ran(r) for r in rs)]
+    if not series:
         return None
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(8, 3.2))
-    nights = sorted({n for pts in rates.values() for n, _, _ in pts})
-    pos = {n: i for i, n in enumerate(nights)}
-    for (target, profile), pts in rates.items():
-        ax.plot([pos[n] for n, _, _ in pts], [100 * r for _, r, _ in pts], "o-", label=term_safe(f"{target} / {profile}"))
-    ax.set_xticks(range(len(nights)))
-    ax.set_xticklabels(nights, rotation=30, fontsize=7)
-    ax.set_ylim(-5, 105)
-    ax.set_ylabel("pass rate %")
-    ax.set_title("pass rate per night per target and profile", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower left")
+    fig, axes = plt.subplots(len(series), 1, figsize=(9, 1.2 + 2.0 * len(series)), squeeze=False)
+    for ax, (key, rs) in zip(axes[:, 0], series):
+        x = list(range(len(rs)))
+        passed = [int(r.get("n_passed") or 0) for r in rs]
+        failed = [int(r.get("n_failed") or 0) + int(r.get("n_error") or 0) for r in rs]
+        hatch = ["//" if r["status"] != "complete" else "" for r in rs]
+        for i in x:
+            ax.bar(i, passed[i], color="#3a3", hatch=hatch[i], edgecolor="#555" if hatch[i] else "#3a3")
+            ax.bar(i, failed[i], bottom=passed[i], color="#d22", hatch=hatch[i], edgecolor="#555" if hatch[i] else "#d22")
+            if failed[i]:
+                ax.text(i, passed[i] + failed[i], str(failed[i]), ha="center", va="bottom", fontsize=7, color="#b00")
+        ax.set_xticks(x)
+        ax.set_xticklabels([run_label(r) for r in rs], fontsize=6)
+        ax.set_xlim(-0.6, max(len(rs), 6) - 0.4)
+        ax.set_ylabel("tests", fontsize=7)
+        ax.set_title(term_safe(series_name(key))[:150], fontsize=8, loc="left")
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle("passed (green) and failed (red) tests per run, per comparable series; hatched: interrupted",
+                 fontsize=9)
+    fig.tight_layout()
     return _svg(fig)
+
+
+def _ran(r: dict[str, Any]) -> int:
+    return int(r.get("n_passed") or 0) + int(r.get("n_failed") or 0) + int(r.get("n_error") or 0)
 
 
 def run_times_svg(h: History) -> str | None:
@@ -101,7 +127,7 @@ def run_times_svg(h: History) -> str | None:
     for key, rs in series.items():
         ax.plot([datetime.fromtimestamp(r["started"], UTC) for r in rs],
                 [float(r["ended"]) - float(r["started"]) for r in rs], "o-",
-                label=term_safe(" / ".join(str(k) for k in key[:3] if k)))
+                label=term_safe(series_name(key))[:90])
     ax.set_ylabel("seconds")
     ax.set_title("run wall time per comparable series", fontsize=10)
     ax.grid(alpha=0.3)
@@ -152,6 +178,7 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
     if not h.runs:
         p.append("<p>no runs in the results database yet</p></body></html>")
         return "\n".join(p)
+    p += _next_section(h)
     p += _pass_rate_section(h)
     p += _runs_section(h, out)
     p += _changes_section(h)
@@ -164,13 +191,14 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
 
 
 def _pass_rate_section(h: History) -> list[str]:
-    """Pass rate per night, target and profile: the plot and its table."""
+    """Passed and failed per run, per series (the plot), and the pass rate per night, target and profile (a table)."""
     p: list[str] = []
-    p.append('<h2 id="passrate">Pass rate per night, target and profile</h2>')
-    svg = pass_rate_svg(h)
+    p.append('<h2 id="passrate">Passed and failed per run, per series</h2>')
+    svg = series_bars_svg(h)
     if svg:
         p.append(f'<div class="plot" id="passrate-plot">{svg}</div>')
-    p.append('<table id="passrate-table"><tr><th>target</th><th>profile</th><th>night</th><th>pass rate</th><th>tests run</th></tr>')
+    p.append('<h3>Pass rate per night, target and profile</h3><table id="passrate-table"><tr><th>target</th>'
+             "<th>profile</th><th>night</th><th>pass rate</th><th>tests run</th></tr>")
     for (target, profile), pts in h.pass_rates().items():
         for n, rate, total in pts:
             p.append(f'<tr data-target="{_e(target)}" data-profile="{_e(profile)}" data-night="{n}"><td>{_e(target)}</td>'
@@ -181,64 +209,146 @@ def _pass_rate_section(h: History) -> list[str]:
 
 
 def _runs_section(h: History, out: Path) -> list[str]:
-    """One row per run, linked to its report.html."""
+    """One row per run, with its commit, series, seed, injected bugs, host and build key, linked to its report.html."""
     p: list[str] = []
-    p.append('<h2 id="runs">Runs</h2><table id="runs-table"><tr><th>run</th><th>started (UTC)</th><th>target</th>'
-             "<th>profile</th><th>status</th><th>exit</th><th>passed</th><th>failed</th><th>error</th><th>skipped</th>"
-             "<th>injected bugs</th><th>note</th></tr>")
+    p.append('<h2 id="runs">Runs</h2><table id="runs-table"><tr><th>run</th><th>report</th><th>started (UTC)</th>'
+             "<th>commit</th><th>suite</th><th>target</th><th>profile</th><th>semantics</th><th>seed</th>"
+             "<th>injected bugs</th><th>-k</th><th>host</th><th>build key</th><th>status</th><th>exit</th><th>passed</th>"
+             "<th>failed</th><th>error</th><th>skipped</th><th>note</th></tr>")
     for r in h.runs:
         link = _report_link(r, out)
         name = f'<a href="{_e(link)}">{_e(r["id"])}</a>' if link else _e(r["id"])
-        p.append(f'<tr data-run="{_e(r["id"])}" data-status="{_e(r["status"])}"><td><code>{name}</code></td>'
-                 f'<td>{when(r["started"])}</td><td>{_e(r.get("target"))}</td><td class="prof">{_e(r.get("profile"))}</td>'
+        rep = f'<a class="report" href="{_e(link)}">report</a>' if link else "no report.html"
+        p.append(f'<tr data-run="{_e(r["id"])}" data-status="{_e(r["status"])}" data-commit="{_e(commit_of(r))}">'
+                 f"<td><code>{name}</code></td><td>{rep}</td>"
+                 f'<td>{when(r["started"])}</td><td><code title="{_e(r.get("version"))}">{_e(commit_of(r))}</code></td>'
+                 f'<td>{_e(r.get("suite"))}</td><td>{_e(r.get("target"))}</td><td class="prof">{_e(r.get("profile"))}</td>'
+                 f'<td>{_e(r.get("semantics"))}</td><td>{_e(r.get("seed"))}</td><td>{_e(r.get("model_bugs"))}</td>'
+                 f'<td><code>{_e(r.get("selection"))}</code></td><td>{_e(r.get("host"))}</td>'
+                 f'<td class="prof">{_e(r.get("build_key"))}</td>'
                  f'<td class="{_e(r["status"])}">{_e(r["status"])}</td><td>{_e(r.get("exit_code"))}</td>'
                  f'<td>{r.get("n_passed") or 0}</td><td>{r.get("n_failed") or 0}</td><td>{r.get("n_error") or 0}</td>'
-                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("model_bugs"))}</td><td>{_e(r.get("note"))}</td></tr>')
+                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("note"))}</td></tr>')
     p.append("</table>")
     return p
 
 
+_CHANGES = (("new", "new failure"), ("fixed", "fixed"), ("still", "still failing"), ("changed", "CAUSE CHANGED"))
+
+
 def _changes_section(h: History) -> list[str]:
-    """New failures, fixed and still failing: the newest run of each comparable series against the one before."""
+    """New failures, fixed, still failing and cause changed: the newest run of each series against the one before."""
     p: list[str] = []
-    p.append('<h2 id="changes">New failures, fixed, still failing (newest run of each series against the one before)</h2>')
-    seen: set[tuple] = set()
-    for r in h.runs:
-        key = comparable_key(r)
-        if key in seen:
-            continue
-        seen.add(key)
+    p.append('<h2 id="changes">New failures, fixed, still failing, cause changed (newest run of each series against '
+             "the one before)</h2>")
+    for key, rs in h.all_series().items():
+        r = rs[-1]
         cmp = h.compare(r)
-        prev = cmp.previous["id"] if cmp.previous else "none"
-        p.append(f'<h3>{_e(r.get("target"))} / {_e(r.get("profile"))} / {_e(r.get("suite"))}: run <code>{_e(r["id"])}</code> '
+        prev = f"{cmp.previous['id']} ({commit_of(cmp.previous)})" if cmp.previous else "none"
+        p.append(f"<h3>{_e(series_name(key))}: run <code>{_e(r['id'])}</code> ({_e(commit_of(r))}) "
                  f"against <code>{_e(prev)}</code></h3>")
-        p.append(f'<table class="changes" data-run="{_e(r["id"])}"><tr><th>change</th><th>test</th><th>cluster</th><th>label</th></tr>')
-        for cls, title, rows in (("new", "new failure", cmp.new), ("fixed", "fixed", cmp.fixed), ("still", "still failing", cmp.still)):
-            for row in rows:
+        p.append(f'<table class="changes" data-run="{_e(r["id"])}"><tr><th>change</th><th>test</th><th>cluster</th>'
+                 "<th>before</th><th>label</th></tr>")
+        for cls, title in _CHANGES:
+            for row in getattr(cmp, cls):
+                test = str(row.get("test") or row["nodeid"])
+                before = cmp.was.get(test) or {}
                 cid = h.cluster(row.get("signature")) or ""
-                test = row.get("test") or row["nodeid"]
+                was = f"{before.get('outcome', '-')} {h.cluster(before.get('signature')) or ''}" if before else "not run"
                 lab = label_text(h.label(row.get("signature")))
                 p.append(f'<tr data-change="{cls}" data-test="{_e(test)}">'
                          f'<td class="{cls}">{title}</td><td><code>{_e(_short(test))}</code></td>'
-                         f'<td><a href="#c-{_e(cid)}"><code>{_e(cid)}</code></a></td><td>{_e(lab)}</td></tr>')
-        p.append(f"</table><p>{len(cmp.new)} new, {len(cmp.fixed)} fixed, {len(cmp.still)} still failing</p>")
+                         f'<td><a href="#c-{_e(cid)}"><code>{_e(cid)}</code></a></td><td><code>{_e(was)}</code></td>'
+                         f"<td>{_e(lab)}</td></tr>")
+        p.append(f"</table><p>{_e(cmp.counts)}</p>")
     return p
 
 
 def _flaky_section(h: History) -> list[str]:
-    """Tests whose outcome flips in the last comparable runs."""
+    """Tests whose outcome flips among the comparable runs of one build, with one failure cause."""
     p: list[str] = []
-    p.append('<h2 id="flaky">Flaky tests (pass/fail flips in the last 20 comparable runs)</h2>')
-    p.append('<table id="flaky-table"><tr><th>test</th><th>outcomes, oldest first</th><th>flips</th><th>flip rate</th></tr>')
-    shown: set[str] = set()
-    for r in h.runs:
-        for f in h.flaky(r):
-            if f.test in shown:
-                continue
-            shown.add(f.test)
-            p.append(f'<tr data-test="{_e(f.test)}" data-rate="{f.rate:.4f}"><td><code>{_e(_short(f.test))}</code></td>'
-                     f"<td><code>{f.sequence}</code></td><td>{f.flips}</td><td>{f.rate:.0%}</td></tr>")
+    p.append('<h2 id="flaky">Flaky tests (pass/fail flips among the last 20 comparable runs of one build, one failure '
+             "cause)</h2>")
+    p.append('<table id="flaky-table"><tr><th>test</th><th>outcomes, oldest first</th><th>flips</th><th>flip rate</th>'
+             "<th>build</th><th>series</th></tr>")
+    shown: set[tuple[str, str]] = set()
+    for key, rs in h.all_series().items():
+        for r in reversed(rs):  # the newest run of each build of the series
+            for f in h.flaky(r):
+                if (f.test, f.build) in shown:
+                    continue
+                shown.add((f.test, f.build))
+                p.append(f'<tr data-test="{_e(f.test)}" data-rate="{f.rate:.4f}"><td><code>{_e(_short(f.test))}</code></td>'
+                         f"<td><code>{f.sequence}</code></td><td>{f.flips}</td><td>{f.rate:.0%}</td>"
+                         f"<td><code>{_e(f.build)}</code></td><td>{_e(series_name(key))}</td></tr>")
     p.append("</table>")
+    return p
+
+
+def _rerun(r: dict[str, Any], k: str | None = None) -> str:
+    """``nvdla-hil regress`` with the options of run ``r``'s series (``k``: one test instead of its ``-k``)."""
+    cmd = ["nvdla-hil", "regress", "--target", str(r.get("target") or "model")]
+    if r.get("suite"):
+        cmd += ["--suite", str(r["suite"])]
+    profiles = [x for x in str(r.get("profile") or "").split(",") if x]
+    if len(profiles) == 1:
+        cmd += ["--profile", profiles[0]]
+    if r.get("semantics") and r["semantics"] != "rtl" and r.get("target") == "model":
+        cmd += ["--model-semantics", str(r["semantics"])]
+    for b in (x for x in str(r.get("model_bugs") or "").split(",") if x):
+        cmd += ["--model-bug", b]
+    sel = k if k is not None else r.get("selection")
+    if sel:
+        cmd += ["-k", str(sel)]
+    return shlex.join(cmd)
+
+
+def _test_id(test: str) -> str:
+    """What ``-k`` selects one test by: the last part of its id in brackets, else its name."""
+    name = _short(test)
+    inner = name[name.index("[") + 1:-1] if "[" in name and name.endswith("]") else name
+    return inner.rsplit("/", 1)[-1]
+
+
+def _next_section(h: History) -> list[str]:  # long: one block of commands per kind of finding, each said in its own words
+    """What to run next, per series: triage each new failure and cause change (a bug bundle), rerun
+    it on the same build to see it fail again, rerun flaky tests, rerun an interrupted run."""
+    p: list[str] = ['<h2 id="next">What to run next</h2>']
+    items: list[str] = []
+    for key, rs in h.all_series().items():
+        r = rs[-1]
+        cmp = h.compare(r)
+        cmds: list[str] = []
+        why: list[str] = []
+        if r["status"] != "complete":
+            why.append(f"the newest run was {r['status']}" + (f" ({r['note']})" if r.get("note") else ""))
+            cmds.append(_rerun(r))
+        bugs = "".join(f" --model-bug {shlex.quote(b)}" for b in str(r.get("model_bugs") or "").split(",") if b)
+        first = "first run of its series: " if cmp.previous is None else ""
+        for title, rows in ((first + "new failure", cmp.new), ("cause changed", cmp.changed)):
+            by_cluster: dict[str, list[str]] = {}  # one triage and one rerun per failure cluster
+            for row in rows:
+                by_cluster.setdefault(h.cluster(row.get("signature")) or "", []).append(str(row.get("test") or row["nodeid"]))
+            for cid, tests in list(by_cluster.items())[:5]:
+                test = tests[0]
+                why.append(f"{title}: {_short(test)}" + (f" and {len(tests) - 1} more of cluster {cid}" if len(tests) > 1 else
+                                                         f" (cluster {cid})" if cid else ""))
+                if r.get("run_dir"):
+                    cmds.append(f"nvdla-hil triage {shlex.quote(_short(test))} --run {shlex.quote(str(r['run_dir']))}{bugs}")
+                cmds.append(_rerun(r, _test_id(test)) + "   # fails again on this build?")
+            if len(by_cluster) > 5:
+                why.append(f"... and {len(by_cluster) - 5} more clusters of {title}s")
+        for f in h.flaky(r)[:5]:
+            why.append(f"flaky on {f.build}: {_short(f.test)} ({f.sequence})")
+            cmds.append(f"for i in 1 2 3 4 5; do {_rerun(r, _test_id(f.test))}; done")
+        if not cmds:
+            continue
+        items.append(f'<div class="next" data-series="{_e(series_name(key))}"><h3>{_e(series_name(key))}: run '
+                     f"<code>{_e(r['id'])}</code> ({_e(commit_of(r))})</h3><ul>"
+                     + "".join(f"<li>{_e(w)}</li>" for w in why)
+                     + f'</ul><pre class="next">{_e(chr(10).join(dict.fromkeys(cmds)))}</pre></div>')
+    p += items or ["<p>nothing new: no new failure, cause change, flaky test or interrupted run in the newest run "
+                   "of any series</p>"]
     return p
 
 

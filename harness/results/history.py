@@ -1,9 +1,11 @@
 """``nvdla-hil history``: the results database in the terminal.
 
-Sections: the last runs (status, exit code, counts, time, injected bugs), the chosen run (default
-the newest) against the previous comparable run (new failures, fixed, still failing, each with
-its cluster and label), flaky tests with their flip rates, duration trends, and the failure
-clusters of the run and of all runs shown, with their labels.
+Sections: the last runs (status, exit code, counts, time, commit; under each its series - suite,
+target, profiles, semantics, injected bugs, seed, ``-k`` - and host and build key, never cut), the
+chosen run (default the newest) against the previous comparable run (new failures, fixed, still
+failing, cause changed, each with its cluster and label), flaky tests with their flip rates,
+duration trends, and the failure clusters of the run and of all runs shown, with their labels.
+Test names are printed whole, so they can be copied into ``-k``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .analysis import History, when
+from .analysis import History, commit_of, comparable_key, series_name, when
 from .labels import label_text
 from .progress import fmt_seconds
 from .textsafe import term_safe
@@ -19,9 +21,18 @@ from .textsafe import term_safe
 __all__ = ["render_history"]
 
 
-def _short(test: str, width: int = 60) -> str:
-    name = test.split("::")[-1]
-    return name if len(name) <= width else "..." + name[-(width - 3):]
+def _short(test: str) -> str:
+    """The test's name (its module dropped), whole: it is what ``-k`` takes."""
+    return test.split("::")[-1]
+
+
+def _provenance(r: dict[str, Any]) -> str:
+    """Where and from what a run came: host, build key (RTL build or board)."""
+    parts = [f"host {r.get('host') or '?'}"]
+    if r.get("build_key"):
+        parts.append(f"build {r['build_key']}")
+    parts.append(f"version {r.get('version') or '?'}")
+    return ", ".join(parts)
 
 
 def _dur(run: dict[str, Any]) -> str:
@@ -43,35 +54,48 @@ def render_history(h: History, run_id: str | None = None, runs_shown: int = 15, 
         out("no runs in the results database yet (nvdla-hil regress records each run; "
             "nvdla-hil history import DIR... brings in past run directories)")
         return 0
-    out(f"runs (newest first, {min(runs_shown, len(h.runs))} of {len(h.runs)}):")
-    out(f"  {'run':34s} {'started (UTC)':19s} {'target':8s} {'profile':24s} {'status':11s} exit "
-        f"{'pass':>5s} {'fail':>5s} {'err':>4s} {'skip':>5s} {'time':>8s}  injected")
+    out(f"runs (newest first, {min(runs_shown, len(h.runs))} of {len(h.runs)}; under each: its series, then host, "
+        f"build and version):")
+    out(f"  {'run':34s} {'started (UTC)':19s} {'commit':14s} {'status':11s} exit "
+        f"{'pass':>5s} {'fail':>5s} {'err':>4s} {'skip':>5s} {'time':>8s}")
     for r in h.runs[:runs_shown]:
         code = "-" if r.get("exit_code") is None else str(r["exit_code"])
-        out(f"  {r['id'][:34]:34s} {when(r['started'])} {str(r.get('target') or '-')[:8]:8s} "
-            f"{str(r.get('profile') or '-')[:24]:24s} {r['status'][:11]:11s} {code:>4s} "
+        out(f"  {r['id']:34s} {when(r['started'])} {commit_of(r):14s} {r['status']:11s} {code:>4s} "
             f"{r.get('n_passed') or 0:5d} {r.get('n_failed') or 0:5d} {r.get('n_error') or 0:4d} {r.get('n_skipped') or 0:5d} "
-            f"{_dur(r):>8s}  {r.get('model_bugs') or ''}" + (f"  ({r['note']})" if r["status"] != "complete" and r.get("note") else ""))
+            f"{_dur(r):>8s}" + (f"  ({r['note']})" if r["status"] != "complete" and r.get("note") else ""))
+        out(f"      {series_name(comparable_key(r))}")
+        out(f"      {_provenance(r)}")
     run = h.run_by_id(run_id) if run_id else h.runs[0]
     cmp = h.compare(run)
     out("")
     if cmp.previous is None:
-        out(f"run {run['id']}: no earlier comparable run (same target, profiles, suite, semantics, -k)")
+        out(f"run {run['id']} ({commit_of(run)}): no earlier comparable run "
+            f"(same suite, target, profiles, semantics, injected bugs, seed, -k)")
     else:
-        out(f"run {run['id']} against the previous comparable run {cmp.previous['id']}:")
-    for title, rows in (("new failures", cmp.new), ("fixed", cmp.fixed), ("still failing", cmp.still)):
+        out(f"run {run['id']} ({commit_of(run)}) against the previous comparable run {cmp.previous['id']} "
+            f"({commit_of(cmp.previous)}):")
+    out(f"  series: {series_name(comparable_key(run))}")
+    for title, rows in (("new failures", cmp.new), ("fixed", cmp.fixed), ("still failing", cmp.still),
+                        ("CAUSE CHANGED", cmp.changed)):
         out(f"  {title} ({len(rows)}):")
         for row in rows[:40]:
+            key = str(row.get("test") or row["nodeid"])
             cid = h.cluster(row.get("signature"))
+            if title == "fixed":
+                cid = h.cluster((cmp.was.get(key) or {}).get("signature"))
             lab = label_text(h.label(row.get("signature")))
-            out(f"    {_short(row.get('test') or row['nodeid'])}" + (f"  [{cid}]" if cid else "")
+            was = h.cluster((cmp.was.get(key) or {}).get("signature")) if title == "CAUSE CHANGED" else None
+            out(f"    {_short(key)}" + (f"  [{was or '-'} -> {cid or '-'}]" if title == "CAUSE CHANGED" else
+                                        f"  [{cid}]" if cid else "")
                 + (f"  known: {lab}" if lab else ""))
         if len(rows) > 40:
             out(f"    ... and {len(rows) - 40} more")
     flaky = h.flaky(run, window)
     series = h.series(run)
+    same = [r for r in series if commit_of(r) == commit_of(run)]
     out("")
-    out(f"flaky tests (pass/fail flips in the last {min(window, len(series))} comparable runs; oldest first): {len(flaky)}")
+    out(f"flaky tests (pass/fail flips, one failure cause, in the last {min(window, len(same))} comparable runs of "
+        f"build {commit_of(run)}; oldest first): {len(flaky)}")
     for f in flaky[:20]:
         out(f"  {_short(f.test)}  {f.sequence}  {f.flips} flips, flip rate {f.rate:.0%}")
     trends = h.durations(run, window)

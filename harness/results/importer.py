@@ -100,8 +100,11 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
     started = _started(meta, run)
     builds = sorted({p.get("rtl_build", "") for p in props if p.get("rtl_build")})
     boards = sorted({p.get("board", "") for p in props if p.get("board")})
+    versions = sorted({str(p["nvdla_hil_version"]) for p in props if p.get("nvdla_hil_version")})
+    seeds = sorted({str(p["seed"]) for p in props if p.get("seed") is not None})
     db.start_run(run.name, started=started, heartbeat=started, host=meta.get("host"), pid=meta.get("pid"),
-                 version=meta.get("version"),
+                 version=meta.get("version") or ",".join(versions) or None,
+                 seed=(",".join(seeds) if len(seeds) <= 3 else f"{len(seeds)} seeds (per test)") if seeds else None,
                  target=target, profile=profile, semantics=semantics, model_bugs=",".join(bugs),
                  selection=(_opts(command, "-k") or [""])[0], suite=suite,
                  command=shlex.join(command) if command else None, run_dir=str(run), collected=len(rows),

@@ -1,18 +1,24 @@
 """What the results database and the run record add to a run's ``report.html`` (harness/analysis/report.py):
-each test's recent history, its failure cluster and known-failure label, the reason as the
-recorder saw it (the error's message), the next commands to run for a failure, and the plain
-script that filters, sorts and collapses the page's tables (no external file: the page still
-opens from disk).
+the run's provenance (commit, seed, injected bugs, host, build key) and its series, the run
+against the previous comparable run (new, fixed, still failing, cause changed), each test's
+recent history, its failure cluster and known-failure label, the reason as the recorder saw it
+(the error's message), the next commands to run for a failure, and the plain script that
+filters, sorts and collapses the page's tables (no external file: the page still opens from disk).
+
+The database is ``--results-db`` (``regress``), else ``NVDLA_HIL_RESULTS_DB``, else
+``results.sqlite`` beside the run folder. A report made without one says so at its top (a run
+folder copied elsewhere): it is never silently poorer.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import shlex
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunExtras", "run_extras", "next_commands", "SCRIPT", "CONTROLS", "CSS"]
+__all__ = ["RunExtras", "run_extras", "next_commands", "SCRIPT", "CONTROLS", "CSS", "series_html"]
 
 
 def _e(s: Any) -> str:
@@ -36,6 +42,10 @@ class RunExtras:
         self.labels: dict[str, dict[str, Any]] = {}
         self.keys: dict[str, str] = {}
         self.where = ""
+        self.missing = ""  # why there is no database (said in the report)
+        self.run: dict[str, Any] | None = None  # the run's row
+        self.comparison: Any = None  # analysis.Comparison against the previous comparable run
+        self.all: Any = None  # the analysis.History it came from
 
     def label(self, sig: str | None) -> dict[str, Any] | None:
         if not sig:
@@ -56,13 +66,19 @@ class RunExtras:
 
 
 def run_extras(run: Path, db: str | None = None, history: int = 10) -> RunExtras:
-    """Read the database (``db``, else ``<run>/../results.sqlite`` when it exists) for run ``run``."""
+    """Read the database (``db``, else ``NVDLA_HIL_RESULTS_DB``, else ``<run>/../results.sqlite``
+    when it exists) for run ``run``."""
     out = RunExtras()
     run = run.resolve()  # <results>/latest names the newest run
-    url = db or (str(run.parent / "results.sqlite") if (run.parent / "results.sqlite").is_file() else None)
+    beside = run.parent / "results.sqlite"
+    url = db or os.environ.get("NVDLA_HIL_RESULTS_DB") or (str(beside) if beside.is_file() else None)
     if not url:
+        out.missing = (f"no results database: none given and no {beside}; history, clusters, labels and the "
+                       f"comparison with earlier runs are left out (give the database: "
+                       f"NVDLA_HIL_RESULTS_DB=URL nvdla-hil report RUN_DIR)")
         return out
     try:
+        from .analysis import load_history
         from .db import ResultsDB
         from .signature import cluster_map
 
@@ -76,9 +92,56 @@ def run_extras(run: Path, db: str | None = None, history: int = 10) -> RunExtras
             out.keys = {k: str(v.get("key") or "") for k, v in sigs.items()}
             out.cluster_of = cluster_map(out.keys)
             out.labels = rdb.labels()
-    except Exception:  # noqa: BLE001 - the report never fails for want of a database
-        return RunExtras()
+            h = load_history(rdb)
+            out.run = next((r for r in h.runs if r["id"] == run.name), None) or rdb.run(run.name)
+            if out.run is not None and any(r["id"] == run.name for r in h.runs):
+                out.comparison = h.compare(out.run)
+                out.all = h
+    except Exception as e:  # noqa: BLE001 - the report never fails for want of a database
+        bad = RunExtras()
+        bad.missing = f"results database {url}: {type(e).__name__}: {e}"
+        return bad
+    if out.run is None:
+        out.missing = f"run {run.name} is not in the results database {out.where}"
     return out
+
+
+def series_html(extras: RunExtras) -> str:
+    """The run's provenance and series, and the run against the previous comparable run."""
+    from .analysis import commit_of, comparable_key, series_name
+
+    if extras.run is None:
+        return f'<p class="nodb" id="nodb">{_e(extras.missing)}</p>'
+    r = extras.run
+    h = [f'<p id="provenance">commit <code title="{_e(r.get("version"))}">{_e(commit_of(r))}</code> '
+         f'(version {_e(r.get("version"))}); seed {_e(r.get("seed") or "-")}; injected bugs '
+         f'{_e(r.get("model_bugs") or "none")}; host {_e(r.get("host"))}; build key {_e(r.get("build_key") or "-")}; '
+         f'status {_e(r.get("status"))}<br>series {_e(series_name(comparable_key(r)))}</p>']
+    cmp = extras.comparison
+    if cmp is None:
+        return "".join(h)
+    if cmp.previous is None:
+        h.append('<p id="against">no earlier comparable run (same suite, target, profiles, semantics, injected bugs, '
+                 "seed, -k): every failure is new</p>")
+    else:
+        prev = cmp.previous
+        h.append(f'<p id="against">against the previous comparable run <code>{_e(prev["id"])}</code> '
+                 f"({_e(commit_of(prev))}): <b>{_e(cmp.counts)}</b></p>")
+    hist = extras.all
+    rows = []
+    for cls, title, found in (("new", "new failure", cmp.new), ("fixed", "fixed", cmp.fixed),
+                              ("still", "still failing", cmp.still), ("changed", "CAUSE CHANGED", cmp.changed)):
+        for row in found:
+            test = str(row.get("test") or row["nodeid"])
+            before = cmp.was.get(test) or {}
+            rows.append(f'<tr data-change="{cls}" data-test="{_e(test)}"><td class="{cls}">{title}</td>'
+                        f'<td><code>{_e(test.split("::")[-1])}</code></td>'
+                        f'<td><code>{_e(hist.cluster(before.get("signature")) or "")}</code></td>'
+                        f'<td><code>{_e(hist.cluster(row.get("signature")) or "")}</code></td></tr>')
+    if rows:
+        h.append('<table id="changes"><tr><th>change</th><th>test</th><th>cluster before</th><th>cluster now</th></tr>'
+                 + "".join(rows) + "</table>")
+    return "".join(h)
 
 
 def next_commands(run: Path, meta: dict[str, Any], classname: str, name: str, test_id: str, profile: str,
@@ -130,6 +193,7 @@ CSS = """
 .hp,.hf,.hs,.hi{display:inline-block;width:12px;font:10px monospace;text-align:center;margin-right:1px;color:#fff}
 .hp{background:#3a3} .hf{background:#d22} .hs{background:#aaa} .hi{background:#e80}
 .label{background:#ffd;padding:0 4px;border:1px solid #dd8}
+.new,.changed{color:#b00;font-weight:bold} .fixed{color:#080} .still{color:#a50} .nodb{color:#b60;font-weight:bold}
 tr.hidden{display:none} pre.next{background:#eef4ff}
 """
 
