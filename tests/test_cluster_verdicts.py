@@ -18,13 +18,12 @@ import pytest
 
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.slow  # a real Dask scheduler and workers: `make test-slow`, CI's second step
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
 
 KINDS = '''
 import pytest
-
-pytestmark = pytest.mark.slow  # a real Dask scheduler and workers: `make test-slow`, CI's second step
 
 def test_pass():
     pass

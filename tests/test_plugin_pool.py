@@ -19,6 +19,8 @@ from nvdla_hil.harness.boards.emulator import serve_in_thread
 from nvdla_hil.harness.boards.lab import LabError, SessionBoardLock, load_lab, resolve_board, resolve_boards
 from nvdla_hil.harness.targets.model import ModelTarget
 
+pytestmark = pytest.mark.slow  # board pools shared by xdist workers: `make test-slow`, CI's second step
+
 PY = sys.executable
 ENV_KEYS = ("NVDLA_TRACES", "NVDLA_HIL_VECTORS", "NVDLA_HW", "NVDLA_HIL_TARGET", "NVDLA_HIL_LAB",
             "NVDLA_HIL_BOARD", "NVDLA_HIL_CONFIG", "NVDLA_HIL_SUMMARY", "NVDLA_TXN_TESTS")
@@ -37,7 +39,6 @@ TEST_FILE = '''
 import json, os, time
 import pytest
 
-pytestmark = pytest.mark.slow  # board pools shared by xdist workers: `make test-slow`, CI's second step
 
 
 @pytest.mark.parametrize("i", range({n}))

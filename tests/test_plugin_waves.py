@@ -12,6 +12,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+pytestmark = pytest.mark.slow  # Verilator waves builds and reruns: `make test-slow`, CI's second step
+
 
 PY = sys.executable
 ENV_KEYS = ("NVDLA_TRACES", "NVDLA_HIL_VECTORS", "NVDLA_HW", "NVDLA_HIL_TARGET", "NVDLA_HIL_LAB",
@@ -22,7 +24,6 @@ import pytest
 from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.harness.plugin import suite_spec
 
-pytestmark = pytest.mark.slow  # Verilator waves builds and reruns: `make test-slow`, CI's second step
 
 
 @pytest.fixture

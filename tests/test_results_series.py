@@ -39,6 +39,8 @@ from nvdla_hil.harness.cli import main
 from nvdla_hil.harness.results.analysis import History, comparable_key, commit_of, is_fail, load_history
 from nvdla_hil.harness.results.db import ResultsDB
 
+pytestmark = pytest.mark.slow  # 14 real regressions build the database: `make test-slow`, CI's second step
+
 CVT = "SDP.D_CVT_OFFSET.CVT_OFFSET+1"
 STUCK = "stuck:SDP:0:0"
 K = "sdp_cvt-s1-00"
@@ -64,7 +66,6 @@ if defect or slow:
     model.ModelTarget.__init__ = init
 from nvdla_hil.harness.cli import main
 
-pytestmark = pytest.mark.slow  # 14 real regressions build the database: `make test-slow`, CI's second step
 sys.exit(main(sys.argv[1:]))
 """
 

@@ -31,6 +31,7 @@ SUITES = {
     "txn": "nvdla_hil.harness.suites.test_txn",
     "vectors": "nvdla_hil.harness.suites.test_vectors",
     "loadables": "nvdla_hil.harness.suites.test_loadables",
+    "networks": "nvdla_hil.harness.suites.test_networks",
 }
 
 
@@ -86,6 +87,7 @@ def _check_nvdla_sw(path: str) -> None:
 
 def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
     """Validate everything that can be checked before pytest starts; the trace root to pass."""
+    # long: one check per option, in the order the options are documented
     import pytest
 
     from ..plugin.options import check_trace_source, check_vector_source
@@ -173,6 +175,8 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     suites = list(SUITES) if args.suite == "all" else [args.suite]
     try:
         traces = _check_regress(args, suites)
+        if "networks" in suites and args.nvdla_sw:
+            _check_nvdla_sw(args.nvdla_sw)  # the bundled networks run through its firmware
     except BadInput as e:
         print(f"nvdla-hil regress: {e}", file=sys.stderr)
         return 2
@@ -272,6 +276,8 @@ def _pytest_argv(args: argparse.Namespace, suites: list[str], traces: str | None
         argv.append("--nvdla-allow-empty")
     if args.coverage_table:
         argv.append("--nvdla-coverage-table")
+    if args.table:
+        argv.append("--nvdla-table")
     for bug in args.model_bug or []:
         argv += ["--nvdla-model-bug", bug]
     argv += ["--junitxml", str(junit_part)]
@@ -515,6 +521,8 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--allow-empty", action="store_true",
                    help="a run in which no test ran (all skipped or deselected) exits 0 instead of 2")
     p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
+    p.add_argument("--table", action="store_true",
+                   help="list every test at the end (default: what did not pass; every row is in summary.txt)")
     p.add_argument("--coverage-table", action="store_true",
                    help="print the functional-coverage table (default: one line; coverage.txt in the run folder)")
     p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")

@@ -101,7 +101,8 @@ class RegressionSummary:
                     outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
             self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
 
-    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001  # long: one table, its rows, groups and totals
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+        # long: one table of the run - its rows, skip groups, per-suite counts and totals - read top-down
         tr = terminalreporter
         spec = self.config.stash[SPEC_KEY]
         names: list[str] = self.config.stash[PROFILES_KEY]
