@@ -490,7 +490,9 @@ def _failures_html(run: Path, meta: dict[str, Any], ordered: list[TestRow], extr
 def write_report(run_dir: str | Path, out: str | Path | None = None, db: str | None = None) -> Path:
     """Write ``<run_dir>/report.html`` (or ``out``); returns its path."""
     path = Path(out) if out else Path(run_dir) / "report.html"
-    path.write_text(render_report(run_dir, db), encoding="utf-8")
+    from ...drivers.errors import write_atomic
+
+    write_atomic(path, render_report(run_dir, db))  # a new file renamed over it: never through a planted symlink
     return path
 
 

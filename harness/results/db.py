@@ -122,6 +122,14 @@ def _what_is_wrong(e: DBAPIError, path: str | None) -> str:
     return msg or type(e).__name__
 
 
+#: bytes of an SQLite file header: a shorter non-empty file is a truncated database
+SQLITE_HEADER_BYTES = 100
+
+#: columns holding a time (seconds since the epoch), and the bound past which one is corrupt (year 9999)
+TIMESTAMPS = frozenset({"started", "ended", "heartbeat", "created", "updated", "time"})
+MAX_TIMESTAMP = 253402300799.0
+
+
 def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
     """A database error in ``method`` becomes a :class:`ResultsDBError` naming the database."""
     @functools.wraps(method)
@@ -131,6 +139,8 @@ def _guarded(method: Callable[..., Any]) -> Callable[..., Any]:
         except DBAPIError as e:
             what = _what_is_wrong(e, self.path)
             raise ResultsDBError(f"results database {self.where}: {what}", read_only=what.startswith("read-only")) from None
+        except UnicodeDecodeError as e:  # sqlite3 decodes the schema's text: bytes that are not UTF-8
+            raise ResultsDBError(f"results database {self.where}: corrupt: text that is not UTF-8 ({e.reason})") from None
     return call
 
 
@@ -178,6 +188,11 @@ class ResultsDB:
             file = Path(self.path)
             if file.exists() and not file.is_file():
                 raise ResultsDBError(f"results database {file}: not a regular file")
+            if file.is_file() and 0 < file.stat().st_size < SQLITE_HEADER_BYTES:
+                # SQLite takes a file shorter than its header for an empty database and would write a new
+                # schema over it: a truncated file is corrupt, never silently replaced
+                raise ResultsDBError(f"results database {file}: corrupt: {file.stat().st_size} bytes, shorter than "
+                                     f"an SQLite header ({SQLITE_HEADER_BYTES})")
             try:
                 file.parent.mkdir(parents=True, exist_ok=True)
             except OSError as e:
@@ -194,6 +209,9 @@ class ResultsDB:
         except DBAPIError as e:
             self.engine.dispose()
             raise ResultsDBError(f"results database {self.where}: {_what_is_wrong(e, self.path)}") from None
+        except UnicodeDecodeError as e:  # sqlite3 decodes the schema's text: bytes that are not UTF-8
+            self.engine.dispose()
+            raise ResultsDBError(f"results database {self.where}: corrupt: text that is not UTF-8 ({e.reason})") from None
 
     def __enter__(self) -> ResultsDB:
         return self
@@ -400,6 +418,8 @@ class ResultsDB:
             try:
                 row[col] = kind(v)
                 if kind is float and not math.isfinite(row[col]) and col != "duration":
+                    raise ValueError(v)
+                if col in TIMESTAMPS and not 0 <= row[col] < MAX_TIMESTAMP:  # a time no clock wrote
                     raise ValueError(v)
             except (TypeError, ValueError, OverflowError):
                 raise ResultsDBError(f"results database {self.where}: corrupt: {what} "
