@@ -92,6 +92,9 @@ def test_regress_runs_a_renamed_loadable_and_reports_ran_no_golden(tree: Path, n
     assert 'name="test_loadable[CDP_L0_0_small]"' in junit and 'name="test_loadable[net]"' in junit
     assert "junk" not in junit and "stray" not in junit
     assert f"{NO_GOLDEN}: net ran on model (nv_small), output MD5" in junit
-    lines = [ln for ln in out.splitlines() if ln.startswith(("test_loadable[net]", "test_loadable[CDP_L0_0_small]"))]
+    summary = (tmp_path / "res" / "latest" / "summary.txt").read_text()  # every row; the terminal lists what did not pass
+    lines = [ln for ln in summary.splitlines() if ln.startswith(("test_loadable[net]", "test_loadable[CDP_L0_0_small]"))]
     assert any("passed" in ln and "CDP_L0_0_small" in ln for ln in lines), lines
     assert any(NO_GOLDEN in ln and "net" in ln and "failed" not in ln for ln in lines), lines
+    assert any(NO_GOLDEN in ln and "net" in ln for ln in out.splitlines()), out[-3000:]  # not a pass: listed
+    assert "1 ran, no golden" in out, out[-3000:]

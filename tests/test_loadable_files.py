@@ -273,8 +273,8 @@ def _build_shared(*, tasks: int = 0, addr_len: int = 0, submits: int = 0, blobs:
      f"more than {MAX_EXPANDED_BYTES} bytes"),                                               # shared contents
     ({"tasks": 1, "addr_len": 0, "submits": MAX_SUBMITTED + 1}, f"more than {MAX_SUBMITTED} task runs"),
 ])
-def test_shared_vectors_count_each_time_and_are_refused_past_the_budget(kwargs: dict, what: str,
-                                                                        tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_shared_vectors_count_each_time_and_are_refused_past_the_budget(kwargs: dict, what: str, tmp_path: Path,
+                                                                        capsys, nvdla_sw: str) -> None:  # noqa: ANN001
     from nvdla_hil.harness.cli import main
 
     data = _build_shared(**kwargs)
@@ -290,7 +290,7 @@ def test_shared_vectors_count_each_time_and_are_refused_past_the_budget(kwargs: 
     err = capsys.readouterr().err
     assert code == 2 and str(p) in err and what in err, err
     assert peak < 64 << 20, f"{peak} bytes allocated to refuse it"  # ...refused without expanding it
-    r = _cli("loadable", "run", str(p), "--target", "model", env_sw=str(SRC_SW))
+    r = _cli("loadable", "run", str(p), "--target", "model", env_sw=nvdla_sw)
     assert r.returncode == 2 and str(p) in r.stderr and what in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 

@@ -512,7 +512,7 @@ def test_optional_stages_are_dispatched(monkeypatch):
     calls = []
     img = types.ModuleType("nvdla_hil.harness.refmodel.conv.image")
     img.fetch_image = lambda view, mem, options: (calls.append("image"), np.full((8, 1, 1), 2, np.int64))[1]
-    img.image_conv_config = lambda view, cfg: (calls.append("image cfg"), cfg)[1]
+    img.image_conv_config = lambda view, cfg, lanes=64: (calls.append("image cfg"), cfg)[1]
     cmp_ = types.ModuleType("nvdla_hil.harness.refmodel.conv.compressed")
     cmp_.read_compressed_weights = lambda view, mem, options, k, c, kh, kw: (
         calls.append(("weights", k, c, kh, kw)), np.full((k, c, kh, kw), 3, np.int64))[1]
