@@ -3,9 +3,9 @@ hand-written oracles, and its ``--quick`` campaign (about 60 hostile loadables, 
 databases, run folders and report/dashboard fields through the real commands): no traceback, no
 hang, no wrong exit code, nothing overwritten, no live payload.
 
-The defects the campaign found are tested at the end (four fixed: a report written through a
+The defects the campaign found are tested at the end (six fixed: a report written through a
 planted symlink, a stored time past datetime's range, a schema that is not UTF-8, a 1-byte
-database); the three still open are named in KNOWN, so the campaign still fails on anything new."""
+database, a junit.xml that is a symlink loop, a reader that re-created missing tables); the one still open is named in KNOWN, so the campaign still fails on anything new."""
 
 from __future__ import annotations
 
@@ -88,10 +88,6 @@ def test_snapshot_sees_a_file_rewritten_through_a_symlink(bench, tmp_path: Path)
 
 #: defects the campaign still finds, by the problem they show (open: README, issue 37)
 KNOWN = {
-    "a reader re-creates a missing schema row or table": lambda p: p["column"] == "overwritten"
-    and p["label"].split()[-1].rstrip("=") in ("no-schema-row", "no-schema-table", "no-tests-table"),
-    "junit.xml a symlink loop is imported as a run of 0 tests": lambda p: p["column"] == "wrong_exit"
-    and p["label"] == "junit.xml-loop",
     "history import is quadratic in the tests (10,000: 36 s)": lambda p: p["column"] == "hangs"
     and p["label"] in ("junit-10000-cases", "junit-200000-cases"),
 }
@@ -161,3 +157,29 @@ def test_a_one_byte_file_is_not_an_empty_database(tmp_path: Path) -> None:
     r = subprocess.run([*CLI, "history", "--results-db", str(db)], capture_output=True, text=True, timeout=120)
     assert db.read_bytes() == b"x", "the file was replaced"
     assert r.returncode == 2 and str(db) in r.stderr, r.stdout + r.stderr
+
+
+def test_a_junit_xml_symlink_loop_is_bad_input_not_an_empty_run(tmp_path: Path) -> None:
+    run = tmp_path / "results" / "20261129T000000Z-1-abcdef"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text('{"status": "finished", "exit_code": 0}')
+    (run / "junit.xml").symlink_to(run / "loop.xml")
+    (run / "loop.xml").symlink_to(run / "junit.xml")
+    r = subprocess.run([*CLI, "history", "--results-db", str(tmp_path / "db.sqlite"), "import", str(run)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and str(run / "junit.xml") in r.stderr and "Traceback" not in r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("damage", ["DROP TABLE nvdla_tests", "DELETE FROM nvdla_schema", "DROP TABLE nvdla_schema"])
+def test_a_reader_never_recreates_what_is_missing(bench, tmp_path: Path, damage: str) -> None:
+    """A database with results but a missing table or schema row is corrupt: history reads nothing
+    into it (exit 2, naming it) and the file is left as it was."""
+    db = tmp_path / "results.sqlite"
+    sys.modules["bench_hostile_inputs"].base_db(db)
+    with sqlite3.connect(db) as c:
+        c.execute(damage)
+    c.close()
+    before = db.read_bytes()
+    r = subprocess.run([*CLI, "history", "--results-db", str(db)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and str(db) in r.stderr and "corrupt" in r.stderr, r.stdout + r.stderr
+    assert db.read_bytes() == before

@@ -240,9 +240,20 @@ class ResultsDB:
         raise AssertionError("unreachable")
 
     def _schema_once(self) -> int:
+        from sqlalchemy import inspect as sa_inspect
+
         with self.engine.begin() as c:
+            existing = set(sa_inspect(c).get_table_names()) & set(metadata.tables)
+            if existing and schema.name not in existing:  # results tables without their schema row: never re-stamped
+                raise SchemaError(f"results database {self.where}: corrupt: results tables ({', '.join(sorted(existing))}) "
+                                  f"but no {schema.name} table")
             metadata.create_all(c, tables=[schema])
             row = c.execute(select(schema.c.version).where(schema.c.id == 1)).first()
+            if row is None and existing - {schema.name}:
+                raise SchemaError(f"results database {self.where}: corrupt: results tables but no schema version row")
+            if row is not None and row[0] == SCHEMA_VERSION and set(metadata.tables) - existing:
+                raise SchemaError(f"results database {self.where}: corrupt: table(s) "
+                                  f"{', '.join(sorted(set(metadata.tables) - existing))} missing")
             if row is None:
                 metadata.create_all(c)
                 c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))

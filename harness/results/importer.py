@@ -77,7 +77,8 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
         raise InputError(f"{run}: not a run directory")
     meta = read_run_json(run)  # InputError naming the file: not JSON, not an object, too big, a FIFO
     junit = run / "junit.xml"
-    rows = parse_junit(junit) if junit.exists() else []  # InputError naming it when malformed or not a file
+    # a link that leads nowhere (or in a loop) is not "no junit.xml": parse_junit names what is wrong with it
+    rows = parse_junit(junit) if junit.exists() or junit.is_symlink() else []  # InputError when malformed or not a file
     command = [str(c) for c in meta.get("command") or []]
     pyargv = [str(c) for c in meta.get("pytest_argv") or []]
     props = [r.properties for r in rows]
