@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
-import stat
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ...drivers.files import read_regular  # noqa: F401 - re-exported: one rule for every untrusted file
 
 from ...drivers.errors import InputError
 
@@ -31,40 +31,6 @@ MAX_RUN_JSON_BYTES = 4 << 20
 #: the outcome of a test the session was stopped in before it had a result (JUnit ``<error
 #: type="interrupted">``, written by harness/plugin/junit.py): never a pass
 INTERRUPTED = "interrupted"
-
-
-def read_regular(path: str | Path, limit: int) -> bytes:
-    """The bytes of ``path``, only when it is a regular file of at most ``limit`` bytes: a FIFO, a
-    device or a folder (which could block or never end) and a bigger file are an
-    :class:`InputError` naming the file; a missing one is ``FileNotFoundError``."""
-    path = Path(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    except FileNotFoundError:
-        raise
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read: {e.strerror or e}") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise InputError(f"{path}: not a regular file (a FIFO, device or folder is never read)")
-        if st.st_size > limit:
-            raise InputError(f"{path}: {st.st_size} bytes, more than the {limit} this file may have")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        data = b"".join(chunks)
-    except OSError as e:
-        raise InputError(f"{path}: cannot be read: {e.strerror or e}") from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise InputError(f"{path}: more than the {limit} bytes this file may have")
-    return data
 
 
 #: run.json fields and the types they must have when present (written by harness/cli/regress.py)

@@ -78,6 +78,8 @@ from pathlib import Path
 import yaml
 
 from ...drivers import yamlstrict
+from ...drivers.errors import InputError
+from ...drivers.files import read_regular
 from ...drivers.transport import TransportError
 from .config import ENV_BOARD, ENV_LAB, PROFILES, TRANSPORTS, BoardConfig, Lab, LabError
 from .locks import BoardBusyError, BoardLock, SessionBoardLock, board_endpoint, lock_path, locked
@@ -302,10 +304,16 @@ def _pools(path: Path, raw: object, boards: dict[str, BoardConfig],
     return out
 
 
+#: the largest lab file read (a lab of hundreds of boards is a few hundred KB)
+MAX_LAB_BYTES = 4 << 20
+
+
 def load_lab(path: str | os.PathLike[str]) -> Lab:
     p = Path(path)
     try:
-        text = p.read_text()
+        text = read_regular(p, MAX_LAB_BYTES).decode("utf-8")  # a FIFO or device never hangs the session
+    except InputError as e:
+        raise LabError(f"cannot read lab file {e}") from None
     except OSError as e:
         raise LabError(f"cannot read lab file {p}: {e.strerror or e}") from None
     except UnicodeDecodeError as e:

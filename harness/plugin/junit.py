@@ -77,14 +77,25 @@ def _vector_seed(item: pytest.Item) -> int | None:
     case = params.get("vector_case")
     if not isinstance(case, Path):
         return None
+    doc = case_manifest(case)
+    prov = doc.get("provenance") if doc else None
+    seed = prov.get("seed") if isinstance(prov, dict) else None
+    return seed if isinstance(seed, int) else None
+
+
+def case_manifest(case: Path) -> dict | None:
+    """A vector case's manifest as a mapping for a JUnit property, or None: only a regular file of a
+    manifest's size is read (a FIFO never hangs the run); the test itself reports a bad case."""
     try:
         from ...drivers import yamlstrict
+        from ...drivers.files import read_regular
+        from ..vectors.format import MAX_MANIFEST_BYTES
 
-        doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
-        seed = (doc.get("provenance") or {}).get("seed")
+        text = read_regular(case / "case.yaml", MAX_MANIFEST_BYTES).decode("utf-8")
+        doc = yamlstrict.load(text, str(case / "case.yaml"))
     except Exception:  # noqa: BLE001 - a property is not worth a failure
         return None
-    return seed if isinstance(seed, int) else None
+    return doc if isinstance(doc, dict) else None
 
 
 @functools.cache
@@ -159,14 +170,9 @@ def vector_golden(item: pytest.Item) -> str | None:
     case = params.get("vector_case")
     kind = ""
     if isinstance(case, Path):
-        try:
-            from ...drivers import yamlstrict
-
-            doc = yamlstrict.load((case / "case.yaml").read_text(encoding="utf-8"), str(case / "case.yaml"))
-            gs = doc.get("golden_source") if isinstance(doc, dict) else None
-            kind = str(gs.get("kind", "")) if isinstance(gs, dict) else ""
-        except Exception:  # noqa: BLE001 - the test itself reports a bad case
-            kind = ""
+        doc = case_manifest(case)
+        gs = doc.get("golden_source") if doc else None
+        kind = str(gs.get("kind", "")) if isinstance(gs, dict) else ""
     item.stash[GOLDEN_KEY] = kind
     return kind or None
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from ...drivers.errors import InputError
+from ...drivers.files import read_regular
 from ...drivers.precision import (
     CONVERTORS,
     ConvertorSetting,
@@ -66,8 +68,8 @@ def load_case(path: str | Path) -> Case:
     try:
         if path.stat().st_size > MAX_MANIFEST_BYTES:
             raise ctx.err(None, f"manifest larger than {MAX_MANIFEST_BYTES} bytes")
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        text = read_regular(path, MAX_MANIFEST_BYTES).decode("utf-8")  # a FIFO or device never hangs the run
+    except (OSError, UnicodeDecodeError, InputError) as e:
         raise ctx.err(None, f"cannot read manifest: {e}") from None
     try:
         # strict safe loader: a duplicate key (a second `statistics:` silently dropping the
