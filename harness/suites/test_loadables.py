@@ -16,21 +16,18 @@ what to pass, and without an nvdla/sw checkout every loadable is a skip saying s
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
 import pytest
 
 from nvdla_hil.harness.loadables.check import NO_GOLDEN
-from nvdla_hil.harness.plugin import SKIP_LACKS, configured_profiles, suite_spec
-from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.suites.loadable_runs import SKIP_NO_SW, firmware_checkout, run_on_its_profile  # noqa: F401
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
 pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
 SKIP_NO_SOURCE = "no loadables configured"
-SKIP_NO_SW = "no nvdla/sw checkout"
 #: the outcome of a loadable that ran with no golden to compare its output with ("ran, no golden")
 SKIP_NO_GOLDEN = NO_GOLDEN
 
@@ -41,10 +38,6 @@ def _source(config: pytest.Config) -> tuple[str | None, Path | None]:
         return "--nvdla-loadables", Path(opt)
     env = os.environ.get("NVDLA_LOADABLES")
     return ("NVDLA_LOADABLES", Path(env)) if env else (None, None)
-
-
-def nvdla_sw(config: pytest.Config) -> str | None:
-    return config.getoption("--nvdla-sw", default=None) or os.environ.get("NVDLA_SW") or None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -69,32 +62,9 @@ def test_loadable(loadable_case: tuple[str, Path, Path | None] | None, pytestcon
     if loadable_case is None:
         pytest.skip(f"{SKIP_NO_SOURCE}: pass --nvdla-loadables PATH (or NVDLA_LOADABLES) naming NVDLA's software "
                     "regression folder (flatbufs/ and golden/, e.g. ../shared/nvdla_sw)")
-    from nvdla_hil.harness.loadables.check import check_loadable, profile_for_loadable, read_loadable
-
     name, path, golden = loadable_case
-    sw = nvdla_sw(pytestconfig)
-    if not sw:
-        pytest.skip(f"{SKIP_NO_SW}: {name} runs through NVDLA's firmware (kmd/firmware); pass --nvdla-sw PATH "
-                    "or set NVDLA_SW to an nvdla/sw checkout")
-    prof_name = profile_for_loadable(read_loadable(path))
-    if prof_name not in configured_profiles(pytestconfig):
-        pytest.skip(f"{SKIP_LACKS}: {name} was written for {prof_name}; the run may use "
-                    f"{', '.join(configured_profiles(pytestconfig))}")
-    from nvdla_hil.drivers.profiles import load_profile
-
-    prof = load_profile(prof_name)
-    record_property("profile", prof.name)
-    spec = suite_spec(pytestconfig, prof)
-    @contextlib.contextmanager
-    def open_in_reset_state(s):  # noqa: ANN001, ANN202 - a TargetSpec; a target
-        with open_target(s, warm=nvdla_warm_pool) as t:
-            not_reset = t.not_in_reset_state()
-            if not_reset:
-                pytest.skip(f"{path.name}: {not_reset}")
-            yield t
-
-    v = check_loadable(path, spec=spec, nvdla_sw=sw, golden=golden, open_target=open_in_reset_state)
-    record_property("md5", v.md5)
+    sw = firmware_checkout(pytestconfig, name)
+    v, spec, prof = run_on_its_profile(name, path, golden, pytestconfig, record_property, nvdla_warm_pool, sw)
     if v.outcome == SKIP_NO_GOLDEN:
         record_property("outcome", SKIP_NO_GOLDEN)
         pytest.skip(f"{SKIP_NO_GOLDEN}: {name} ran on {spec.kind} ({prof.name}), output MD5 {v.md5}; no "

@@ -18,7 +18,6 @@ counted as "lacks unit".
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -27,13 +26,12 @@ from typing import Any
 import pytest
 
 from nvdla_hil.drivers.errors import InputError
-from nvdla_hil.harness.plugin import GOLDEN_KEY, SKIP_LACKS, configured_profiles, suite_spec
-from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.plugin import GOLDEN_KEY
+from nvdla_hil.harness.suites.loadable_runs import SKIP_NO_SW, firmware_checkout, run_on_its_profile  # noqa: F401
 
 #: the ``nvdla_warm_pool`` fixture (also registered by the nvdla_hil plugin; loading it twice is a no-op)
 pytest_plugins = ["nvdla_hil.harness.plugin.warm"]
 
-SKIP_NO_SW = "no nvdla/sw checkout"
 SKIP_NO_NETWORKS = "no bundled networks"
 #: the metadata file beside each golden dump
 GOLDEN_META = "golden.yaml"
@@ -116,36 +114,12 @@ def test_network(network_case: tuple[str, Path, Path | None] | None, pytestconfi
                  request: pytest.FixtureRequest, record_property, nvdla_warm_pool) -> None:  # noqa: ANN001  # fmt: skip
     if network_case is None:
         pytest.skip(f"{SKIP_NO_NETWORKS} under {networks_root()[1]} (this install lacks testvectors/networks/)")
-    from nvdla_hil.harness.loadables.check import check_loadable, profile_for_loadable, read_loadable
-
     name, path, golden = network_case
-    sw = pytestconfig.getoption("--nvdla-sw", default=None) or os.environ.get("NVDLA_SW") or None
-    if not sw:
-        pytest.skip(f"{SKIP_NO_SW}: {name} runs through NVDLA's firmware (kmd/firmware); pass --nvdla-sw PATH "
-                    "or set NVDLA_SW to an nvdla/sw checkout")
+    sw = firmware_checkout(pytestconfig, name)
     gs, inp = golden_meta(name, path, golden)
     request.node.stash[GOLDEN_KEY] = str(gs["kind"])
     record_property("golden_source", str(gs["kind"]))
-    prof_name = profile_for_loadable(read_loadable(path))
-    if prof_name not in configured_profiles(pytestconfig):
-        pytest.skip(f"{SKIP_LACKS}: {name} was written for {prof_name}; the run may use "
-                    f"{', '.join(configured_profiles(pytestconfig))}")
-    from nvdla_hil.drivers.profiles import load_profile
-
-    prof = load_profile(prof_name)
-    record_property("profile", prof.name)
-    spec = suite_spec(pytestconfig, prof)
-
-    @contextlib.contextmanager
-    def open_in_reset_state(s):  # noqa: ANN001, ANN202 - a TargetSpec; a target
-        with open_target(s, warm=nvdla_warm_pool) as t:
-            not_reset = t.not_in_reset_state()
-            if not_reset:
-                pytest.skip(f"{path.name}: {not_reset}")
-            yield t
-
-    v = check_loadable(path, spec=spec, nvdla_sw=sw, golden=golden, open_target=open_in_reset_state,
-                       input_path=str(inp) if inp else None)
-    record_property("md5", v.md5)
+    v, spec, prof = run_on_its_profile(name, path, golden, pytestconfig, record_property, nvdla_warm_pool, sw,
+                                       input_path=inp)
     if v.status != "passed":
         pytest.fail(f"{name} on {spec.kind} ({prof.name}), golden from {gs['kind']}: {v.message}", pytrace=False)
