@@ -25,3 +25,17 @@ def trace_root(pytestconfig: pytest.Config) -> Path:
     if not root or not Path(root).is_dir():
         pytest.skip("NVDLA trace tests not found: pass --nvdla-traces PATH or set NVDLA_TRACES")
     return Path(root)
+
+
+#: NVDLA's public nvdla/sw checkout beside the repository (../shared/nvdla_src/sw), the default when
+#: NVDLA_SW is not set: tests and CI use it, so nothing skips for want of a checkout
+SHARED_SW = Path(__file__).resolve().parents[1].parent / "shared" / "nvdla_src" / "sw"
+
+
+@pytest.fixture(scope="session")
+def nvdla_sw() -> str:
+    """An nvdla/sw checkout whose kmd/firmware runs loadables: ``NVDLA_SW``, else the shared copy."""
+    for sw in (os.environ.get("NVDLA_SW"), str(SHARED_SW)):
+        if sw and (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
+            return sw
+    pytest.skip("no nvdla/sw checkout (NVDLA_SW, or ../shared/nvdla_src/sw) whose kmd/firmware runs the loadables")

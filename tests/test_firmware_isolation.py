@@ -275,14 +275,6 @@ def shared() -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def nvdla_sw() -> str:
-    sw = os.environ.get("NVDLA_SW")
-    if not sw or not (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
-        pytest.skip("NVDLA_SW is not set to an nvdla/sw checkout (its kmd/firmware runs the loadables)")
-    return sw
-
-
 def with_stat_list(path: Path, index: int) -> bytes:
     """The loadable with its network descriptors' ``stat_list_index`` (int16 at byte 12 of the
     40-byte ``dla_network_desc``, -1 in every shared loadable) set to ``index``."""

@@ -17,7 +17,6 @@ import pytest
 from nvdla_hil.harness.loadables.check import NO_GOLDEN, find_loadables, looks_like_loadable
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_sw"
-SRC_SW = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_src" / "sw"
 
 
 @pytest.fixture(scope="module")
@@ -27,14 +26,6 @@ def root() -> Path:
     if not (p / "flatbufs").is_dir():
         pytest.skip("NVDLA's software regression is not here (NVDLA_LOADABLES or ../shared/nvdla_sw)")
     return p
-
-
-@pytest.fixture(scope="module")
-def nvdla_sw() -> str:
-    for sw in (os.environ.get("NVDLA_SW"), str(SRC_SW)):
-        if sw and (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
-            return sw
-    pytest.skip("no nvdla/sw checkout (NVDLA_SW) whose kmd/firmware runs the loadables")
 
 
 @pytest.fixture()

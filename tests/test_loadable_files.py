@@ -25,7 +25,6 @@ from nvdla_hil.harness.loadables.dimg import DimgMeta, pack_dimg
 from nvdla_hil.harness.loadables.fbs import MAX_ELEMENTS, MAX_EXPANDED_BYTES, MAX_SUBMITTED, LoadableError
 
 SHARED = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_sw"
-SRC_SW = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_src" / "sw"
 CLI = [sys.executable, "-m", "nvdla_hil.harness.cli"]
 
 
@@ -41,14 +40,6 @@ def root() -> Path:
     if r is None:
         pytest.skip("NVDLA's software regression is not here (NVDLA_LOADABLES or ../shared/nvdla_sw)")
     return r
-
-
-@pytest.fixture(scope="module")
-def nvdla_sw() -> str:
-    for sw in (os.environ.get("NVDLA_SW"), str(SRC_SW)):
-        if sw and (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
-            return sw
-    pytest.skip("no nvdla/sw checkout (NVDLA_SW) whose kmd/firmware runs the loadables")
 
 
 def _cli(*args: str, env_sw: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -40,14 +40,6 @@ def loadables_root() -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def nvdla_sw() -> str:
-    sw = os.environ.get("NVDLA_SW")
-    if not sw or not (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
-        pytest.skip("NVDLA_SW is not set to an nvdla/sw checkout (its kmd/firmware runs the loadables)")
-    return sw
-
-
 # ---- a loadable built slot by slot (loadable.fbs field order; no generated code) ----------------
 def _build(*, mem_size: int = 64, blob: bytes = b"\x01\x02", mem_id: int = 0, version: bool = True) -> bytes:
     b = flatbuffers.Builder(256)

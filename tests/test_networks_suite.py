@@ -13,7 +13,6 @@ is), found by rerunning on the bug-free model.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -26,19 +25,10 @@ from nvdla_hil.harness.loadables.check import find_loadables, profile_for_loadab
 from nvdla_hil.harness.vectors import bundled_root
 
 ROOT = bundled_root() / "networks"
-SHARED_SW = Path(__file__).resolve().parents[1] / ".." / "shared" / "nvdla_src" / "sw"
 BUG = "SDP.D_CVT_OFFSET.CVT_OFFSET+1"
 #: the networks whose output the bug changes (INT8 outputs through SDP's output convertor); the
 #: FP16 LeNet and the INT8 LeNet + Softmax were observed to keep their outputs under it (README there)
 HIT_BY_BUG = ("lenet-nv_full-int8", "lenet-nv_small-int8", "resnet_block-nv_full-int8", "resnet_block-nv_small-int8")
-
-
-@pytest.fixture(scope="module")
-def nvdla_sw() -> str:
-    sw = os.environ.get("NVDLA_SW") or (str(SHARED_SW) if (SHARED_SW / "kmd" / "firmware").is_dir() else None)
-    if not sw or not (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
-        pytest.skip("no nvdla/sw checkout: set NVDLA_SW (its kmd/firmware runs the networks)")
-    return sw
 
 
 def _cases(junit: Path) -> dict[str, tuple[str, str]]:
