@@ -165,9 +165,10 @@ class RegressionSummary:
         if len(per_group) > 1:
             shown = [c for c in classes if any(c in cc for cc in per_group.values())]
             col = max(len(c) for c in shown) + 2
-            tr.write_line(f"{'suite / configuration':<24}" + "".join(f"{c:>{col}}" for c in shown))
+            first = max(len("suite / configuration"), *(len(g) for g in per_group)) + 2
+            tr.write_line(f"{'suite / configuration':<{first}}" + "".join(f"{c:>{col}}" for c in shown))
             for grp, cc in per_group.items():
-                tr.write_line(f"{grp:<24}" + "".join(f"{cc.get(c, 0):>{col}}" for c in shown))
+                tr.write_line(f"{grp:<{first}}" + "".join(f"{cc.get(c, 0):>{col}}" for c in shown))
             tr.write_line("")
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
                                               if k not in (SELF_CONSISTENCY, INTERRUPTED, SKIP_NO_GOLDEN) or counts.get(k)))
