@@ -77,4 +77,4 @@ RUNS ?= 5
 LOAD ?= 0
 flaky: install
 	$(BIN)/python bench/bench_flaky.py --runs $(RUNS) --load $(LOAD) \
-	  --pytest-args "-n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE)"
+	  --pytest-args "-n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE) -m 'not slow' $(FLAKY_ARGS)"

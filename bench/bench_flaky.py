@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=5, help="how many times to run the suite (default 5)")
     ap.add_argument("--load", type=int, default=0, help="CPU-bound processes beside each run (default 0)")
-    ap.add_argument("--pytest-args", default="-n 2 tests --hypothesis-profile=ci",
+    ap.add_argument("--pytest-args", default="-n 2 tests --hypothesis-profile=ci -m 'not slow'",
                     help="what follows `pytest` (default: make test's)")
     ap.add_argument("--keep", type=Path, help="keep the JUnit files in this folder (default: a private temporary one)")
     args = ap.parse_args(argv)
