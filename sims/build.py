@@ -111,7 +111,13 @@ def cache_root() -> Path:
 # the build itself
 # ---------------------------------------------------------------------------------------------
 _SIMBUILD_FIELDS = ("directory", "executable", "toplevel", "config", "key", "waves", "verilator",
-                    "parameters", "reset_wait_cycles", "build_seconds", "wave_format", "peak_rss_mb")
+                    "parameters", "reset_wait_cycles", "build_seconds", "wave_format", "peak_rss_mb",
+                    "coverage")
+
+#: RTL coverage kinds an instrumented build can record, and the Verilator flag of each
+#: (``line`` also gives the if/else branch points: Verilator's ``v_branch`` pages)
+COVERAGE_FLAGS: dict[str, str] = {"line": "--coverage-line", "toggle": "--coverage-toggle"}
+COVERAGE_SOURCE = "nvdla_hil_cov.cpp"
 
 
 @dataclass
@@ -134,6 +140,7 @@ class SimBuild:
     build_seconds: float = 0.0
     wave_format: str = ""  # "fst", "vcd" or "" (no wave support)
     peak_rss_mb: int = 0  # largest resident size of a build tool process (verilator, cc1plus)
+    coverage: list[str] = field(default_factory=list)  # RTL coverage kinds instrumented ("line", "toggle")
 
     @classmethod
     def from_manifest(cls, data: dict) -> SimBuild:
@@ -189,7 +196,8 @@ def _cocotb_paths() -> tuple[Path, str]:
 
 def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], key_parts: Sequence[str],
               hashed: Sequence[Path], hashed_base: Path | None, own: Sequence[Path], waves: bool,
-              vversion: str | None = None, cocotb_version: str | None = None) -> str:
+              vversion: str | None = None, cocotb_version: str | None = None,
+              coverage: Sequence[str] = ()) -> str:
     """The cache key: only what determines the simulator (RTL content, configuration,
     Verilator/cocotb versions, compiler, flags, our testbench sources) - never where Python,
     the checkout or the cache are."""
@@ -203,14 +211,15 @@ def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], ke
         h.update(part.encode() + b"\0")
     _hash_files(h, hashed, hashed_base)
     _hash_files(h, own)
-    return f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}"
+    cov = f"-cov-{'-'.join(coverage)}" if coverage else ""
+    return f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}{cov}"
 
 
 def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_parts: list[str],
              hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
              defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
              force: bool, progress: Progress, cache: Path | None,
-             lookup_only: bool = False, threads: int = 1) -> SimBuild | None:
+             lookup_only: bool = False, threads: int = 1, coverage: Sequence[str] = ()) -> SimBuild | None:
     cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
     flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
@@ -225,11 +234,15 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
             progress("  note: FST needs the lz4 and zlib headers (Debian: liblz4-dev zlib1g-dev); "
                      "building with VCD waves instead")
             flags += ["--trace", "--trace-structs"]
+    coverage = coverage_kinds(coverage)
+    flags += [COVERAGE_FLAGS[k] for k in coverage]
     own = _own_hdl(["nvdla_hil_mem.cpp", "nvdla_hil_axi_mem.h", "nvdla_hil_ports.svh", "public.vlt"])
+    if coverage:
+        own += _own_hdl([COVERAGE_SOURCE])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
                     hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
-                    vversion=vversion, cocotb_version=cocotb_version)
+                    vversion=vversion, cocotb_version=cocotb_version, coverage=coverage)
     root = cache or cache_root()
     if lookup_only:
         try:
@@ -243,7 +256,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
                              cocotb_version=cocotb_version,
                              cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
                              wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
-                             jobs=jobs, progress=progress)
+                             jobs=jobs, progress=progress, coverage=coverage)
 
     data = get_or_build(root, key, build, force=force, progress=progress)
     return SimBuild.from_manifest(data)
@@ -253,7 +266,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
                   flags: list[str], key: str, vversion: str, cocotb_version: str,
                   cocotb_libs: Path, parameters: dict[str, int], waves: bool,
                   wave_format: str, reset_wait_cycles: int, jobs: int | None,
-                  progress: Progress) -> dict:
+                  progress: Progress, coverage: Sequence[str] = ()) -> dict:
     """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
     next to the entries while building, so a failed build leaves it for the user."""
     obj = tmp / "obj"
@@ -261,11 +274,14 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     log_path = root / f"{key}.build.log"
     env = tool_env()
     vroot = verilator_root()
+    # an instrumented build exports its symbols so tb_server.py reaches nvdla_hil_coverage_write
+    export = " -Wl,--export-dynamic" if coverage else ""
+    cov_source = [str(HDL_DIR / COVERAGE_SOURCE)] if coverage else []
     cmd = [
         str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
         "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel, f"-I{HDL_DIR}",
-        "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator",
-        *flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), str(HDL_DIR / "public.vlt"),
+        "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator{export}",
+        *flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), *cov_source, str(HDL_DIR / "public.vlt"),
         *sources,
     ]
     jobs = jobs or max(1, os.cpu_count() or 1)
@@ -293,7 +309,19 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     return {"directory": str(tmp), "executable": f"obj/{toplevel}", "toplevel": toplevel,
             "config": config, "waves": waves, "verilator": vversion, "parameters": parameters,
             "reset_wait_cycles": reset_wait_cycles, "build_seconds": round(seconds, 1),
-            "wave_format": wave_format, "peak_rss_mb": int(peak_mb)}
+            "wave_format": wave_format, "peak_rss_mb": int(peak_mb), "coverage": list(coverage)}
+
+
+def coverage_kinds(kinds: Sequence[str] | str | None) -> list[str]:
+    """The RTL coverage kinds asked for, checked and in a fixed order (``"line,toggle"``,
+    ``["toggle", "line"]`` -> ``["line", "toggle"]``; empty: a plain build)."""
+    if not kinds:
+        return []
+    asked = [k.strip() for k in (kinds.split(",") if isinstance(kinds, str) else kinds) if k.strip()]
+    unknown = sorted(set(asked) - set(COVERAGE_FLAGS))
+    if unknown:
+        raise BuildError(f"unknown RTL coverage kind {', '.join(unknown)}; kinds: {', '.join(COVERAGE_FLAGS)}")
+    return [k for k in COVERAGE_FLAGS if k in asked]
 
 
 def thread_flags(threads: int) -> list[str]:
@@ -307,9 +335,10 @@ def thread_flags(threads: int) -> list[str]:
 def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                 waves: bool = False, jobs: int | None = None, force: bool = False,
                 progress: Progress = default_progress, cache: Path | None = None,
-                threads: int = 1) -> SimBuild:
+                threads: int = 1, coverage: Sequence[str] | str = ()) -> SimBuild:
     """Build (or fetch from cache) the simulator of ``<nvdla_hw>/outdir/<config>/vmod``
-    (``threads`` > 1: Verilator's multi-threaded model, a separate cache entry)."""
+    (``threads`` > 1: Verilator's multi-threaded model; ``coverage``: RTL coverage kinds to
+    instrument, :data:`COVERAGE_FLAGS`; each a separate cache entry)."""
     vmod = find_vmod(nvdla_hw, config)
     rams = check_ram_models(vmod)
     if rams:
@@ -325,13 +354,15 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
     simb = _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
-                    jobs=jobs, force=force, progress=progress, cache=cache, threads=threads)
+                    jobs=jobs, force=force, progress=progress, cache=cache, threads=threads,
+                    coverage=coverage_kinds(coverage))
     assert simb is not None  # None only with lookup_only=True
     return simb
 
 
 def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
-                 waves: bool = False, cache: Path | None = None) -> SimBuild | None:
+                 waves: bool = False, cache: Path | None = None,
+                 coverage: Sequence[str] | str = ()) -> SimBuild | None:
     """The cached simulator of ``<nvdla_hw>/outdir/<config>/vmod`` if there is a usable one
     (nothing is built; None otherwise)."""
     vmod = find_vmod(nvdla_hw, config)
@@ -343,7 +374,8 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
     return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
-                    jobs=None, force=False, progress=lambda m: None, cache=cache, lookup_only=True)
+                    jobs=None, force=False, progress=lambda m: None, cache=cache, lookup_only=True,
+                    coverage=coverage_kinds(coverage))
 
 
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
@@ -368,7 +400,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
             b = build_fixture(waves=args.waves, jobs=args.jobs, force=args.force, threads=args.threads)
         else:
             b = build_nvdla(args.nvdla_hw, args.config, waves=args.waves, jobs=args.jobs,
-                            force=args.force, threads=args.threads)
+                            force=args.force, threads=args.threads, coverage=args.coverage)
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -388,6 +420,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> argparse._SubPars
     b.add_argument("--threads", type=int, default=1,
                    help="Verilator model threads (default 1; >1 is a separate build, for the larger "
                         "configurations; see sims/README.md)")
+    b.add_argument("--coverage", default="", metavar="KINDS",
+                   help="instrument for RTL coverage: line (with branches), toggle, or line,toggle; a "
+                        "separate cache entry (regress --rtl-coverage uses it; see sims/README.md)")
     b.add_argument("--jobs", "-j", type=int, default=None, help="parallel C++ compile jobs")
     b.add_argument("--force", action="store_true", help="rebuild even when cached")
     b.add_argument("--fixture", action="store_true",

@@ -14,6 +14,9 @@ The host (``nvdla_hil.harness.targets.verilator.VerilatorTarget``) starts the si
       (with the line already high, ``settle`` cycles run before answering)
   {"op": "run", "cycles": N}
   {"op": "status"}                                              -> {"cycles": n, "irq": 0|1}
+  {"op": "coverage", "path": FILE}   (instrumented builds: the RTL coverage counted since the
+      last such request written to FILE in Verilator's coverage.dat format, then zeroed;
+      without "path" only zeroed)
   {"op": "quit"}
 
 Every reply carries ``"cycles"`` (core clock cycles since start). ``reset`` is sent once at
@@ -152,6 +155,8 @@ class _Server:
             return {}
         if op == "status":
             return {"irq": unsigned(self.dut.intr)}
+        if op == "coverage":
+            return write_coverage(req.get("path"))
         if op == "quit":
             return None
         raise ValueError(f"unknown op {op!r}")
@@ -173,6 +178,27 @@ class _Server:
             except Exception as e:  # noqa: BLE001 - report it to the host, keep serving
                 out = {"error": f"{type(e).__name__}: {e}", "kind": "error"}
             self.reply(out)
+
+
+def write_coverage(path: str | None) -> dict[str, Any]:
+    """Write the RTL coverage counted so far to ``path`` (None: nowhere) and zero the counters,
+    through ``nvdla_hil_coverage_write`` / ``_zero`` (``hdl/nvdla_hil_cov.cpp``), which only an
+    instrumented build (``sim build --coverage``) has and exports to this process's symbols."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL(None)
+        write, zero = lib.nvdla_hil_coverage_write, lib.nvdla_hil_coverage_zero
+    except AttributeError:
+        raise ValueError("this simulator was not built with RTL coverage (sim build --coverage line,toggle)") from None
+    if path is None:
+        zero()
+        return {"zeroed": True}
+    write.argtypes = [ctypes.c_char_p]
+    write.restype = ctypes.c_int
+    if write(os.fsencode(str(path))) != 0:
+        raise OSError(f"cannot write RTL coverage to {path}")
+    return {"written": path}
 
 
 @cocotb.test()

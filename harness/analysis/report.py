@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from ..results.textsafe import http_link, rel_link
+from .rtl_coverage_html import rtl_coverage_html
 from .junit import (INTERRUPTED, SELF_CONSISTENCY, VACUOUS, TestRow, error_reason, failure_reason, find_test_file,
                     oracle_counts, parse_junit, read_regular, read_run_json, safe_name)
 
@@ -304,6 +305,8 @@ th{background:#eee;text-align:left}
 .counts td{font-size:15px;text-align:right} code,pre{font:12px monospace}
 pre{background:#f6f6f6;padding:6px;white-space:pre-wrap} .vac{color:#a60}
 img{max-width:100%;border:1px solid #ddd;margin:4px 0}
+table.rtlcov td{text-align:right} table.rtlcov td.unit{text-align:left} table.rtlcov tr.total td{font-weight:bold}
+.rtlcov-bad{color:#b00;font-weight:bold}
 """
 
 
@@ -394,6 +397,7 @@ def render_report(run_dir: str | Path, db: str | None = None) -> str:
     ordered = sorted(rows, key=lambda r: (_ORDER.get(r.outcome, 2), r.name))
     h += _tests_html(ordered, extras)
     h += _failures_html(run, meta, ordered, extras)
+    h += rtl_coverage_html(run)
     h.append(SCRIPT)
     h.append("</body></html>")
     return "\n".join(h)

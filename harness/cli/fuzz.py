@@ -5,8 +5,11 @@
                    [--profile P] [--constraints FILE] [--set key=value ...] [--out DIR]
                    [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE] [--keep DIR]
     nvdla-hil fuzz --unit sdp-lut --model-bug SPEC ...   (the model with an injected fault as the DUT)
+    nvdla-hil fuzz --unit pdp --target verilator --steer rtl-coverage|uniform --cycles N
+                   [--baseline RUN/rtl-coverage] [--steer-target UNIT|FILE.v[:LO-HI]] [--rtl-coverage-dir DIR]
     nvdla-hil coverage show FILE... [--profile P ...]
     nvdla-hil coverage merge FILE... --out FILE
+    nvdla-hil coverage rtl RUN_DIR [--tests]       (a run's RTL coverage: per-unit table, ranking)
 
 The reference model computes every case's golden, so ``--target model`` (the default) is
 refused unless ``--model-bug`` injects a fault into it (testing the harness itself): the model
@@ -62,6 +65,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         return _err("fuzz", f"--out {args.out}: not a folder")
     spec = target_spec(args, c.profile.name, board_memory=False)
+    if args.steer:
+        return _steered(args, spec, c)
     what = f"up to {args.budget} cases until covered" if args.until_covered else f"{args.count} cases"
     print(f"fuzz {c.describe()}: {what}, seed {args.seed}, target {args.target}", flush=True)
     rep = run_fuzz(args.unit, spec, count=args.count, seed=args.seed, first=args.first, profile=args.profile,
@@ -90,6 +95,59 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         return _err("fuzz", f"the {args.target} target could not be opened: "
                     f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
     return 1 if rep.failed else 0
+
+
+def _steered(args: argparse.Namespace, spec: object, c: object) -> int:
+    """``fuzz --steer MODE``: cases on the instrumented simulator until ``--cycles`` simulated
+    cycles are spent (harness/fuzz/steer.py)."""
+    import tempfile
+
+    from ...drivers.files import InputError
+    from ..fuzz.steer import Target, run_steered
+    from ..targets.rtl_coverage import RtlCoverageFolder
+
+    if args.target != "verilator":
+        return _err("fuzz", "--steer needs the RTL's coverage: --target verilator")
+    if args.cycles < 1:
+        return _err("fuzz", "--steer needs a budget of simulated cycles: --cycles N (N >= 1)")
+    try:
+        target = Target.parse(args.steer_target)
+        where = Path(args.rtl_coverage_dir) if args.rtl_coverage_dir else Path(tempfile.mkdtemp(prefix="nvdla-steer-"))
+        folder = RtlCoverageFolder(where / "tests", ["line", "toggle"])
+        folder.current_test = "<after the last case>"
+        rep = run_steered(args.unit, spec, folder, mode=args.steer, seed=args.seed, budget_cycles=args.cycles,
+                          profile=args.profile, constraint_files=args.constraints or (), sets=args.set or (),
+                          baseline=args.baseline, target=target, first=args.first,
+                          out=Path(args.out) if args.out else None, log=lambda s: print(s, flush=True))
+    except (ValueError, InputError) as e:
+        return _err("fuzz", str(e))
+    print(f"summary: {rep.line()}")
+    print(f"RTL coverage of every case: {where} (`nvdla-hil coverage rtl {where}`)")
+    return 1 if rep.failed else 0
+
+
+def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
+    """``coverage rtl RUN_DIR``: merge a run's per-test RTL coverage and print its tables."""
+    from ...drivers.files import InputError
+    from ..analysis import rtl_coverage as rc
+
+    run = Path(args.run)
+    base = run / "rtl-coverage" if (run / "rtl-coverage").is_dir() else run
+    tests = base / "tests" if (base / "tests").is_dir() else base
+    try:
+        runs = rc.merge_folder(tests)
+    except InputError as e:
+        return _err("coverage", str(e))
+    for name, one in ((n, r.summary()) for n, r in runs.items()):
+        print(f"{name}: {one['tests']} tests, {rc.total_line(one)}")
+        print(rc.format_unit_table(one["units"]))
+        rank = one["rank"]
+        print(f"{len(rank['tests'])} of {one['tests']} tests keep every point the run hit "
+              f"({rank['seconds']:.0f} s of {rank['seconds_all']:.0f} s where timed)")
+        if args.tests:
+            for t, gained in zip(rank["tests"], rank["gained"], strict=True):
+                print(f"  +{gained:7d}  {t}")
+    return 0
 
 
 def _cmd_coverage(args: argparse.Namespace) -> int:
@@ -132,6 +190,14 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--coverage-out", metavar="FILE", help="write the reference model's coverage (JSON)")
     p.add_argument("--model-bug", action="append", metavar="SPEC", help="inject a fault into the model target (DUT) only")
+    p.add_argument("--steer", choices=("uniform", "rtl-coverage"),
+                   help="verilator: run on the coverage-instrumented simulator until --cycles are spent, drawing "
+                        "uniformly or steered by the RTL's line+toggle coverage (mutants of cases that reached new points)")
+    p.add_argument("--cycles", type=int, default=0, help="--steer: budget of simulated cycles")
+    p.add_argument("--baseline", metavar="DIR", help="--steer: a run's rtl-coverage/ folder whose hits are not new "
+                   "(e.g. the bundled suites' run)")
+    p.add_argument("--steer-target", metavar="WHERE", help="--steer: count only this unit (pdp) or file (NV_NVDLA_PDP_core.v[:100-300])")
+    p.add_argument("--rtl-coverage-dir", metavar="DIR", help="--steer: where the per-case coverage goes (default a new temp folder)")
     add_target_options(p, include=("semantics", "hw", "lab"), profile_default=None,
                        target_help="the device under test: verilator (RTL), cmod (NVDLA's C model), serial (board); "
                                    "model only with --model-bug (the reference model with an injected fault)",
@@ -149,3 +215,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     m.add_argument("--out", required=True)
     m.add_argument("--force", action="store_true")
     m.set_defaults(func=_cmd_coverage, command="coverage")
+    r = sub.add_parser("rtl", help="a run's RTL code coverage (regress --rtl-coverage, fuzz --steer): per-unit "
+                                   "table and the smallest set of tests that keeps it")
+    r.add_argument("run", help="a run folder, its rtl-coverage/ folder, or a fuzz --rtl-coverage-dir")
+    r.add_argument("--tests", action="store_true", help="list the ranked tests and the points each adds")
+    r.set_defaults(func=_cmd_rtl_coverage, command="coverage")

@@ -276,6 +276,8 @@ def _pytest_argv(args: argparse.Namespace, suites: list[str], traces: str | None
         argv.append("--nvdla-allow-empty")
     if args.coverage_table:
         argv.append("--nvdla-coverage-table")
+    if args.rtl_coverage:
+        argv += ["--nvdla-rtl-coverage", args.rtl_coverage, "--nvdla-rtl-coverage-dir", str(run / "rtl-coverage")]
     if args.table:
         argv.append("--nvdla-table")
     for bug in args.model_bug or []:
@@ -523,6 +525,10 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--poison", action="store_true", help="poison checked output regions before each trace")
     p.add_argument("--table", action="store_true",
                    help="list every test at the end (default: what did not pass; every row is in summary.txt)")
+    p.add_argument("--rtl-coverage", default=None, metavar="KINDS",
+                   help="verilator: measure RTL code coverage (line, toggle, or line,toggle) with the instrumented "
+                        "simulator (built once, cached); per-unit table, lcov HTML and per-test ranking in "
+                        "RUN/rtl-coverage/ (see sims/README.md)")
     p.add_argument("--coverage-table", action="store_true",
                    help="print the functional-coverage table (default: one line; coverage.txt in the run folder)")
     p.add_argument("-k", dest="keyword", help="only tests matching this pytest -k expression")

@@ -91,6 +91,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="a session in which no test ran (all skipped or deselected) is not an error")
     g.addoption("--nvdla-table", action="store_true",
                 help="list every test in the end-of-run table (default: what did not pass; all rows in the summary file)")
+    g.addoption("--nvdla-rtl-coverage", default=None, metavar="KINDS",
+                help="verilator: measure RTL code coverage (line, toggle or line,toggle) with the instrumented "
+                     "simulator; per-test files, merged table, lcov HTML in the run folder's rtl-coverage/")
+    g.addoption("--nvdla-rtl-coverage-dir", default=None,
+                help="where RTL coverage goes (default: rtl-coverage/ beside --nvdla-log, else ./nvdla-rtl-coverage)")
     g.addoption("--nvdla-coverage-table", action="store_true",
                 help="print the functional-coverage table at the end (default: one line; the table is in the run folder)")
 

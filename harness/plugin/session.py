@@ -25,6 +25,7 @@ from ..targets import TARGETS, TargetSpec
 from .boards import configure_boards, labgrid_lab
 from .coverage import coverage_for_session, session_sink
 from .junit import set_junit_family
+from .rtl_coverage import RtlCoverageSession, rtl_coverage_folder
 from .keys import (
     BOARD_DEAD_KEY,
     COUNTS_KEY,
@@ -70,6 +71,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # the caller's (an in-process run, e.g. a Dask worker) or the summary's, else none
     cov = session_sink(config) or (Coverage() if summary else None)
     config.stash[CURRENT_ITEMS_KEY] = []
+    rtl_cov = rtl_coverage_folder(config, kind)
+    if rtl_cov is not None:
+        config.pluginmanager.register(RtlCoverageSession(config, rtl_cov), "nvdla-hil-rtl-coverage")
     config.stash[SPEC_KEY] = TargetSpec(
         kind=kind,
         profile=profiles[0],
@@ -83,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
         observer=functools.partial(_target_opened, config),
         # what the session's boards are known to hold, so a test does not resend it (serial)
         memory_book=_memory_book() if kind == "serial" else None,
+        rtl_coverage=rtl_cov,
     )
     config.stash[BOARD_DEAD_KEY] = {"run": 0, "session": None}
     _register_plugins(config, kind, opts, summary, cov)

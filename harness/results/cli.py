@@ -116,11 +116,12 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
     try:
         with _open(args) as db:
             h = load_history(db, limit=args.limit, target=args.target, profile=args.profile)
+            cov = db.rtl_coverage([r["id"] for r in h.runs])
     except (FileNotFoundError, ResultsDBError) as e:
         return _fail("dashboard", e)
     for note in h.notes:
         print(f"nvdla-hil dashboard: {term_safe(note)}", file=sys.stderr)
-    page = write_dashboard(h, out, grid_runs=args.grid_runs)
+    page = write_dashboard(h, out, grid_runs=args.grid_runs, rtl_coverage=cov)
     print(term_safe(f"dashboard: {page} ({len(h.runs)} runs)"))
     return 0
 

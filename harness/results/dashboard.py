@@ -8,8 +8,11 @@ commit) and the pass rate per night (table), the runs (commit, series, seed, inj
 host, build key, status, counts; each links to its run directory's ``report.html``), the newest
 run of each series against the run before it (new failures, fixed, still failing, cause
 changed), flaky tests with flip rates and their build, duration trends (wall time per run, tests
-that slowed down), failure clusters with their labels, and a test x run grid (one cell per test
-and run, coloured by outcome, its signature and label in the tooltip).
+that slowed down), RTL coverage (given the database's :meth:`ResultsDB.rtl_coverage`: per
+configuration, the newest run's per-unit table, linked to its lcov HTML view while its run
+folder has it, and line/branch/toggle percent over the runs), failure clusters with their labels,
+and a test x run grid (one cell per test and run, coloured by outcome, its signature and label
+in the tooltip).
 """
 
 from __future__ import annotations
@@ -22,11 +25,14 @@ import shlex
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .analysis import History, commit_of, comparable_key, is_fail, night, series_name, when
 from .labels import label_text
 from .textsafe import http_link, rel_link, term_safe
+
+if TYPE_CHECKING:
+    from .db import RtlCoverageHistory
 
 __all__ = ["render_dashboard", "write_dashboard"]
 
@@ -44,6 +50,7 @@ td.p{background:#3a3} td.f{background:#d22} td.e{background:#e80} td.s{backgroun
 td.i{background:repeating-linear-gradient(45deg,#e80 0 3px,#fff 3px 6px)}
 .label{background:#ffd;padding:0 4px;border:1px solid #dd8} svg{max-width:100%;height:auto}
 td.prof{max-width:220px;word-break:break-word;font-size:11px}
+table.rtlcov td{text-align:right} table.rtlcov td.unit{text-align:left} table.rtlcov tr.total td{font-weight:bold}
 """
 
 
@@ -169,7 +176,9 @@ def _test_cell(h: History, test: str, row: dict[str, Any] | None, run: dict[str,
     return f'<td class="{cls}" data-outcome="{_e(o)}" title="{_e(tip)}"></td>'
 
 
-def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
+def render_dashboard(h: History, out: str | Path, grid_runs: int = 30, rtl_coverage: RtlCoverageHistory | None = None) -> str:
+    """The page; ``rtl_coverage``: the database's RTL coverage of ``h``'s runs
+    (``db.rtl_coverage([r["id"] for r in h.runs])``), drawn as its section (none without it)."""
     out = Path(out).resolve()
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     p: list[str] = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
@@ -184,6 +193,8 @@ def render_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> str:
     p += _changes_section(h)
     p += _flaky_section(h)
     p += _durations_section(h)
+    if rtl_coverage is not None:
+        p += _rtl_coverage_section(h, out, rtl_coverage)
     p += _clusters_section(h)
     p.append(_grid(h, out, h.runs[:grid_runs]))
     p.append("</body></html>")
@@ -373,6 +384,111 @@ def _durations_section(h: History) -> list[str]:
     return p
 
 
+def _plain(s: Any) -> str:
+    """Text for a matplotlib label: terminal-safe, and a ``$`` is not mathtext."""
+    return term_safe(s).replace("$", r"\$")
+
+
+def rtl_trend_svg(trend: Sequence[dict[str, Any]], runs: dict[str, dict[str, Any]]) -> str | None:
+    """Line, branch and toggle percent of one configuration over its runs (oldest first, labelled
+    by time and commit; a run that did not complete is a hollow marker)."""
+    from ..analysis.rtl_coverage import KINDS
+
+    if not trend:
+        return None
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 2.6))
+    x = list(range(len(trend)))
+    done = [i for i, e in enumerate(trend) if e.get("status") == "complete"]
+    other = [i for i in x if i not in done]
+    for k, style, mark in zip(KINDS, ("-", "--", ":"), ("o", "s", "^")):
+        ys = [100.0 * e["totals"][k][0] / e["totals"][k][1] if e["totals"].get(k, (0, 0))[1] else float("nan") for e in trend]
+        if all(y != y for y in ys):  # a kind no run measured
+            continue
+        line = ax.plot(x, ys, style, label=k)[0]
+        ax.plot(done, [ys[i] for i in done], mark, color=line.get_color())
+        ax.plot(other, [ys[i] for i in other], mark, mfc="none", color=line.get_color())
+    labels = ["\n".join(_plain(part) for part in run_label(runs.get(e["run_id"]) or {"started": e["started"]}).split("\n"))
+              for e in trend]
+    ax.set_xticks(x)
+    ax.set_xticklabels(labels, fontsize=6)
+    ax.set_xlim(-0.6, max(len(trend), 6) - 0.4)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("% of points hit", fontsize=7)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("RTL coverage per run (hollow: the run did not complete)", fontsize=8, loc="left")
+    fig.tight_layout()
+    return _svg(fig)
+
+
+def _rtl_view_link(run: dict[str, Any], config: str, out: Path) -> str | None:
+    """The link to a run's lcov HTML view of ``config``, relative to the dashboard, when its run
+    folder still has it (its ``rtl-coverage/summary.json`` names it)."""
+    d = run.get("run_dir")
+    if not d:
+        return None
+    folder = Path(d) / "rtl-coverage"
+    try:
+        from ..analysis.rtl_coverage import load_summary
+
+        view = (load_summary(folder / "summary.json")["configs"].get(config) or {}).get("html")
+    except (ValueError, OSError, AttributeError, RecursionError):  # gone, unreadable or malformed: no link
+        return None
+    if not isinstance(view, str) or not view or view.startswith("/") or "\\" in view or ".." in view.split("/"):
+        return None
+    page = folder / view
+    if not page.is_file():
+        return None
+    try:
+        return rel_link(Path(os.path.relpath(page, out)).as_posix())
+    except ValueError:  # another drive
+        return page.resolve().as_uri()
+
+
+def _rtl_coverage_section(h: History, out: Path, cov: RtlCoverageHistory) -> list[str]:
+    """Per configuration: the newest run's per-unit table (linked to its HTML view while its
+    folder has it), and the totals of each run, as a chart and a table."""
+    from ..analysis.rtl_coverage_html import rtl_table_html
+    from ..analysis.rtl_coverage import KINDS
+
+    n = len(cov.trend)
+    p: list[str] = [f'<h2 id="rtl-coverage">RTL coverage ({n} configuration{"" if n == 1 else "s"})</h2>']
+    if cov.note:
+        p.append(f"<p>{_e(cov.note)}</p>")
+    if not cov.trend:
+        p.append("<p>no run here measured RTL coverage (nvdla-hil regress --target verilator --rtl-coverage "
+                 "line,toggle)</p>")
+        return p
+    runs = {r["id"]: r for r in h.runs}
+    for i, (config, trend) in enumerate(sorted(cov.trend.items())):
+        last = cov.latest[config]
+        run = runs.get(last["run_id"]) or {"id": last["run_id"], "run_dir": last.get("run_dir")}
+        report = _report_link(run, out)
+        rid = f'<a href="{_e(report)}">{_e(last["run_id"])}</a>' if report else _e(last["run_id"])
+        view = _rtl_view_link(run, config, out)
+        p.append(f'<div class="rtlcov" data-config="{_e(config)}"><h3 id="rtlcov-{i}">configuration <code>{_e(config)}</code>: '
+                 f'newest run <code>{rid}</code> ({when(last["started"])}, {_e(last.get("status"))})</h3>')
+        p.append(f'<p><a class="rtlcov-view" href="{_e(view)}">annotated source (lcov HTML view)</a></p>' if view else
+                 "<p>no annotated-source view: the run folder does not have it (any more)</p>")
+        p.append(rtl_table_html(config, last["units"]))
+        svg = rtl_trend_svg(trend, runs)
+        if svg:
+            p.append(f'<div class="plot">{svg}</div>')
+        p.append(f'<table class="rtlcov-trend" data-config="{_e(config)}"><tr><th>run</th><th>started (UTC)</th>'
+                 f"<th>commit</th><th>status</th>" + "".join(f"<th>{_e(k)}</th>" for k in KINDS) + "</tr>")
+        for e in trend:
+            r = runs.get(e["run_id"]) or {}
+            cells = "".join(f'<td data-kind="{_e(k)}" data-hit="{hit}" data-total="{tot}">'
+                            + (f"{hit}/{tot} {100.0 * hit / tot:.1f}%" if tot else "-") + "</td>"
+                            for k, (hit, tot) in ((k, e["totals"].get(k, (0, 0))) for k in KINDS))
+            p.append(f'<tr data-run="{_e(e["run_id"])}"><td><code>{_e(e["run_id"])}</code></td><td>{when(e["started"])}</td>'
+                     f'<td><code>{_e(commit_of(r)) if r else "?"}</code></td><td class="{_e(e.get("status"))}">'
+                     f'{_e(e.get("status"))}</td>{cells}</tr>')
+        p.append("</table></div>")
+    return p
+
+
 def _clusters_section(h: History) -> list[str]:
     """Every failure cluster with its signature, counts, label and an example reason."""
     p: list[str] = []
@@ -418,10 +534,10 @@ def _grid(h: History, out: Path, runs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
-def write_dashboard(h: History, out: str | Path, grid_runs: int = 30) -> Path:
-    """Write ``<out>/index.html``; returns its path."""
+def write_dashboard(h: History, out: str | Path, grid_runs: int = 30, rtl_coverage: RtlCoverageHistory | None = None) -> Path:
+    """Write ``<out>/index.html``; returns its path (``rtl_coverage``: as :func:`render_dashboard`)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     page = out / "index.html"
-    page.write_text(render_dashboard(h, out, grid_runs), encoding="utf-8")
+    page.write_text(render_dashboard(h, out, grid_runs, rtl_coverage), encoding="utf-8")
     return page

@@ -8,7 +8,11 @@ Tables (prefix ``nvdla_``): ``schema`` (one row: the schema version), ``runs`` (
 heartbeat, host, PID, project version, target, profiles, build key, semantics, seed, injected
 model bugs, suite, selection, command, run directory, exit code, status, counts), ``tests``
 (run, test id, outcome, duration, signature, reason, properties as JSON), ``signatures`` (id,
-readable key, parts, first seen) and ``labels`` (signature, text, bug link).
+readable key, parts, first seen), ``labels`` (signature, text, bug link) and ``rtl_coverage``
+(run, configuration, NVDLA unit, kind of point, points hit, points in all: a run's RTL code
+coverage, ``rtl-coverage/summary.json`` of harness/analysis/rtl_coverage.py, the ``total`` row
+included; :meth:`ResultsDB.rtl_coverage` gives the trend per configuration and the latest
+run's table).
 
 A run is written as ``running`` when its session starts, its tests as they end, and it is
 finished as ``complete`` or ``interrupted`` (Ctrl-C, SIGTERM, a stop on a dead board, tests
@@ -18,7 +22,11 @@ marks it ``interrupted`` when its process is gone (same host) or its heartbeat i
 
 Schema versioning: :data:`SCHEMA_VERSION` is stored in ``nvdla_schema``; opening an older
 database applies the steps of :data:`MIGRATIONS` in order, a newer one is refused
-(:class:`SchemaError`) rather than misread.
+(:class:`SchemaError`) rather than misread. A table added later within one version
+(:data:`ADDED_TABLES`: new data beside the old, which an older nvdla-hil neither reads nor
+misses) is created when a database made before it is opened; a read-only such database is
+read without it (nothing of that kind recorded). A missing table of the version's own set
+is a corrupt database, never re-created.
 
 A database that cannot be used - a corrupt or truncated file, a schema version that is not one
 of ours (0, -1, ``'abc'``), a read-only file or folder, a folder in its place - raises
@@ -36,20 +44,21 @@ import math
 import os
 import socket
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from sqlalchemy import (Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, and_, create_engine, delete,
+from sqlalchemy import (BigInteger, Column, Float, ForeignKey, Integer, MetaData, String, Table, Text, and_, create_engine, delete,
                         event, func, insert, select, update)
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError, ProgrammingError
 
 from ...drivers.errors import InputError
 
-__all__ = ["SCHEMA_VERSION", "ResultsDBError", "SchemaError", "ResultsDB", "db_url", "metadata", "runs", "tests",
-           "signatures", "labels"]
+__all__ = ["SCHEMA_VERSION", "ADDED_TABLES", "ResultsDBError", "SchemaError", "ResultsDB", "RtlCoverageHistory", "db_url",
+           "metadata", "runs", "tests", "signatures", "labels", "rtl_coverage"]
 
 SCHEMA_VERSION = 1
 STALE_AFTER = 6 * 3600.0  # a running run on another host with no heartbeat for this long is interrupted
@@ -81,6 +90,17 @@ signatures = Table("nvdla_signatures", metadata, Column("id", String(32), primar
                    Column("parts", Text), Column("first_seen", Float), Column("first_run", String(200)))
 labels = Table("nvdla_labels", metadata, Column("signature", String(32), primary_key=True), Column("text", Text),
                Column("bug", Text), Column("author", String(200)), Column("created", Float), Column("updated", Float))
+rtl_coverage = Table(
+    "nvdla_rtl_coverage", metadata,
+    Column("run_id", String(200), ForeignKey("nvdla_runs.id", ondelete="CASCADE"), primary_key=True),
+    Column("config", String(200), primary_key=True), Column("unit", String(200), primary_key=True),
+    Column("kind", String(16), primary_key=True),
+    Column("hit", BigInteger, nullable=False), Column("total", BigInteger, nullable=False),
+)
+
+#: tables added within :data:`SCHEMA_VERSION` (additive: an older nvdla-hil leaves them alone): created
+#: when a database of this version made before them is opened; their absence is not corruption
+ADDED_TABLES = frozenset({rtl_coverage.name})
 
 #: the number columns of a run and of a test row, checked as they are read
 _RUN_NUMBERS: Mapping[str, type] = MappingProxyType({
@@ -177,12 +197,50 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+#: the largest count a coverage row holds (a column of 64-bit integers)
+MAX_COUNT = (1 << 62) - 1
+
+
+@dataclass
+class RtlCoverageHistory:
+    """RTL coverage over runs (:meth:`ResultsDB.rtl_coverage`), per configuration.
+
+    ``trend``: config -> one entry per run that measured it, oldest first (the trend over nights):
+    ``{"run_id", "started", "status", "run_dir", "totals": {kind: (hit, total)}}``.
+    ``latest``: config -> the newest of those runs with its per-unit table:
+    ``{"run_id", "started", "status", "run_dir", "units": {unit: {kind: (hit, total)}}}``, units
+    by name, ``total`` last. ``note``: why there is nothing (a database without the table)."""
+
+    trend: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    latest: dict[str, dict[str, Any]] = field(default_factory=dict)
+    note: str = ""
+
+
+def _coverage_row(row: Sequence[Any]) -> tuple[str, str, str, int, int]:
+    """One (configuration, unit, kind, hit, total) row, checked: names as text within their
+    columns, 0 <= hit <= total; a ValueError saying what is wrong."""
+    if len(row) != 5:
+        raise ValueError(f"RTL coverage row {row!r}: not (configuration, unit, kind, hit, total)")
+    config, unit, kind, hit, total = row
+    for what, v, most in (("configuration", config, 200), ("unit", unit, 200), ("kind", kind, 16)):
+        if not isinstance(v, str) or not v or len(v) > most:
+            raise ValueError(f"RTL coverage row {row!r}: the {what} is not a name of 1 to {most} characters")
+    for v in (hit, total):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            raise ValueError(f"RTL coverage row {row!r}: points hit and total are not counts")
+    if hit > total:
+        raise ValueError(f"RTL coverage row {row!r}: more points hit than there are")
+    return config, unit, kind, hit, total
+
+
 class ResultsDB:
     """One results database (open with a URL or a path; a context manager)."""
 
     def __init__(self, url: str | os.PathLike[str]) -> None:
         self.url = db_url(url)
         self.path: str | None = None  # the SQLite file
+        #: tables of :data:`ADDED_TABLES` this database lacks and could not be given (read-only): why
+        self.absent: dict[str, str] = {}
         if self.url.startswith("sqlite:///"):
             self.path = self.url.removeprefix("sqlite:///")
             file = Path(self.path)
@@ -251,9 +309,10 @@ class ResultsDB:
             row = c.execute(select(schema.c.version).where(schema.c.id == 1)).first()
             if row is None and existing - {schema.name}:
                 raise SchemaError(f"results database {self.where}: corrupt: results tables but no schema version row")
-            if row is not None and row[0] == SCHEMA_VERSION and set(metadata.tables) - existing:
+            core = set(metadata.tables) - ADDED_TABLES
+            if row is not None and row[0] == SCHEMA_VERSION and core - existing:
                 raise SchemaError(f"results database {self.where}: corrupt: table(s) "
-                                  f"{', '.join(sorted(set(metadata.tables) - existing))} missing")
+                                  f"{', '.join(sorted(core - existing))} missing")
             if row is None:
                 metadata.create_all(c)
                 c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))
@@ -272,8 +331,22 @@ class ResultsDB:
                 MIGRATIONS[version](c)
                 version += 1
                 c.execute(update(schema).where(schema.c.id == 1).values(version=version, updated=time.time()))
-            metadata.create_all(c)
+            self._add_tables(c, existing)
+            metadata.create_all(c, tables=[t for t in metadata.sorted_tables if t.name not in self.absent])
             return version
+
+    def _add_tables(self, c: Connection, existing: set[str]) -> None:
+        """Create the :data:`ADDED_TABLES` a database made before them lacks; one that cannot be
+        created (a read-only file or account) is left out and named in :attr:`absent`."""
+        self.absent = {}
+        for name in sorted(ADDED_TABLES - existing):
+            try:
+                with c.begin_nested():
+                    metadata.tables[name].create(c)
+            except DBAPIError as e:
+                if _a_race(e):  # another process created it meanwhile: the retry finds it
+                    raise
+                self.absent[name] = _what_is_wrong(e, self.path)
 
     @_guarded
     def check_writable(self) -> None:
@@ -439,6 +512,79 @@ class ResultsDB:
             if col not in numbers and v is not None and not isinstance(v, str):
                 row[col] = str(v)
         return row
+
+    # ---- RTL coverage --------------------------------------------------------------------------------
+
+    @_guarded
+    def record_rtl_coverage(self, run_id: str, rows: Iterable[Sequence[Any]]) -> int:
+        """A run's RTL coverage, (configuration, unit, kind, hit, total) rows (the ``total`` unit
+        too), replacing what the run had; returns the rows written. A ValueError for a malformed
+        row (nothing written), :class:`ResultsDBError` when the run is not in the database."""
+        checked = [_coverage_row(tuple(r)) for r in rows]
+        keys = [r[:3] for r in checked]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"RTL coverage of run {run_id}: a (configuration, unit, kind) given twice")
+        if rtl_coverage.name in self.absent:
+            raise ResultsDBError(f"results database {self.where}: RTL coverage not recorded: it has no "
+                                 f"{rtl_coverage.name} table and cannot be given one ({self.absent[rtl_coverage.name]})",
+                                 read_only=self.absent[rtl_coverage.name].startswith("read-only"))
+        with self.engine.begin() as c:
+            if c.execute(select(runs.c.id).where(runs.c.id == run_id)).first() is None:
+                raise ResultsDBError(f"results database {self.where}: RTL coverage not recorded: no run {run_id!r}")
+            c.execute(delete(rtl_coverage).where(rtl_coverage.c.run_id == run_id))
+            if checked:
+                c.execute(insert(rtl_coverage), [{"run_id": run_id, "config": cfg, "unit": unit, "kind": kind, "hit": hit,
+                                                  "total": total} for cfg, unit, kind, hit, total in checked])
+        return len(checked)
+
+    def _count(self, v: Any, run_id: Any, col: str) -> int:
+        """A stored count as an int (SQLite keeps whatever was written): anything else is corrupt."""
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            raise ResultsDBError(f"results database {self.where}: corrupt: RTL coverage of run {run_id!r} has "
+                                 f"{col} = {v!r}, not a count")
+        return v
+
+    @_guarded
+    def rtl_coverage(self, run_ids: Iterable[str] | None = None) -> RtlCoverageHistory:
+        """The RTL coverage of the runs ``run_ids`` (default: every run): per configuration, each
+        run's totals per kind in the order the runs started, and the newest run's per-unit table
+        (:class:`RtlCoverageHistory`)."""
+        out = RtlCoverageHistory()
+        if rtl_coverage.name in self.absent:
+            out.note = (f"results database {self.where} has no {rtl_coverage.name} table (made by an older nvdla-hil, "
+                        f"and it cannot be added: {self.absent[rtl_coverage.name]})")
+            return out
+        ids = None if run_ids is None else list(dict.fromkeys(run_ids))
+        if ids is not None and not ids:
+            return out
+        cov = rtl_coverage.c
+        q = (select(cov.run_id, cov.config, cov.kind, cov.hit, cov.total, runs.c.started, runs.c.status, runs.c.run_dir)
+             .join(runs, runs.c.id == cov.run_id).where(cov.unit == "total")
+             .order_by(runs.c.started, cov.run_id, cov.config, cov.kind))
+        if ids is not None:
+            q = q.where(cov.run_id.in_(ids))
+        with self.engine.connect() as c:
+            per: dict[str, dict[str, dict[str, Any]]] = {}  # config -> run id -> entry, oldest first
+            for r in c.execute(q).all():
+                run = self._typed({"id": r.run_id, "started": r.started, "status": r.status, "run_dir": r.run_dir},
+                                  _RUN_NUMBERS, "run")
+                entry = per.setdefault(str(r.config), {}).setdefault(run["id"], {
+                    "run_id": run["id"], "started": run["started"], "status": run["status"], "run_dir": run["run_dir"],
+                    "totals": {}})
+                entry["totals"][str(r.kind)] = (self._count(r.hit, r.run_id, "hit"), self._count(r.total, r.run_id, "total"))
+            for config, by_run in per.items():
+                out.trend[config] = list(by_run.values())
+                last = out.trend[config][-1]
+                units: dict[str, dict[str, tuple[int, int]]] = {}
+                for u in c.execute(select(cov.unit, cov.kind, cov.hit, cov.total)
+                                   .where(and_(cov.run_id == last["run_id"], cov.config == config))
+                                   .order_by(cov.unit, cov.kind)).all():
+                    units.setdefault(str(u.unit), {})[str(u.kind)] = (self._count(u.hit, last["run_id"], "hit"),
+                                                                      self._count(u.total, last["run_id"], "total"))
+                if "total" in units:
+                    units["total"] = units.pop("total")  # last
+                out.latest[config] = {k: v for k, v in last.items() if k != "totals"} | {"units": units}
+        return out
 
     # ---- labels --------------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ from ...drivers.errors import InputError
 from ..analysis.junit import TestRow, find_test_file, parse_junit, read_run_json, safe_name
 from ..analysis.report import read_diagnosis
 from .db import ResultsDB
+from .recorder import record_rtl_coverage
 from .rundir import run_state
 from .signature import failure_info, signature_of
 
@@ -122,6 +123,7 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
         return run.name, len(rows), status
     db.finish_run(run.name, meta.get("exit_code"), status, note)
     db.update_run(run.name, ended=ended, heartbeat=ended or started)  # the run's own times, not the import's
+    record_rtl_coverage(db, run.name, run / "rtl-coverage")  # InputError naming a malformed summary.json
     return run.name, len(rows), status
 
 

@@ -21,6 +21,12 @@ the Dask collector serialise report attributes).
 A run is ``interrupted`` when pytest was interrupted (Ctrl-C; SIGTERM is turned into one while a
 run is recorded), stopped early (``session.shouldstop``, e.g. a dead board) or left collected
 tests without a result; a killed run is found later by :meth:`ResultsDB.reap`.
+
+RTL coverage (``--nvdla-rtl-coverage``, harness/plugin/rtl_coverage.py): its ``summary.json`` is
+written at the end of the session (the terminal summary), after the run's row is finished; the
+recorder records it (:func:`record_rtl_coverage`: one row per configuration, unit and kind) when
+pytest unconfigures, from ``--nvdla-rtl-coverage-dir``, else ``<run dir>/rtl-coverage/``, when
+this session wrote it.
 """
 
 from __future__ import annotations
@@ -34,15 +40,18 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from .db import ResultsDBError
 from .signature import failure_info, signature_of
 from .textsafe import term_safe
+
+if TYPE_CHECKING:
+    from .db import ResultsDB
 
 #: the outcome of a test the session was stopped in (Ctrl-C, SIGTERM, a stop on a dead board)
 #: before it had a result: never a pass
@@ -85,6 +94,35 @@ def record_exit(argv: list[str], exit_code: int) -> None:
     except Exception as e:  # noqa: BLE001
         print(f"nvdla-hil regress: results database not updated with the exit code: {type(e).__name__}: {e}",
               file=sys.stderr)
+
+
+def rtl_coverage_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, int, int]]:
+    """The database rows of an RTL coverage summary (``rtl_coverage.load_summary``):
+    (configuration, unit, kind, hit, total), each configuration's ``total`` row included; a
+    ValueError naming the configuration whose table is malformed."""
+    from ..analysis.rtl_coverage_html import rtl_coverage_units
+
+    rows: list[tuple[str, str, str, int, int]] = []
+    for name, one in summary["configs"].items():
+        try:
+            units = rtl_coverage_units(one)
+        except ValueError as e:
+            raise ValueError(f"configuration {name!r}: {e}") from None
+        rows += [(str(name), unit, kind, hit, total) for unit, kinds in units.items() for kind, (hit, total) in kinds.items()]
+    return rows
+
+
+def record_rtl_coverage(db: ResultsDB, run_id: str, folder: str | Path) -> int | None:
+    """Record ``<folder>/summary.json`` (a run's ``rtl-coverage/``) as run ``run_id``'s RTL
+    coverage, replacing what it had; returns the rows written, None when the folder has no
+    summary. An InputError (a ValueError) when the summary is malformed, nothing written;
+    :class:`ResultsDBError` when the database refuses (the run is not there, read-only)."""
+    path = Path(folder) / "summary.json"
+    if not (path.exists() or path.is_symlink()):
+        return None
+    from ..analysis.rtl_coverage import load_summary
+
+    return db.record_rtl_coverage(run_id, rtl_coverage_rows(load_summary(path)))
 
 
 def _exc_parts(report: pytest.TestReport, call: Any) -> tuple[str, str]:
@@ -161,6 +199,7 @@ class Recorder:
         self.sig_seen: dict[str, int] = {}
         self._old_sigterm: Any = None
         self.db_error = ""  # the database failed mid-run (disk full, made read-only): said at the end
+        self.started = time.time()
 
     # ---- session --------------------------------------------------------------------------------
 
@@ -342,4 +381,25 @@ class Recorder:
                                     f"(nvdla-hil history; label a cluster: nvdla-hil history label SIGNATURE --text ...)")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.db.close()
+        try:
+            self._record_rtl_coverage(config)
+        finally:
+            self.db.close()
+
+    def _record_rtl_coverage(self, config: pytest.Config) -> None:
+        """The session's RTL coverage summary (written by its terminal summary, after the run's row
+        was finished), recorded with the run; a summary this session did not write is not."""
+        if self.db_error or not config.getoption("--nvdla-rtl-coverage", default=None):
+            return
+        where = config.getoption("--nvdla-rtl-coverage-dir", default=None)
+        folder = Path(where) if where else self.run_dir / "rtl-coverage" if self.run_dir is not None else None
+        if folder is None:
+            return
+        try:
+            if (folder / "summary.json").stat().st_mtime < self.started - 1:  # an earlier session's
+                return
+            record_rtl_coverage(self.db, self.run_id, folder)
+        except FileNotFoundError:  # no coverage merged (the session says why)
+            return
+        except (ValueError, OSError) as e:  # InputError and ResultsDBError are ValueErrors
+            print(f"results database: RTL coverage of run {self.run_id} not recorded: {term_safe(e)}", file=sys.stderr)

@@ -49,6 +49,10 @@ class TargetSpec:
     #: verilator, cmod: the builds this spec's targets resolved (one content check of the checkout per
     #: configuration, shared by every copy of the spec: ``replace``/``with_profile`` keep it)
     build_cache: BuildCache = field(default_factory=BuildCache, compare=False, repr=False)
+    #: verilator: where each target's RTL coverage goes (a :class:`~.verilator.RtlCoverageFolder`:
+    #: an instrumented build is used and each test's counts are written when its target is
+    #: released); None: the plain build, no RTL coverage
+    rtl_coverage: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.kind not in TARGETS:
@@ -87,7 +91,7 @@ def _create(spec: TargetSpec) -> Transport:
         from .verilator import VerilatorTarget
 
         return VerilatorTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, waves=spec.waves,
-                               build_cache=spec.build_cache, **spec.extra)
+                               build_cache=spec.build_cache, rtl_coverage=spec.rtl_coverage, **spec.extra)
     from .serial import SerialTarget
 
     if not spec.lab or not spec.board:

