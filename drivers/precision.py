@@ -35,6 +35,14 @@ __all__ = [
     "TRUNCATIONS",
     "LUT_SIZES",
     "compare_statistics",
+    "STATUS_REGS",
+    "RESULT_STATUSES",
+    "status_names",
+    "status_field",
+    "statistics_register",
+    "statistics_registers",
+    "compare_statuses",
+    "golden_status_values",
     "lut_register_fields",
     "lut_config_from_fields",
 ]
@@ -195,6 +203,81 @@ def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind:
         else:
             mismatched[name] = (e, a)
     return StatisticsComparison(matched, mismatched, skipped)
+
+
+#: Status registers a layer sets that no unit's :class:`Statistics` holds (semantics doc 3.3, 8.3):
+#: ``BLOCK.REGISTER`` -> the field compared. ``SDP.D_STATUS``: EW ALU EQL mode clears
+#: STATUS_UNEQUAL of the executing group at layer start and sets it to 1 if any output is non-zero
+#: (nothing is written to memory); the SDP_RDMA copies of the FP16 NaN / Inf input counts (the cmod
+#: writes these, not the SDP ones; ``SDP_RDMA.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN``).
+STATUS_REGS: dict[str, str] = {
+    "SDP.D_STATUS": "STATUS_UNEQUAL",
+    "SDP_RDMA.D_STATUS_NAN_INPUT_NUM": "STATUS_NAN_INPUT_NUM",
+    "SDP_RDMA.D_STATUS_INF_INPUT_NUM": "STATUS_INF_INPUT_NUM",
+}
+#: statuses that are the layer's result itself (EQL mode writes no output: the flag is all it computes)
+RESULT_STATUSES = frozenset({"SDP.D_STATUS"})
+
+
+def statistics_register(block: str, counter: str) -> str:
+    """``BLOCK.REGISTER`` of one statistics counter of ``block`` (``out_saturation`` ...)."""
+    return f"{block}.{_STAT_REGS[block][counter][0]}"
+
+
+def statistics_registers(block: str) -> list[str]:
+    """``BLOCK.REGISTER`` of every statistics counter of ``block`` (none for a block without any)."""
+    return [f"{block}.{reg}" for reg, _ in _STAT_REGS.get(block, {}).values()]
+
+
+def status_names() -> list[str]:
+    """Every name a golden's ``statuses`` may hold: :data:`STATUS_REGS` and each unit's
+    statistics registers (those of an engine of a fused layer other than the one whose
+    ``statistics`` the golden holds: the CACC saturation count of a convolution, ...)."""
+    return list(STATUS_REGS) + [f"{b}.{reg}" for b, regs in _STAT_REGS.items() for reg, _ in regs.values()]
+
+
+def status_field(name: str) -> str:
+    """The field compared of status register ``name`` (``BLOCK.REGISTER``); KeyError if it is none."""
+    if name in STATUS_REGS:
+        return STATUS_REGS[name]
+    block, _, reg = name.partition(".")
+    for r, f in _STAT_REGS.get(block, {}).values():
+        if r == reg:
+            return f
+    raise KeyError(name)
+
+
+def _status_inexact(name: str) -> bool:
+    """A status register the RTL does not count per element (the SDP LUT counters, :data:`RTL_INEXACT`)."""
+    block, _, reg = name.partition(".")
+    return any(_STAT_REGS[block][c][0] == reg for c in RTL_INEXACT.get(block, ()) if c in _STAT_REGS.get(block, {}))
+
+
+def compare_statuses(expected: Mapping[str, int], actual: Mapping[str, int], *,
+                     target_kind: str = "model") -> StatisticsComparison:
+    """Compare a golden's status registers (``BLOCK.REGISTER`` -> field value) with those read
+    back; on RTL targets a counter the RTL does not count per element is not comparable."""
+    rtl = target_kind in ("verilator", "serial", "rtl")
+    matched: dict[str, int] = {}
+    mismatched: dict[str, tuple[int, int]] = {}
+    skipped: dict[str, str] = {}
+    for name, e in expected.items():
+        a = actual.get(name)
+        if a is None:
+            skipped[name] = "not read back (the layer does not set it on this target)"
+        elif rtl and _status_inexact(name):
+            skipped[name] = f"RTL counts clock cycles, not elements (semantics doc 13): golden {e}, target {a}"
+        elif a == e:
+            matched[name] = e
+        else:
+            mismatched[name] = (e, a)
+    return StatisticsComparison(matched, mismatched, skipped)
+
+
+def golden_status_values(values: Mapping[str, int], oracle_kind: str) -> dict[str, int]:
+    """The status registers of ``values`` a golden may record when read from an oracle of
+    ``oracle_kind``: on the RTL never a counter that counts clock cycles rather than elements."""
+    return {k: int(v) for k, v in values.items() if not (oracle_kind == "rtl" and _status_inexact(k))}
 
 
 def _check_signed(what: str, value: int, bits: int) -> int:
@@ -470,3 +553,26 @@ class PrecisionControl:
                     continue
         return Statistics(block=unit, group=group, **values)
 
+    def read_statuses(self, names: Iterable[str], groups: Mapping[str, int]) -> dict[str, int]:
+        """Read status registers (``BLOCK.REGISTER``, :func:`status_names`) of the group each
+        block ran (``groups``: block -> group); a block without a group, or a register the
+        profile lacks, is left out."""
+        out: dict[str, int] = {}
+        by_block: dict[str, list[str]] = {}
+        for n in names:
+            by_block.setdefault(n.partition(".")[0], []).append(n)
+        for block, regs in by_block.items():
+            if block not in groups:
+                continue
+            try:
+                producer = self.drv.producer_group(block)
+            except RegisterMapError:
+                continue
+            group = groups[block]
+            with self.drv.group(block, group) if group != producer else nullcontext():
+                for n in regs:
+                    try:
+                        out[n] = self.drv.read_field(n, status_field(n))
+                    except (RegisterMapError, KeyError):
+                        continue
+        return out

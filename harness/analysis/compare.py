@@ -33,6 +33,7 @@ __all__ = [
     "Mismatch", "CompareResult", "RULES",
     "compare", "compare_bitexact", "compare_cc_direct", "compare_cc_winograd", "compare_cdp",
     "compare_pdp", "fp16_exp", "cc_max_exp", "cdp_max_value", "pdp_max_value",
+    "InformationContent", "information_content",
 ]
 
 CDP_PDP_ABS_LIMIT = 0.0001
@@ -361,3 +362,93 @@ def pdp_max_value(values: Any, kernel: tuple[int, int], *, stride: tuple[int, in
     p = np.pad(v, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=-np.inf)
     win = sliding_window_view(p, kernel, axis=(2, 3))[:, :, ::stride[0], ::stride[1]]
     return win.max(axis=(-2, -1))
+
+
+# ----------------------------------------------------------------------------------------------
+# information content of a golden: can a comparison with it tell a right layer from a wrong one?
+
+#: FP16 largest finite magnitude (0x7bff)
+FP16_MAX = 65504.0
+
+
+@dataclass(frozen=True)
+class InformationContent:
+    """What an output's golden can tell apart: its element count, its distinct values (bit
+    patterns), how many elements sit at an extreme of the element type (int8 -128 / 127, the
+    int16 / int32 limits, FP16 / FP32 +-inf and +-max finite), the one value when there is only
+    one, and whether every byte of its memory image is the poison byte (the layer wrote nothing)."""
+
+    elements: int
+    distinct: int
+    saturated: int
+    dtype: str
+    value: str | None = None  # the single value (distinct == 1), formatted
+    all_poison: bool = False
+
+    @property
+    def single_value(self) -> bool:
+        return self.distinct <= 1
+
+    @property
+    def saturated_share(self) -> float:
+        return self.saturated / self.elements if self.elements else 0.0
+
+    @property
+    def fully_saturated(self) -> bool:
+        return self.elements > 0 and self.saturated == self.elements
+
+    def describe(self) -> str:
+        """E.g. ``golden is one value (0) in all 4096 elements`` or ``37 distinct values in 760
+        elements, 2.1% at the int8 extremes``."""
+        if self.all_poison:
+            return f"output all poison: the layer wrote nothing ({self.elements} elements)"
+        if self.single_value:
+            where = f"all {self.elements} elements" if self.elements != 1 else "its only element"
+            return f"golden is one value ({self.value}) in {where}"
+        s = f"{self.distinct} distinct values in {self.elements} elements"
+        if self.saturated:
+            s += f", {100 * self.saturated_share:.3g}% at the {self.dtype} extremes"
+        return s
+
+
+def _extreme(values: np.ndarray) -> np.ndarray:
+    """Elements at an extreme of their type: integer min / max, float +-inf or +-max finite
+    (FP16 bit patterns in uint16 are not told apart from integers: pass float16)."""
+    if values.dtype.kind in "iu":
+        info = np.iinfo(values.dtype)
+        return (values == info.min) | (values == info.max)
+    if values.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            return np.isinf(values) | (np.abs(values) == np.finfo(values.dtype).max)
+    return np.zeros(values.shape, dtype=bool)
+
+
+def _format_value(v: np.ndarray) -> str:
+    x = v.reshape(-1)[0]
+    if v.dtype.kind == "f":
+        bits = np.array(x).view(f"u{v.dtype.itemsize}")
+        return f"{float(x):g} (0x{int(bits):0{2 * v.dtype.itemsize}x})"
+    return str(int(x))
+
+
+def information_content(values: Any, image: Any = None, *, poison: int | None = None) -> InformationContent:
+    """:class:`InformationContent` of a golden: ``values`` its elements (unpacked, without
+    padding), ``image`` its memory image (bytes) and ``poison`` the byte outputs hold before the
+    layer runs (an image of nothing but it was never written)."""
+    v = np.asarray(values)
+    flat = np.ascontiguousarray(v).reshape(-1)
+    n = int(flat.size)
+    if n and flat.dtype.kind in "fc":  # bit patterns: +0 / -0 and NaN payloads count apart, as bit-exact does
+        keys = flat.view(f"u{flat.dtype.itemsize}")
+    else:
+        keys = flat
+    distinct = int(np.unique(keys).size) if n else 0
+    saturated = int(np.count_nonzero(_extreme(flat))) if n else 0
+    all_poison = False
+    if image is not None and poison is not None:
+        img = np.frombuffer(bytes(image), dtype=np.uint8) if isinstance(image, (bytes, bytearray)) \
+            else np.asarray(image, dtype=np.uint8).reshape(-1)
+        all_poison = bool(img.size) and bool(np.all(img == (poison & 0xFF)))
+    return InformationContent(n, distinct, saturated, str(flat.dtype), _format_value(flat) if distinct == 1 else None,
+                              all_poison)
+

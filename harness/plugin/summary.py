@@ -1,6 +1,8 @@
 """The end of a session: the per-test summary table of ``nvdla-hil regress`` (``--nvdla-summary``),
 with skips for a unit the target does not model and for hardware a configuration lacks counted
-apart, the oracle split of packed-vector tests, and "nothing ran is not green": a session of the
+apart, the oracle split of packed-vector tests, the weak passes (a pass whose comparison could not
+tell the layer from one that computed nothing: user property ``weak_pass``, counted on the summary
+line and listed with why in the summary file), and "nothing ran is not green": a session of the
 shipped suites in which tests were collected but none passed or failed exits 5
 (``NO_TESTS_COLLECTED``) unless ``--nvdla-allow-empty``.
 """
@@ -30,6 +32,19 @@ SKIP_NO_GOLDEN = "ran, no golden"
 #: the outcome of a passing test whose goldens are the reference model's own (golden_source kind model)
 SELF_CONSISTENCY = "passed (self-consistency)"
 
+#: user property of a passing test whose comparison was weak (its value: why), set by a suite
+#: (the packed vectors: every compared output a single value or all poison, no non-zero status or
+#: statistics register compared; ``harness.vectors.run.Informativeness``)
+WEAK_PASS_PROPERTY = "weak_pass"
+
+
+def weak_line(weak: int, passes: int, where: str | None) -> str:
+    """The summary line's weak-pass clause (empty without any)."""
+    if not weak:
+        return ""
+    see = f"see {Path(where).name}" if where else "listed below"
+    return f"; {weak} of {passes} passes weak (single-value or unwritten outputs): {see}"
+
 
 def oracle_split(rows: list[tuple[str, str, float, str]], golden: dict[str, str]) -> str:
     """The summary's oracle line: passing packed-vector tests checked against an oracle (per
@@ -58,6 +73,7 @@ class RegressionSummary:
         self.config = config
         self.rows: list[tuple[str, str, float, str]] = []
         self.golden: dict[str, str] = {}  # nodeid -> golden_source.kind of packed-vector tests
+        self.weak: dict[str, str] = {}  # nodeid -> why its pass was weak
 
     @staticmethod
     def _reason(report: pytest.TestReport) -> str:
@@ -99,6 +115,10 @@ class RegressionSummary:
                 self.golden[report.nodeid] = golden
                 if outcome == "passed" and golden == "model":
                     outcome = SELF_CONSISTENCY  # goldens from the model itself: never a plain pass
+            if outcome in ("passed", SELF_CONSISTENCY):
+                why = next((v for k, v in (getattr(report, "user_properties", None) or ()) if k == WEAK_PASS_PROPERTY), None)
+                if why is not None:
+                    self.weak[report.nodeid] = str(why)
             self.rows.append((report.nodeid, outcome, report.duration, self._reason(report)))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
@@ -170,8 +190,18 @@ class RegressionSummary:
             for grp, cc in per_group.items():
                 tr.write_line(f"{grp:<{first}}" + "".join(f"{cc.get(c, 0):>{col}}" for c in shown))
             tr.write_line("")
+        where = self.config.getoption("--nvdla-summary-file", default=None)
+        passes = counts.get("passed", 0) + counts.get(SELF_CONSISTENCY, 0)
         tr.write_line("summary: " + ", ".join(f"{counts.get(k, 0)} {k}" for k in classes
-                                              if k not in (SELF_CONSISTENCY, INTERRUPTED, SKIP_NO_GOLDEN) or counts.get(k)))
+                                              if k not in (SELF_CONSISTENCY, INTERRUPTED, SKIP_NO_GOLDEN) or counts.get(k))
+                      + weak_line(len(self.weak), passes, where))
+        if self.weak:
+            # every weak pass with why: in the summary file (on the terminal too without one, or with --nvdla-table)
+            put = tr.write_line if full or not where else file_only
+            put(f"weak passes ({len(self.weak)}): passed, but every compared output is one value or unwritten "
+                f"and no non-zero status or statistics register was compared")
+            for nodeid, why in sorted(self.weak.items()):
+                put(f"  {term_safe(nodeid.split('::')[-1])}: {term_safe(why)}")
         split = oracle_split(self.rows, self.golden)
         if split:
             tr.write_line(split)

@@ -8,6 +8,11 @@ skipped with the reason. Layout cases (pack / unpack round trips) need no target
 
 An explicit ``--nvdla-vectors`` / ``NVDLA_HIL_VECTORS`` that is missing or holds no case is a
 collection error naming the option, never a skip.
+
+A layer case that passes without its comparison telling anything (every compared output a single
+value or all poison and no non-zero status / statistics register compared, or a result status the
+golden lacks: :class:`~nvdla_hil.harness.vectors.run.Informativeness`) records the user property
+``weak_pass`` (why): the regression summary counts and lists those passes.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import pytest
 from nvdla_hil.drivers.driver import AccessLog, NvdlaDriver
 from nvdla_hil.drivers.profiles import HardwareProfile, load_profile
 from nvdla_hil.harness.plugin import PROFILES_KEY, SKIP_LACKS, attach_access_log, set_link_report, suite_spec
+from nvdla_hil.harness.plugin.summary import WEAK_PASS_PROPERTY
 from nvdla_hil.harness.targets import open_target
 from nvdla_hil.harness.targets.workload import case_budget, explain_timeout
 from nvdla_hil.harness.vectors import Case, bundled_root, find_cases, load_case, run_case
@@ -99,6 +105,9 @@ def test_vector(vector_case: Path | None, pytestconfig: pytest.Config, request: 
         result = run_case(case, target, drv, target_kind=spec.kind, timeout=budget.seconds)
         link = target.link_report()
         set_link_report(pytestconfig, nodeid, link)
+    if result.weak_pass:
+        assert result.informativeness is not None
+        request.node.user_properties.append((WEAK_PASS_PROPERTY, result.informativeness.why))
     if result.status == "skipped":
         pytest.skip(f"{case.name}: {result.message}")
     if not result.passed:

@@ -18,6 +18,8 @@ from ...drivers.precision import (
     LutConfig,
     PrecisionControl,
     Statistics,
+    status_field,
+    status_names,
 )
 from ...drivers.profiles import FEATURES, HardwareProfile
 from ...drivers.regmap import RegisterMapError
@@ -39,6 +41,7 @@ from .format import (
     TOP_LAYER,
     TOP_LAYOUT,
     UNIT_BLOCK,
+    DONE_UNIT,
     Case,
     LayoutPair,
     LutSetting,
@@ -288,8 +291,72 @@ def _load_surface(ctx: CaseReader, item: Any, where: str, prof: HardwareProfile,
                    rule_params=rparams, blob=m["expected"])
 
 
+#: the optional top-level key of a layer case holding the status registers the layer sets, as the
+#: golden's target read them back (``BLOCK.REGISTER: value``; absent: not compared)
+STATUSES = "statuses"
+
+
+def _load_statuses(ctx: CaseReader, v: Any, prof: HardwareProfile) -> dict[str, int] | None:
+    if v is None:
+        return None
+    known = status_names()
+    m = ctx.mapping(v, STATUSES)
+    out: dict[str, int] = {}
+    for k, x in m.items():
+        where = f"{STATUSES}.{k}"
+        if not isinstance(k, str) or k not in known:
+            raise ctx.err(where, f"not a status register a layer sets; one of: {', '.join(known)}")
+        try:
+            f = prof.regmap.register(k).field(status_field(k))
+        except RegisterMapError as e:
+            raise ctx.err(where, f"{e} (profile {prof.name})") from None
+        out[k] = ctx.integer(x, where, 0, (1 << f.width) - 1)
+    return out
+
+
+def golden_statuses(case: Case) -> dict[str, int] | None:
+    """The golden's status registers of a layer case (``statuses``: ``BLOCK.REGISTER`` -> field
+    value, checked when the case loaded), or None when it records none (not compared)."""
+    v = case.manifest.get(STATUSES) if case.kind == "layer" else None
+    if v is None:
+        return None
+    return {str(k): int(x) for k, x in v.items()}
+
+
+def layer_statuses(case: Case) -> tuple[str, ...]:
+    """The status registers (``BLOCK.REGISTER``) a layer case's layer sets beyond its unit's
+    ``statistics``: ``SDP.D_STATUS`` in EW ALU EQL mode (semantics doc 3.3), the SDP_RDMA NaN /
+    Inf input counts when ``SDP_RDMA.D_PERF_ENABLE.PERF_NAN_INF_COUNT_EN`` is set (8.3), and the
+    statistics counters of the other engines of a fused layer (CACC of a convolution, PDP fed by
+    SDP on the fly, SDP feeding PDP; 8.2-8.4)."""
+    if case.kind != "layer" or case.unit is None:
+        return ()
+    from ...drivers.precision import statistics_registers
+    from ...drivers.regmap import load_regmap
+
+    rm = load_regmap("v2")
+    written = {r.name: r.value for r in case.registers}
+
+    def fld(reg: str, field: str) -> int:
+        r = rm.register(reg)
+        return r.field(field).extract(written.get(r.full_name, r.reset))
+
+    blocks = set(case.launch)
+    names: list[str] = []
+    if "SDP" in blocks and not fld("SDP.D_DP_EW_CFG", "EW_BYPASS") and not fld("SDP.D_DP_EW_CFG", "EW_ALU_BYPASS") \
+            and fld("SDP.D_DP_EW_CFG", "EW_ALU_ALGO") == 3:
+        names.append("SDP.D_STATUS")
+    if "SDP_RDMA" in blocks and fld("SDP_RDMA.D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
+        names += ["SDP_RDMA.D_STATUS_NAN_INPUT_NUM", "SDP_RDMA.D_STATUS_INF_INPUT_NUM"]
+    done = DONE_UNIT[case.unit]
+    for b in sorted(blocks):
+        if b != done:
+            names += statistics_registers(b)
+    return tuple(names)
+
+
 def _load_layer_case(ctx: CaseReader, top: dict[str, Any], name: str) -> Case:
-    ctx.mapping(top, "", allowed=TOP_LAYER, required=("unit", "profile", "outputs"))
+    ctx.mapping(top, "", allowed=TOP_LAYER | {STATUSES}, required=("unit", "profile", "outputs"))
     prof = read_profile(ctx, top["profile"])
     unit = ctx.string(top["unit"], "unit", LAYER_UNITS)
     if not prof.has_unit(UNIT_BLOCK[unit]):
@@ -331,6 +398,7 @@ def _load_layer_case(ctx: CaseReader, top: dict[str, Any], name: str) -> Case:
         counters = {f.name for f in fields(Statistics)} - {"block", "group"}
         sm = ctx.mapping(top["statistics"], "statistics", allowed=counters)
         stats = {k: ctx.integer(x, f"statistics.{k}", 0, 0xFFFFFFFF) for k, x in sm.items()}
+    _load_statuses(ctx, top.get(STATUSES), prof)  # kept in the manifest: golden_statuses()
     declared: set[str] = set()
     if top.get("features") is not None:
         fv = top["features"]

@@ -1,6 +1,13 @@
 """Running a case: a layer on a target (inputs written, outputs poisoned, registers, LUT and
-convertors programmed, launched, read back and compared by the output's rule, statistics
-compared), or a layout case's pack / unpack round trip."""
+convertors programmed, launched, read back and compared by the output's rule, statistics and
+the status registers the layer sets compared), or a layout case's pack / unpack round trip.
+
+Every layer result says how much its comparison could tell (:class:`Informativeness`): per
+output the distinct values and the share at the type's extremes of its golden, whether it is one
+value or entirely the poison byte (the layer wrote nothing), the status / statistics registers
+compared. A *weak pass* passed while every compared output was a single value or all poison and
+no status or statistics register with a non-zero golden was compared, or while the layer set a
+result status (``SDP.D_STATUS`` of EW EQL mode) its golden does not hold."""
 
 from __future__ import annotations
 
@@ -12,16 +19,23 @@ from pathlib import Path
 import numpy as np
 
 from ...drivers.driver import NvdlaDriver
-from ...drivers.precision import Statistics, StatisticsComparison, compare_statistics
+from ...drivers.precision import (
+    RESULT_STATUSES,
+    Statistics,
+    StatisticsComparison,
+    compare_statistics,
+    compare_statuses,
+    statistics_register,
+)
 from ...drivers.profiles import FeatureMissingError
 from ...drivers.regmap import RegisterMapError, UnitNotPresentError
 from ...drivers.transport import Transport, TransportError
-from ..analysis.compare import CompareResult, compare
+from ..analysis.compare import CompareResult, InformationContent, compare, information_content
 from ..refmodel.base import UnitNotModelled
 from ..targets import TargetSpec
 from ..targets.memory import KnownMemory, close_record, true_runs
 from .format import DONE_UNIT, POISON_BYTE, Case, Surface
-from .load import load_case
+from .load import golden_statuses, layer_statuses, load_case
 from .surface import pack_surface, unpack_surface
 
 
@@ -35,6 +49,23 @@ class OutputCheck:
     actual_crc: int | None = None
 
 
+@dataclass(frozen=True)
+class Informativeness:
+    """How much a layer case's comparison could tell: each compared output's information
+    content (:class:`~..analysis.compare.InformationContent` of its golden), the status and
+    statistics registers compared (``BLOCK.REGISTER`` -> golden value), the statuses the layer
+    sets that its golden lacks (not compared), and whether a pass would be *weak*: every
+    compared output a single value or all poison and no register with a non-zero golden
+    compared, or a result status (:data:`~...drivers.precision.RESULT_STATUSES`) not compared.
+    ``why`` says it in a line."""
+
+    outputs: dict[str, InformationContent]
+    registers: dict[str, int]
+    uncompared: tuple[str, ...]
+    weak: bool
+    why: str
+
+
 @dataclass
 class CaseResult:
     name: str
@@ -46,10 +77,19 @@ class CaseResult:
     outputs: dict[str, np.ndarray] = field(default_factory=dict, repr=False)  # raw images read back
     actual_statistics: Statistics | None = None
     trusted_bytes: int = 0  # bytes not sent because the board was known to hold them
+    statuses: StatisticsComparison | None = None  # the golden's status registers against those read back
+    actual_statuses: dict[str, int] | None = None  # the status registers the layer sets, read back
+    informativeness: Informativeness | None = None
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    @property
+    def weak_pass(self) -> bool:
+        """Passed, but the comparison could not tell this layer from one that computed nothing
+        (:class:`Informativeness`)."""
+        return self.passed and self.informativeness is not None and self.informativeness.weak
 
     def summary(self) -> str:
         head = f"{self.name}: {self.status.upper()} ({self.duration:.3f} s)"
@@ -61,6 +101,11 @@ class CaseResult:
         if self.statistics is not None:
             lines.append("  statistics:" + ("" if self.statistics.passed else " MISMATCH"))
             lines += ["  " + ln for ln in self.statistics.format().splitlines()]
+        if self.statuses is not None:
+            lines.append("  status registers:" + ("" if self.statuses.passed else " MISMATCH"))
+            lines += ["  " + ln for ln in self.statuses.format().splitlines()]
+        if self.informativeness is not None and self.informativeness.weak:
+            lines.append(f"  weak: {self.informativeness.why}")
         return "\n".join(lines)
 
 
@@ -139,14 +184,35 @@ def execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None = 
     Outputs are poisoned first (every byte :data:`POISON_BYTE`: the goldens of bytes a layer
     leaves alone hold it) except where they overlap an input. Raises on transport / register / feature errors (``run_case``
     turns them into a status)."""
-    outputs, stats, _ = _execute_case(case, transport, driver, timeout=timeout, poison=poison)
-    return outputs, stats
+    rb = _execute_case(case, transport, driver, timeout=timeout, poison=poison)
+    return rb.outputs, rb.statistics
+
+
+@dataclass
+class LayerReadback:
+    """What :func:`execute_layer` read back after a layer: the raw output images, the unit's
+    statistics (when the case has a ``statistics`` golden), the status registers the layer sets
+    (:func:`~.load.layer_statuses`, and any other the golden's ``statuses`` holds; ``BLOCK.REGISTER`` ->
+    field value), and the input / output
+    bytes not sent because the board was known to hold them."""
+
+    outputs: dict[str, np.ndarray]
+    statistics: Statistics | None
+    statuses: dict[str, int]
+    trusted: int = 0
+
+
+def execute_layer(case: Case, transport: Transport, driver: NvdlaDriver | None = None, *,
+                  timeout: float = 30.0, poison: bool = True) -> LayerReadback:
+    """:func:`execute_case`, also reading back the status registers the layer sets (what a
+    golden's ``statuses`` records: a generator or ``fuzz --keep`` writes them from here)."""
+    return _execute_case(case, transport, driver, timeout=timeout, poison=poison)
 
 
 def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None = None, *,
                   timeout: float = 30.0, poison: bool = True,
-                  known: dict[str, KnownMemory] | None = None) -> tuple[dict[str, np.ndarray], Statistics | None, int]:
-    """:func:`execute_case`, less what ``known`` (what the board is known to hold; see
+                  known: dict[str, KnownMemory] | None = None) -> LayerReadback:
+    """:func:`execute_layer`, less what ``known`` (what the board is known to hold; see
     :func:`~nvdla_hil.harness.traces.run_trace`) says the board already holds: input bytes
     already there and output bytes already unlike a byte-exact golden are not sent; also
     returns how many bytes that saved."""
@@ -219,7 +285,10 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
         if s.port in known:
             known[s.port].learn(s.address, outputs[s.name])
     stats = pc.read_statistics(unit, group) if case.statistics is not None else None
-    return outputs, stats, trusted
+    sts = list(layer_statuses(case))
+    sts += [n for n in golden_statuses(case) or {} if n not in sts]  # a golden's every status is read back
+    statuses = pc.read_statuses(sts, {**groups, unit: group}) if sts else {}
+    return LayerReadback(outputs, stats, statuses, trusted)
 
 
 def _wait_cbuf_flushed(drv: NvdlaDriver, timeout: float) -> None:
@@ -233,6 +302,59 @@ def _wait_cbuf_flushed(drv: NvdlaDriver, timeout: float) -> None:
         polls += 1
         if polls > 1:  # the model is done on its second read: poll once more before sleeping
             time.sleep(0.001)
+
+
+def output_information(s: Surface, actual: np.ndarray | None = None) -> InformationContent | None:
+    """Information content of output ``s``'s golden (a CRC-only golden: of ``actual``, the image
+    read back, which is the golden when the CRC matched); None when there is nothing to read."""
+    image = s.packed if s.packed is not None else actual
+    if image is None:
+        return None
+    image = np.ascontiguousarray(image, dtype=np.uint8).reshape(-1)[: s.nbytes]
+    try:
+        values = unpack_surface(s.layout, image, s.shape, s.dtype, s.params)
+    except ValueError:
+        return None
+    return information_content(values, image, poison=POISON_BYTE)
+
+
+def informativeness(case: Case, result: CaseResult, set_statuses: set[str] | None = None) -> Informativeness:
+    """:class:`Informativeness` of a layer case's comparison (``result``): ``set_statuses`` are
+    the status registers the layer sets (default: :func:`~.load.layer_statuses`)."""
+    if set_statuses is None:
+        set_statuses = set(layer_statuses(case))
+    outs: dict[str, InformationContent] = {}
+    for s in case.outputs:
+        info = output_information(s, result.outputs.get(s.name))
+        if info is not None:
+            outs[s.name] = info
+    regs: dict[str, int] = {}
+    if result.statistics is not None and result.actual_statistics is not None:
+        blk = result.actual_statistics.block
+        for k, v in {**result.statistics.matched, **{k: e for k, (e, _) in result.statistics.mismatched.items()}}.items():
+            regs[statistics_register(blk, k)] = int(v)
+    if result.statuses is not None:
+        regs.update(result.statuses.matched)
+        regs.update({k: e for k, (e, _) in result.statuses.mismatched.items()})
+    golden = golden_statuses(case) or {}
+    uncompared = tuple(sorted(n for n in set_statuses if n not in golden))
+    result_missing = [n for n in uncompared if n in RESULT_STATUSES]
+    weak_outputs = bool(outs) and all(i.single_value or i.all_poison for i in outs.values())
+    nonzero = {k: v for k, v in regs.items() if v}
+    weak = (weak_outputs and not nonzero) or bool(result_missing)
+    parts = []
+    one = len(outs) == 1
+    for name, i in outs.items():
+        parts.append(i.describe() if one else f"{name}: {i.describe()}")
+    if nonzero:
+        parts.append("compared " + ", ".join(f"{k} = {v}" for k, v in sorted(nonzero.items())))
+    elif regs:
+        parts.append(f"compared {len(regs)} status / statistics registers, all 0 in the golden")
+    else:
+        parts.append("no status or statistics register compared")
+    if result_missing:
+        parts.append(", ".join(result_missing) + " set by the layer but not in the golden: not compared")
+    return Informativeness(outs, regs, uncompared, weak, "; ".join(parts))
 
 
 def run_layout_case(case: Case) -> CaseResult:
@@ -303,24 +425,35 @@ def _run_layer_case(case: Case, transport: Transport, driver: NvdlaDriver | None
                     timeout: float, poison: bool, known: dict[str, KnownMemory]) -> CaseResult:
     result = CaseResult(case.name, "passed")
     try:
-        outputs, stats, result.trusted_bytes = _execute_case(case, transport, driver, timeout=timeout, poison=poison,
-                                                             known=known)
+        rb = _execute_case(case, transport, driver, timeout=timeout, poison=poison, known=known)
+        outputs, stats, result.trusted_bytes = rb.outputs, rb.statistics, rb.trusted
         result.outputs = outputs
+        kind = target_kind or _target_kind(transport)
         for s in case.outputs:
             result.checks.append(compare_surface(s, outputs[s.name]))
         if case.statistics is not None and stats is not None:
             result.actual_statistics = stats
             expected = Statistics(block=stats.block, group=stats.group, **case.statistics)
-            result.statistics = compare_statistics(expected, stats, target_kind=target_kind or _target_kind(transport))
+            result.statistics = compare_statistics(expected, stats, target_kind=kind)
+        result.actual_statuses = dict(rb.statuses) if rb.statuses else None
+        golden_sts = golden_statuses(case)
+        if golden_sts:
+            result.statuses = compare_statuses(golden_sts, rb.statuses, target_kind=kind)
         failed = [c for c in result.checks if not c.passed]
-        if failed or (result.statistics is not None and not result.statistics.passed):
+        bad_stats = result.statistics.mismatched if result.statistics is not None else {}
+        bad_sts = result.statuses.mismatched if result.statuses is not None else {}
+        if failed or bad_stats or bad_sts:
             result.status = "failed"
             parts = []
             if failed:
                 parts.append(f"{len(failed)} of {len(result.checks)} outputs differ")
-            if result.statistics is not None and not result.statistics.passed:
-                parts.append(f"{len(result.statistics.mismatched)} statistics counters differ")
+            if bad_stats:
+                parts.append(f"{len(bad_stats)} statistics counters differ")
+            if bad_sts:  # named with both values: the outputs may be all poison (EQL) and say nothing
+                parts.append("status registers differ: " + ", ".join(
+                    f"{n} expected {e} got {a}" for n, (e, a) in bad_sts.items()))
             result.message = "; ".join(parts)
+        result.informativeness = informativeness(case, result)
     except (UnitNotModelled, FeatureMissingError, UnitNotPresentError) as e:
         result.status, result.message = "skipped", f"{type(e).__name__}: {e}"
     except (TransportError, RegisterMapError, TimeoutError) as e:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from ...drivers.precision import golden_status_values
 from .format import MANIFEST, Hex
 
 
@@ -49,6 +50,20 @@ def golden_source_of(dut: Any) -> dict[str, Any]:
                                f"self-consistency, no oracle")
 
 
+def _with_statuses(body: dict[str, Any], statuses: dict[str, int]) -> dict[str, Any]:
+    """``body`` with ``statuses`` set, placed after ``statistics`` (else at the end)."""
+    out: dict[str, Any] = {}
+    for k, v in body.items():
+        if k == "statuses":
+            continue
+        out[k] = v
+        if k == "statistics":
+            out["statuses"] = dict(statuses)
+    if "statuses" not in out:
+        out["statuses"] = dict(statuses)
+    return out
+
+
 def _git_revision(checkout: Path) -> str | None:
     """HEAD commit of a git work tree (read from ``.git``, no subprocess), else None."""
     try:
@@ -73,15 +88,23 @@ _Dumper.add_representer(Hex, lambda d, v: d.represent_scalar("tag:yaml.org,2002:
 
 
 def write_case(folder: str | Path, manifest: Mapping[str, Any], blobs: Mapping[str, bytes | np.ndarray], *,
-               dut: Any = None, golden_source: Mapping[str, Any] | None = None) -> Path:
+               dut: Any = None, golden_source: Mapping[str, Any] | None = None,
+               statuses: Mapping[str, int] | None = None) -> Path:
     """Write ``case.yaml`` and the blobs (raw bytes) into ``folder``; returns the manifest path.
     Output is deterministic: same inputs, same bytes. ``golden_source`` is, in this order: the
     one derived from ``dut`` (the target whose outputs are the goldens, :func:`golden_source_of`),
     the one given, the manifest's own, else the reference model's (self-consistency: a writer
-    that names no oracle never claims one). It is written just before ``provenance``."""
+    that names no oracle never claims one). It is written just before ``provenance``.
+    ``statuses``: the status registers the layer set as the golden's target read them back
+    (:attr:`~.run.LayerReadback.statuses`, :attr:`~.run.CaseResult.actual_statuses`): written as the
+    golden's ``statuses`` (replacing the manifest's), less the counters an RTL golden may not hold
+    (:func:`~...drivers.precision.golden_status_values`); empty or None: the manifest's own."""
     gs = golden_source_of(dut) if dut is not None else golden_source or manifest.get("golden_source") \
         or model_golden_source()
-    manifest = {k: v for k, v in manifest.items() if k not in ("golden_source", "provenance")} | \
+    body = {k: v for k, v in manifest.items() if k not in ("golden_source", "provenance")}
+    if statuses:
+        body = _with_statuses(body, golden_status_values(statuses, str(gs.get("kind", "model"))))
+    manifest = body | \
         {"golden_source": dict(gs)} | ({"provenance": manifest["provenance"]} if "provenance" in manifest else {})
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
