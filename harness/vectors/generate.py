@@ -46,7 +46,7 @@ from .format import FORMAT, Case, VectorError
 from .layer import Draft, manifest_layer, model_version, rng_for
 from .load import load_case
 from .regolden import Regolden, regolden
-from .run import execute_case
+from .run import execute_layer
 from .suite_cdp_pdp import gen_cdp_int16, gen_cdp_lut, gen_pdp_int16
 from .suite_layout import gen_layout_dmp, gen_layout_nvdla, gen_layout_sophgo
 from .suite_sdp import gen_sdp_bsbn, gen_sdp_cvt, gen_sdp_int16, gen_sdp_lut
@@ -158,11 +158,11 @@ def _golden(case: Case, semantics: str) -> dict[str, Any]:
     from ..targets.model import ModelTarget
 
     with ModelTarget(case.profile or "nv_small", semantics=semantics) as t:
-        outputs, stats = execute_case(case, t)
+        rb = execute_layer(case, t)
     st = None
-    if stats is not None:
-        st = {k: int(v) for k, v in stats.counters().items()}
-    return {"outputs": outputs, "statistics": st}
+    if rb.statistics is not None:
+        st = {k: int(v) for k, v in rb.statistics.counters().items()}
+    return {"outputs": rb.outputs, "statistics": st, "statuses": dict(rb.statuses)}
 
 
 def generate_suite(suite: str, seed: int, count: int, out: str | Path, *, semantics: str = "rtl") -> list[Path]:

@@ -309,5 +309,7 @@ def manifest_layer(name: str, d: Draft, prov: dict[str, Any], golden: dict[str, 
         man["statistics"] = {}  # placeholder: read the counters back while computing the golden
     elif golden is not None and golden.get("statistics") is not None:
         man["statistics"] = golden["statistics"]
+    if golden is not None and golden.get("statuses"):
+        man["statuses"] = dict(golden["statuses"])  # the status registers the layer set (vectors/run.py)
     man["provenance"] = prov
     return man, blobs

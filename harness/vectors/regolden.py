@@ -15,7 +15,7 @@ import yaml
 
 from .format import Case, Hex
 from .load import load_case
-from .run import compare_surface, execute_case
+from .run import compare_surface, execute_layer
 from .write import golden_source_of, write_case
 
 
@@ -80,7 +80,8 @@ def regolden(folder: str | Path, target: Any, out: str | Path | None = None) -> 
         return res
     t0 = time.monotonic()
     try:
-        outputs, stats = execute_case(case, target, timeout=layer_timeout(target))
+        rb = execute_layer(case, target, timeout=layer_timeout(target))
+        outputs, stats = rb.outputs, rb.statistics
     except Exception as e:  # noqa: BLE001 - any target failure leaves the case alone, named
         res.error = f"{type(e).__name__}: {e}"
         res.seconds = time.monotonic() - t0
@@ -124,7 +125,7 @@ def regolden(folder: str | Path, target: Any, out: str | Path | None = None) -> 
     dest = Path(out) / case.folder.name if out is not None else case.folder
     with tempfile.TemporaryDirectory(prefix="nvdla-regolden-") as tmp:
         work = Path(tmp) / case.folder.name
-        write_case(work, man, blobs, dut=target)
+        write_case(work, man, blobs, dut=target, statuses=rb.statuses)
         load_case(work)  # what we write must load
         dest.mkdir(parents=True, exist_ok=True)
         for p in work.iterdir():
