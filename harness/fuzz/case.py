@@ -19,7 +19,7 @@ from ..vectors.layer import (
     to_field_units,
 )
 from ..vectors.load import load_case
-from ..vectors.run import execute_case
+from ..vectors.run import execute_layer
 from ..vectors.write import write_case
 from .draw import Constraints, Sampler
 from .registry import GENERATORS
@@ -59,10 +59,10 @@ def run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semanti
     write_case(work, man, blobs)
     case = load_case(work)
     with ModelTarget(case.profile or "nv_small", semantics=semantics, coverage=sink if sink is not None else False) as t:
-        outputs, stats = execute_case(case, t)
+        rb = execute_layer(case, t)
     shutil.rmtree(work)
-    st = {k: int(v) for k, v in stats.counters().items()} if stats is not None else None
-    return {"outputs": outputs, "statistics": st}
+    st = {k: int(v) for k, v in rb.statistics.counters().items()} if rb.statistics is not None else None
+    return {"outputs": rb.outputs, "statistics": st, "statuses": dict(rb.statuses)}
 
 
 def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: str = "rtl",

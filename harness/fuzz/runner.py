@@ -105,7 +105,8 @@ def keep_case(folder: Path, dest: Path, res: Any, dut: Any, agreed: bool) -> Non
     man["provenance"] = prov
     if dest.exists():
         shutil.rmtree(dest)
-    write_case(dest, man, blobs, dut=dut)  # golden_source: derived from the DUT (vectors.golden_source_of)
+    # golden_source: derived from the DUT (vectors.golden_source_of); statuses: what the DUT read back
+    write_case(dest, man, blobs, dut=dut, statuses=getattr(res, "actual_statuses", None))
     load_case(dest)  # what we wrote must load
 
 

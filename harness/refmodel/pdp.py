@@ -16,8 +16,10 @@ Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp
   ``PAD_VALUE[10:0]``, ``(PAD_VALUE * KW)[13:0]`` for padded rows, an 11-bit intermediate and a
   positive result that wraps at 7 bits before rounding (:func:`_rtl_round`).
 * RTL semantics refuse (``InvalidLayer``) an unused PAD_RIGHT / PAD_BOTTOM of a stride or more
-  (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs), and split width on the
-  fly (:func:`_check_flying_split`; the RTL never advances its split counter on SDP's stream).
+  (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs), split width on the
+  fly (:func:`_check_flying_split`; the RTL never advances its split counter on SDP's stream), and
+  on the fly input columns / rows past the last pooling window (:func:`_check_flying_tail`, an RTL
+  limitation: PDP's done does not wait for SDP's stream, SDP hangs or the next layer is corrupted).
 * Split-width mode processes the input in column slices (first / mid / last partial widths,
   each slice but the first re-reading ``KW - SW`` overlap columns); padding is only applied
   on the outer edges (left of the first slice, right of the last).
@@ -84,7 +86,8 @@ from .fp16 import fp16_to_fp17_bits, fp17_add_bits, fp17_mul_bits
 from .fp16_extra import fp16_cmp_bits, fp17_to_fp16_bits
 from .ops import rnd, sx
 
-__all__ = ["AVE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "pool2d_fp16", "run_pdp"]
+__all__ = ["AVE", "FLYING_TAIL_RULE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "pool2d_fp16",
+           "run_pdp", "unread_tail"]
 
 I64 = np.int64
 AVE, MAX, MIN = 0, 1, 2
@@ -425,6 +428,51 @@ def _check_flying_split(view: RegisterView) -> None:
                            "the first split slice; split width on the fly is modelled with the C model's semantics only")
 
 
+#: the rule :func:`_check_flying_tail` enforces, as its refusal names it
+FLYING_TAIL_RULE = "on the fly the last pooling window must reach the last input column and row"
+
+
+def unread_tail(n_in, n_out, k: int, stride: int, lead: int) -> np.ndarray:
+    """Input columns (rows) after the last of ``n_out`` windows of ``k`` at ``stride`` that start
+    ``lead`` (PAD_LEFT / PAD_TOP) before the input: ``max(0, n_in + lead - (n_out - 1) * stride - k)``.
+    Works on numpy arrays too (the generator checks whole draws at once)."""
+    return np.maximum(0, np.asarray(n_in) + lead - (np.asarray(n_out) - 1) * stride - k)
+
+
+def _check_flying_tail(cfg: PdpConfig, w: int, h: int, out_w: int, out_h: int) -> None:
+    """RTL limitation, on the fly only: the last pooling window must reach the last input column
+    and row (:func:`unread_tail` of both is 0). Paths are NVDLA's ``hw/vmod/nvdla`` (master):
+
+    * PDP's done follows its last output beat alone on the fly: ``pdp/NV_NVDLA_PDP_wdma.v:225-237``
+      sets ``reading_done_flag`` at the layer's start when ON_FLYING (off the fly it waits for
+      PDP_RDMA's ``rdma2wdma_done``, ``:220`` "to avoid layer switched but RDMA still reading"), so
+      ``wdma_done`` (``:249-260``, ``dp2reg_done`` ``:266``) rises at ``op_done`` (``:265``).
+    * That done flips PDP's consumer group (``pdp/NV_NVDLA_PDP_reg.v:489-495``); the new group's
+      op_en (``:618-624``, 0 unless programmed) becomes ``slcg_op_en`` 3 cycles later (``:639-667``),
+      which gates the clock of PDP's core (``pdp/NV_NVDLA_pdp.v:258-266``, ``:357-358``;
+      ``pdp/NV_NVDLA_PDP_slcg.v:48,112``; no override, ``top/NV_NVDLA_partition_o.v:786``).
+    * SDP's input handshake to PDP is flops of that clock (``pdp/NV_NVDLA_PDP_CORE_preproc.v:206-216``)
+      and SDP's every output beat needs it (``sdp/NV_NVDLA_SDP_core.v:1195-1199``); SDP's done
+      follows its last beat (``sdp/NV_NVDLA_SDP_WDMA_DAT_out.v:730``).
+
+    So input that no window needs, still in SDP when PDP writes its last output, meets a stopped
+    PDP: SDP never finishes if the ready flop froze low (nv_small_256_full, SDP 2 elements/cycle into
+    PDP's 1: fuzz sdp-pdp seed 7171 case 24, 3 rows below the window; 1 row or 7 columns hang too;
+    1 column got in before the clock stopped, a race nothing guarantees), else it is swallowed and PDP
+    resumes mid-line at its next layer (nv_small: the next flying layer writes wrong outputs, then
+    hangs). Legal by NVDLA's register description and run by the C model (``--model-semantics cmod``):
+    refused under rtl semantics (``tests/test_sdp_pdp_flying_rule.py``)."""
+    cols = int(unread_tail(w, out_w, cfg.kernel_w, cfg.stride_w, cfg.pad_left))
+    rows = int(unread_tail(h, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top))
+    if cols or rows:
+        raise InvalidLayer(
+            f"PDP on the fly (FLYING_MODE = ON_FLYING): {cols} input column(s) right of and {rows} row(s) below the "
+            f"last pooling window (input {w}x{h}, output {out_w}x{out_h}, kernel {cfg.kernel_w}x{cfg.kernel_h}, "
+            f"stride {cfg.stride_w}x{cfg.stride_h}, pad left/top {cfg.pad_left}/{cfg.pad_top}): RTL limitation, "
+            f"{FLYING_TAIL_RULE} - PDP's done does not wait for SDP's stream and stops PDP's clock, so SDP hangs "
+            "(or the next layer is corrupted); the C model runs it (--model-semantics cmod)")
+
+
 def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, source: np.ndarray | None = None) -> LayerResult:
     """Execute one PDP layer (INT8, INT16 or FP16) from the executing register group.
 
@@ -452,6 +500,7 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
     else:
         if on_flying:
             _check_flying_split(view)
+            _check_flying_tail(cfg, w, h, out_w, out_h)
         _check_trailing_pad(view, cfg, w, h, out_w, out_h)
         if cfg.bits == 8:
             cfg = replace(cfg, rtl_int8=True)

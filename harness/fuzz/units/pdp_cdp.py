@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....drivers.profiles import HardwareProfile
+from ...refmodel.pdp import unread_tail
 from ...vectors.format import DEFAULT_LAUNCH
 from ...vectors.layer import (
     RAM_TYPE,
@@ -101,7 +102,9 @@ class _Pool:
 def _pool_geometry(s: Sampler, prec: str, method: int, *, flying: bool = False) -> _Pool:
     """Kernel, stride, padding and input/output widths (module docstring); ``flying`` splits only
     kernels with no overlap (``KW == SW``): the on-flying stream is not re-sent for the overlap
-    columns a later slice re-reads (``refmodel/pdp.py`` ``_flying_parts``)."""
+    columns a later slice re-reads (``refmodel/pdp.py`` ``_flying_parts``); without split and
+    unless ``flying_tail`` is drawn, the input ends where the last window does (RTL limitation,
+    ``refmodel/pdp.py`` ``_check_flying_tail``: input past it hangs SDP or corrupts PDP's next layer)."""
     kw, kh = int(s["kernel_w"]), int(s["kernel_h"])
     sw = min(int(s["stride_w"]), kw)
     sh = min(int(s["stride_h"]), kh)
@@ -120,6 +123,10 @@ def _pool_geometry(s: Sampler, prec: str, method: int, *, flying: bool = False) 
         w = max(int(s["width"]), kw - pl - pr, 1)
     h = max(int(s["height"]), kh - pt - pb, 1)
     ow, oh = (w + pl + pr - kw) // sw + 1, (h + pt + pb - kh) // sh + 1
+    if flying and split is None and not int(s["flying_tail"]):
+        # fewer than a stride of columns / rows, so OW / OH stay; the pads are refitted below
+        w -= int(unread_tail(w, ow, kw, sw, pl))
+        h -= int(unread_tail(h, oh, kh, sh, pt))
     if pt >= sh:
         # top padding of a stride or more: the RTL counts the windows starting in it from PAD_TOP
         # (nv_small NV_NVDLA_PDP_CORE_cal2d.v:841-865 padding_stride_num); an unused input row
@@ -305,7 +312,9 @@ def gen_sdp_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     direct convolution CDMA -> CACC -> SDP from the conv generator. PDP as in the pdp unit (split
     widths only without kernel overlap, and only where the constraints draw ``split``: the shipped
     sdp-pdp.yaml does not, as the model refuses split on the fly under rtl semantics,
-    ``refmodel/pdp.py`` ``_check_flying_split``). EW EQL is not drawn (SDP then sends nothing to PDP). The
+    ``refmodel/pdp.py`` ``_check_flying_split``). The input ends where the last pooling window does
+    (``flying_tail`` 0, the default: :func:`_pool_geometry`, :func:`fit_pool`; ``refmodel/pdp.py``
+    ``_check_flying_tail``). EW EQL is not drawn (SDP then sends nothing to PDP). The
     case's done unit (whose statistics are compared) is PDP or, with ``done`` = sdp, the source's
     (SDP's NaN/INF/saturation counters); PDP's D_NAN_FLUSH_TO_ZERO is drawn at random (no effect
     on the fly)."""
@@ -350,16 +359,39 @@ def _conv_source(s: Sampler, prof: HardwareProfile, capture, method: int) -> tup
     ow, oh = int(f["SDP.D_DATA_CUBE_WIDTH"]["WIDTH"]) + 1, int(f["SDP.D_DATA_CUBE_HEIGHT"]["HEIGHT"]) + 1
     c = int(f["SDP.D_DATA_CUBE_CHANNEL"]["CHANNEL"]) + 1
     prec = {0: "int8", 1: "int16", 2: "fp16"}[int(f["SDP.D_DATA_FORMAT"]["OUT_PRECISION"])]
-    s.v.update(width=ow, height=oh, split=0)
-    g = _pool_geometry(s, prec, method, flying=True)
-    for fix in ({"kernel_w": min(int(s["kernel_w"]), ow), "kernel_h": min(int(s["kernel_h"]), oh)}, {"pad_top": 0}):
-        if (g.w, g.h) == (ow, oh):
-            break
+    return d, prec, fit_pool(s, prec, method, ow, oh), c
+
+
+def fit_pool(s: Sampler, prec: str, method: int, w: int, h: int) -> _Pool:
+    """PDP's pooling on the fly over a fixed ``w x h`` input (a convolution's output): the drawn
+    geometry, else with the kernel clamped to the input, no top padding, stride 1 (with which the
+    last window always ends the input); each with the pads raised to cover the input's end
+    (:func:`_cover_tail`) unless ``flying_tail``. No split."""
+    s.v.update(width=w, height=h, split=0)
+    clamp = {"kernel_w": min(int(s["kernel_w"]), w), "kernel_h": min(int(s["kernel_h"]), h)}
+    fixes: tuple[dict[str, int], ...] = ({}, clamp, {"pad_top": 0}, {"stride_w": 1, "stride_h": 1})
+    for fix in fixes:
         s.v.update(fix)
+        if not int(s["flying_tail"]):
+            _cover_tail(s, w, h)
         g = _pool_geometry(s, prec, method, flying=True)
-    if (g.w, g.h) != (ow, oh):
-        raise AssertionError(f"sdp-pdp conv: pooling geometry {g} does not fit the {ow}x{oh} convolution output")
-    return d, prec, g, c
+        if (g.w, g.h) == (w, h):
+            return g
+    raise AssertionError(f"sdp-pdp conv: pooling geometry {g} does not fit the {w}x{h} convolution output")
+
+
+def _cover_tail(s: Sampler, w: int, h: int) -> None:
+    """Raise the drawn PAD_RIGHT / PAD_BOTTOM so that the last window reaches the end of a fixed
+    ``w x h`` input (the convolution's output), as :func:`_pool_geometry` clamps them: with
+    ``B = W + PAD_LEFT - KW`` and ``B % SW = m > 0``, a pad of ``SW - m`` (< SW <= KW) adds the window
+    that covers the last ``m`` columns (``refmodel/pdp.py`` ``_check_flying_tail``)."""
+    for k, st, lead, trail, n in (("kernel_w", "stride_w", "pad_left", "pad_right", w),
+                                  ("kernel_h", "stride_h", "pad_top", "pad_bottom", h)):
+        kk = int(s[k])
+        ss, ld, tr = min(int(s[st]), kk), min(int(s[lead]), kk - 1), min(int(s[trail]), kk - 1)
+        m = (n + ld - kk) % ss if n + ld > kk else 0
+        if m and m + tr < ss:
+            s.v[trail] = ss - m
 
 
 def _sdp_source(s: Sampler, prof: HardwareProfile, capture, method: int, path: str) -> tuple[Draft, str, _Pool, int]:
@@ -506,6 +538,9 @@ SDP_PDP = UnitSpec(
     {**SDP_BSBN_SCHEMA, **SDP_FP16_SCHEMA, **{k: _PDP_SCHEMA[k] for k in _POOL_FIELDS},
             "path": EnumF(tuple(_PATHS), "int8_to_int8", needs={p: _PATHS[p] for p in _PATHS if _PATHS[p]}), "pdp_nan_to_zero": ONOFF,
             "done": EnumF(("pdp", "sdp")),
+            # 1: input may run past the last pooling window (the C model's semantics only; 0, the
+            # default, ends it there: refmodel/pdp.py _check_flying_tail)
+            "flying_tail": ONOFF,
             # the secondary port only where the profile has it (nv_small not)
             "src_port": PORT, "dst_port": PORT, "op_port": PORT},
     ("pdp",),
