@@ -205,3 +205,19 @@ def test_genhtml_draws_the_annotated_view_when_lcov_is_installed(tmp_path: Path)
     assert rc.genhtml(info, tmp_path / "html") is None
     page = next((tmp_path / "html").rglob("NV_NVDLA_CDMA_dc.v.gcov.html")).read_text()
     assert "line 10" in page and "lineNoCov" in page
+
+
+def test_steer_targets_count_only_their_points(tmp_path: Path) -> None:
+    """fuzz --steer-target: a unit or a file's line range narrows what counts as new."""
+    from nvdla_hil.harness.fuzz.steer import Target
+
+    write_test(tmp_path, "a.1.0", "suite::a", TESTS["t1"])
+    points = rc.merge_folder(tmp_path)["nv_small"].points
+    everything = Target.parse(None).mask(points)
+    assert everything.tolist() == [True, False, False, True, True, True, False, True]  # lines+toggles of the design
+    assert Target.parse("pdp").mask(points).tolist() == [False] * 4 + [True, True, False, False]
+    cdma = Target.parse("NV_NVDLA_CDMA_dc.v:1-15").mask(points)
+    assert cdma.tolist() == [True] + [False] * 7
+    assert not Target.parse("NV_NVDLA_CDMA_dc.v:11-15").mask(points).any()  # the block starts at line 10
+    with pytest.raises(ValueError, match="no such unit"):
+        Target.parse("rubik").mask(points)

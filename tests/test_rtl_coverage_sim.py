@@ -74,3 +74,19 @@ def test_a_plain_build_says_it_has_no_coverage(rtl_env: dict[str, str], tmp_path
     with VerilatorTarget(nvdla_hw=rtl_env["NVDLA_HW"], config="nv_small") as sim, \
             pytest.raises(TransportError, match="not built with RTL coverage"):
         sim.write_rtl_coverage(tmp_path / "x.dat")
+
+
+def test_steered_fuzz_keeps_what_reaches_new_points_and_mutates_it(rtl_env: dict[str, str], tmp_path: Path) -> None:
+    """A short steered run: cases that reach new RTL points are kept and mutated, every case
+    still agrees with the model, and the summary counts what the budget bought."""
+    cmd = [sys.executable, "-m", "nvdla_hil.harness.cli", "fuzz", "--unit", "pdp", "--target", "verilator",
+           "--profile", "nv_small", "--steer", "rtl-coverage", "--cycles", "120000", "--seed", "3",
+           "--rtl-coverage-dir", str(tmp_path / "cov")]
+    r = subprocess.run(cmd, env=rtl_env, capture_output=True, text=True, timeout=3600, check=False)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "(mutant of fuzz-pdp-s3-" in r.stdout
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("summary: "))
+    assert "rtl-coverage" in summary and " 0 failed" in summary
+    runs = rc.merge_folder(tmp_path / "cov" / "tests")
+    cases = [t for t in runs["nv_small"].tests if not rc.is_baseline(t)]
+    assert any("-s3-1" in t for t in cases)  # mutants take indices from 1_000_000

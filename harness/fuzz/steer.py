@@ -217,9 +217,9 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
             else:
                 index = mutant_i
                 mutant_i += 1
+            c_before = sim.cycles  # the budget counts every simulated cycle, NVDLA's reset included
             dut.reset()
             folder.reset_done(sim)
-            c_before = sim.cycles
             fc, _ = run_one(c, dspec, seed, index, out, dut=dut)
             cycles = max(int(sim.cycles) - int(c_before), 0)
             npz = folder.collect(sim, test=case_name(unit, seed, index))
@@ -245,5 +245,6 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 how = f" (mutant of {parent.name})" if parent else ""
                 log(f"{fc.status.upper()} {fc.name}{how}: {cycles} cycles, {new} new points"
                     + ("" if fc.status == "passed" else f": {fc.line}"))
+    folder.close()
     rep.seconds = time.monotonic() - t0
     return rep

@@ -69,6 +69,7 @@ class RtlCoverageSession:
             self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + float(report.duration)
 
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        self.folder.close()
         if self.is_worker:
             self.config.workeroutput[_WORKER_KEY] = json.dumps(self.seconds)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +41,8 @@ class RtlCoverageFolder:
         self._n = 0
         self._lock = threading.Lock()
         self.lost: list[str] = []  # tests whose counts died with their simulator
-        self._started: set[str] = set()  # builds whose start-up this process has written
+        self._started: set[str] = set()
+        self._raw: Path | None = None  # builds whose start-up this process has written
 
     def started(self, sim: Any) -> None:
         """A simulator just started (power-up and NVDLA's reset): its counts so far are the
@@ -58,6 +61,24 @@ class RtlCoverageFolder:
         from the previous test's values, which depend on which test ran before)."""
         sim.zero_rtl_coverage()
 
+    def _raw_dir(self) -> Path:
+        """Where the simulator writes a raw file before it is compacted: a private folder in
+        memory (``/dev/shm``) when there is one (the raw file is 135 MB on nv_small), else the
+        coverage folder itself."""
+        with self._lock:
+            if self._raw is None:
+                shm = Path("/dev/shm")
+                self._raw = Path(tempfile.mkdtemp(prefix="nvdla-hil-cov-", dir=shm)) \
+                    if shm.is_dir() and os.access(shm, os.W_OK) else self.folder
+            return self._raw
+
+    def close(self) -> None:
+        """Remove the private raw-file folder (files already compacted stay in ``folder``)."""
+        with self._lock:
+            raw, self._raw = self._raw, None
+        if raw is not None and raw != self.folder:
+            shutil.rmtree(raw, ignore_errors=True)
+
     def collect(self, sim: Any, test: str | None = None) -> Path:
         """Write what ``sim`` counted since its last collection (and zero it), compacted at once
         into ``<folder>/<build key>/<test>.<pid>.<n>.npz`` (a raw file is 135 MB on nv_small)."""
@@ -69,7 +90,7 @@ class RtlCoverageFolder:
         test = test or self.current_test
         safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", test)[-150:].strip("._") or "test"
         self.folder.mkdir(parents=True, exist_ok=True)
-        raw = self.folder / f"{safe}.{os.getpid()}.{n}.dat"
+        raw = self._raw_dir() / f"{safe}.{os.getpid()}.{n}.dat"
         try:
             sim.write_rtl_coverage(raw)
             return compact(raw, self.folder, test=test, config=sim.profile_name, build=str(sim.build.key))
