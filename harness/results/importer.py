@@ -111,13 +111,16 @@ def import_run_dir(db: ResultsDB, run: str | Path) -> tuple[str, int, str]:
                  selection=(_opts(command, "-k") or [""])[0], suite=suite,
                  command=shlex.join(command) if command else None, run_dir=str(run), collected=len(rows),
                  build_key=",".join(builds + [f"board:{b}" for b in boards]) or None)
+    records = []
     for r in rows:
         info = _failure(r, run) if r.outcome in ("failed", "error") else None
         sig = signature_of(info) if info else None
         reason = info["reason"] if info else (r.message.removeprefix("Skipped: ") if r.outcome.startswith("skipped")
                                               else r.reason if r.outcome == "interrupted" else "")
-        db.record_test(run.name, f"{r.classname}::{r.name}", r.outcome, r.time, reason=reason, properties=r.properties,
-                       signature=sig, parts=info, name=r.name, test=f"{r.classname}::{r.name}")
+        records.append({"nodeid": f"{r.classname}::{r.name}", "outcome": r.outcome, "duration": r.time, "reason": reason,
+                        "properties": r.properties, "signature": sig, "parts": info, "name": r.name,
+                        "test": f"{r.classname}::{r.name}"})
+    db.record_tests(run.name, records)  # one transaction: an import of 10,000 tests is linear
     ended = started + float(meta.get("seconds") or 0) if finished else None
     if status == "running":  # its process is still at it: recorded as running (reap() finds it if it dies)
         return run.name, len(rows), status
