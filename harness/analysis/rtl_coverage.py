@@ -52,9 +52,29 @@ import numpy as np
 from ...drivers.files import InputError, read_regular
 from ...sims.coverage import CATALOGUE, DAT_LIMIT, CoverageFile, compact, parse_counts, read_dat, write_dat
 
-__all__ = ["FORMAT", "KINDS", "CoverageFile", "Points", "RunCoverage", "read_dat", "write_dat", "unit_of",
-           "merge_folder", "merge_build", "compact", "parse_counts", "rank", "format_unit_table", "write_lcov", "genhtml", "load_summary",
-           "write_outputs", "total_line", "unit_rows"]
+__all__ = [
+    "FORMAT",
+    "KINDS",
+    "CoverageFile",
+    "Points",
+    "RunCoverage",
+    "read_dat",
+    "write_dat",
+    "unit_of",
+    "merge_folder",
+    "merge_build",
+    "holes",
+    "compact",
+    "parse_counts",
+    "rank",
+    "format_unit_table",
+    "write_lcov",
+    "genhtml",
+    "load_summary",
+    "write_outputs",
+    "total_line",
+    "unit_rows",
+]
 
 FORMAT = "nvdla-hil-rtl-coverage/1"
 #: the kinds of point a table counts, in its column order (Verilator's ``t`` field)
@@ -208,6 +228,30 @@ def is_baseline(test: str) -> bool:
     """A pseudo-test every run has (a simulator's start-up and reset: ``<...>``), not a test
     one can choose to run."""
     return test.startswith("<")
+
+
+def holes(run: RunCoverage, *, per_unit: int = 5) -> dict[str, list[tuple[str, dict[str, int]]]]:
+    """Where each unit's unhit points are: per unit, the ``per_unit`` source files with the most
+    unhit line and branch points (toggles beside), most first: the places to look at when
+    deciding whether a hole is unreachable in this configuration, out of the generators' reach,
+    or missed."""
+    p = run.points
+    design = p.design_mask()
+    miss = design & ~run.hit_mask()
+    out: dict[str, list[tuple[str, dict[str, int]]]] = {}
+    for ui, uname in enumerate(p.units):
+        if uname in NOT_DESIGN:
+            continue
+        rows = []
+        in_unit = miss & (p.unit == ui)
+        for fi in np.unique(p.file[in_unit]).tolist():
+            sel = in_unit & (p.file == fi)
+            counts = {k: int(np.count_nonzero(sel & (p.kind == ki))) for ki, k in enumerate(KINDS)}
+            rows.append((Path(p.files[fi]).name, counts))
+        rows.sort(key=lambda r: (-(r[1]["line"] + r[1]["branch"]), -r[1]["toggle"], r[0]))
+        if rows:
+            out[uname] = rows[:per_unit]
+    return dict(sorted(out.items()))
 
 
 def rank(tests: Sequence[str], hits: np.ndarray, mask: np.ndarray) -> tuple[list[str], list[int]]:

@@ -147,6 +147,11 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
         if args.tests:
             for t, gained in zip(rank["tests"], rank["gained"], strict=True):
                 print(f"  +{gained:7d}  {t}")
+        if args.holes:
+            print("where the unhit points are (per unit, the files with the most unhit lines+branches):")
+            for unit, files in rc.holes(runs[name]).items():
+                print(f"  {unit.upper()}: " + "; ".join(f"{f} {c['line']} lines, {c['branch']} branches, "
+                                                        f"{c['toggle']} toggles" for f, c in files))
     return 0
 
 
@@ -219,4 +224,5 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
                                    "table and the smallest set of tests that keeps it")
     r.add_argument("run", help="a run folder, its rtl-coverage/ folder, or a fuzz --rtl-coverage-dir")
     r.add_argument("--tests", action="store_true", help="list the ranked tests and the points each adds")
+    r.add_argument("--holes", action="store_true", help="per unit, the RTL files with the most unhit points")
     r.set_defaults(func=_cmd_rtl_coverage, command="coverage")
