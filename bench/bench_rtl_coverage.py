@@ -125,6 +125,9 @@ def rank(args: argparse.Namespace) -> int:
         r = one["rank"]
         print(f"{name}: {len(r['tests'])} of {one['tests']} tests keep every point ({rc.total_line(one)}); "
               f"they took {r['seconds']:.0f} s of the run's {r['seconds_all']:.0f} s of test time")
+        c = one.get("rank_code")
+        if c:
+            print(f"  lines and branches only: {len(c['tests'])} tests keep them, {c['seconds']:.0f} s")
         for t, g in zip(r["tests"], r["gained"], strict=True):
             print(f"  +{g:7d}  {t}")
     return 0

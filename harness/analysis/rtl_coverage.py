@@ -206,9 +206,18 @@ class RunCoverage:
                 for t, row in zip(self.tests, self.hits, strict=True)}
 
     def summary(self) -> dict[str, Any]:
-        keep, gained = rank(self.tests, self.hits, np.packbits(self.points.design_mask()))
-        secs = [self.seconds.get(t) for t in keep]
         real = [t for t in self.tests if not is_baseline(t)]
+        design = self.points.design_mask()
+        code = design & np.isin(self.points.kind, [KINDS.index("line"), KINDS.index("branch")])
+
+        def ranked(mask: np.ndarray) -> dict[str, Any]:
+            keep, gained = rank(self.tests, self.hits, np.packbits(mask))
+            secs = [self.seconds.get(t) for t in keep]
+            return {"tests": keep, "gained": gained,
+                    "seconds": round(sum(s for s in secs if s is not None), 2) if keep else 0.0,
+                    "seconds_all": round(sum(self.seconds.get(t, 0.0) for t in real), 2),
+                    "timed": sum(s is not None for s in secs)}
+
         return {
             "config": self.config,
             "build": self.build,
@@ -217,10 +226,8 @@ class RunCoverage:
             "files": self.files,
             "units": self.unit_table(),
             "per_test": self.per_test(),
-            "rank": {"tests": keep, "gained": gained,
-                     "seconds": round(sum(s for s in secs if s is not None), 2) if keep else 0.0,
-                     "seconds_all": round(sum(self.seconds.get(t, 0.0) for t in real), 2),
-                     "timed": sum(s is not None for s in secs)},
+            "rank": ranked(design),  # every point: lines, branches and toggles
+            "rank_code": ranked(code),  # lines and branches only (toggles make nearly every test unique)
         }
 
 

@@ -134,16 +134,31 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
     run = Path(args.run)
     base = run / "rtl-coverage" if (run / "rtl-coverage").is_dir() else run
     tests = base / "tests" if (base / "tests").is_dir() else base
+    seconds: dict[str, float] = {}
+    junit = (run if run.name != "rtl-coverage" else run.parent) / "junit.xml"
+    if junit.is_file():  # each test's time, for the ranking's run time (JUnit names the test's last part)
+        from ..analysis.junit import parse_junit
+
+        try:
+            by_name = {r.name: float(r.time) for r in parse_junit(junit)}
+        except InputError:
+            by_name = {}
     try:
         runs = rc.merge_folder(tests)
+        if junit.is_file() and by_name:
+            for r in runs.values():
+                seconds = {t: by_name[t.split("::")[-1]] for t in r.tests if t.split("::")[-1] in by_name}
+                r.seconds = seconds
     except InputError as e:
         return _err("coverage", str(e))
     for name, one in ((n, r.summary()) for n, r in runs.items()):
         print(f"{name}: {one['tests']} tests, {rc.total_line(one)}")
         print(rc.format_unit_table(one["units"]))
         rank = one["rank"]
+        code = one["rank_code"]
         print(f"{len(rank['tests'])} of {one['tests']} tests keep every point the run hit "
-              f"({rank['seconds']:.0f} s of {rank['seconds_all']:.0f} s where timed)")
+              f"({rank['seconds']:.0f} s of {rank['seconds_all']:.0f} s where timed); {len(code['tests'])} keep every "
+              f"line and branch ({code['seconds']:.0f} s)")
         if args.tests:
             for t, gained in zip(rank["tests"], rank["gained"], strict=True):
                 print(f"  +{gained:7d}  {t}")
