@@ -16,6 +16,11 @@ import pytest
 
 LITEX_SERVER = shutil.which("litex_server") or str(Path(sys.executable).with_name("litex_server"))
 
+#: how long a server may take to come up before the bench gives up: a hang guard, not an expected
+#: time (the wait ends as soon as it listens, or at once if it dies); a Python server's start
+#: took over 40 s on a loaded 2-core machine, so a tight guess here is a flaky failure
+START_HANG_GUARD = 300.0
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -37,7 +42,7 @@ class LitexBench:
         self.server = subprocess.Popen([LITEX_SERVER, "--uart", "--uart-port", self.pty, "--uart-baudrate", "3000000",
                                         "--bind-ip", "127.0.0.1", "--bind-port", str(self.port)],
                                        stdout=log.open("w"), stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_HANG_GUARD
         while True:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()

@@ -23,6 +23,10 @@ distributed = pytest.importorskip("distributed")
 
 CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
 
+#: hang guard for the runs and waits here: each ends on its event (or on the run's exit) first;
+#: not an expected duration (a Python process's start alone took over 40 s on a loaded machine)
+HANG_GUARD = 300.0
+
 
 @pytest.fixture(scope="module")
 def cluster():
@@ -43,7 +47,7 @@ def _junit(path: Path) -> dict[str, str]:
 def _regress(tmp: Path, name: str, *extra: str) -> tuple[subprocess.CompletedProcess, dict[str, str]]:
     res = tmp / name
     proc = subprocess.run([*CLI, "regress", "--target", "model", "--suite", "vectors", "-k", "cdp_lut or sdp_lut",
-                           "--results-dir", str(res), *extra], capture_output=True, text=True, timeout=120, cwd=tmp)
+                           "--results-dir", str(res), *extra], capture_output=True, text=True, timeout=HANG_GUARD, cwd=tmp)
     return proc, _junit(res / "latest" / "junit.xml")
 
 
@@ -71,7 +75,9 @@ def test_regress_on_cluster_matches_local(cluster, tmp_path):
 
 
 # the test runs in its Dask worker's session host (harness/plugin/session_host.py), a child of the
-# worker: the mark names the worker's pid (the host's parent), which the test below kills
+# worker: the mark names the worker's pid (the host's parent), which the test below kills. It
+# runs until the test creates GO (an event: it is surely still running when the test acts on it,
+# however loaded the machine), then leaves an end mark. Its own wait is a hang guard only.
 SLOW_TESTS = '''
 import os, time, pathlib, pytest
 
@@ -79,32 +85,60 @@ import os, time, pathlib, pytest
 def test_slow(i):
     d = pathlib.Path(MARKS)
     (d / f"start-{i}-{os.getppid()}").write_text("")
-    time.sleep(4)
+    guard = time.monotonic() + 600
+    while not pathlib.Path(GO).exists():
+        assert time.monotonic() < guard, "never let go"
+        time.sleep(0.05)
+    (pathlib.Path(ENDS) / f"end-{i}-{os.getppid()}").write_text("")
 '''
 
 
-def test_killed_worker_test_is_rerun_and_reported(cluster, tmp_path):
-    addr, client = cluster
-    marks = tmp_path / "marks"
+def _slow_file(tmp_path: Path, n: int = 4) -> tuple[Path, Path, Path]:
+    """``test_slow.py`` in ``tmp_path`` with ``n`` gated tests; (marks, go, ends)."""
+    marks, ends, go = tmp_path / "marks", tmp_path / "ends", tmp_path / "go"
     marks.mkdir()
-    (tmp_path / "test_slow.py").write_text(f"MARKS = {str(marks)!r}\n" + SLOW_TESTS)
+    ends.mkdir()
+    (tmp_path / "test_slow.py").write_text(f"MARKS = {str(marks)!r}\nGO = {str(go)!r}\nENDS = {str(ends)!r}\n"
+                                           + SLOW_TESTS.replace("range(4)", f"range({n})"))
+    return marks, go, ends
+
+
+def _until(cond, proc: subprocess.Popen | None = None) -> bool:  # noqa: ANN001
+    """Poll ``cond()`` until true (True), ``proc`` exits or the hang guard passes (False)."""
+    deadline = time.monotonic() + HANG_GUARD
+    while not cond():
+        if (proc is not None and proc.poll() is not None) or time.monotonic() > deadline:
+            return bool(cond())
+        time.sleep(0.05)
+    return True
+
+
+def test_killed_worker_test_is_rerun_and_reported(cluster, tmp_path):
+    """A worker killed while its test runs (the test cannot end before GO is created, after the
+    kill): that test is run again on another worker and reported as re-run."""
+    addr, client = cluster
+    marks, go, _ = _slow_file(tmp_path)
     junit = tmp_path / "junit.xml"
     worker_pids = set(client.run(os.getpid).values())
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
                              "test_slow.py", "--nvdla-cluster", addr, "--junitxml", str(junit)],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    victim = None
-    while victim is None and time.monotonic() < deadline:
-        for m in marks.iterdir():
-            pid = int(m.name.rsplit("-", 1)[1])
-            if pid in worker_pids:
-                victim = (m.name.split("-")[1], pid)
-                break
-        time.sleep(0.1)
-    assert victim is not None, "no test started on a worker"
-    os.kill(victim[1], signal.SIGKILL)
-    out, _ = proc.communicate(timeout=50)
+    victims: list[tuple[str, int]] = []
+
+    def started_on_a_worker() -> bool:
+        victims[:] = [(m.name.split("-")[1], int(m.name.rsplit("-", 1)[1])) for m in marks.iterdir()
+                      if int(m.name.rsplit("-", 1)[1]) in worker_pids]
+        return bool(victims)
+
+    try:
+        if not _until(started_on_a_worker, proc):
+            proc.kill()
+            pytest.fail("no test started on a worker: " + proc.communicate()[0][-3000:])
+        victim = victims[0]
+        os.kill(victim[1], signal.SIGKILL)
+    finally:
+        go.touch()  # let the tests end (the killed worker's first, never: it is gone)
+    out, _ = proc.communicate(timeout=HANG_GUARD)
     assert proc.returncode == 0, out[-3000:]
     assert "4 passed" in out
     assert "re-run after a worker died: 1" in out
@@ -136,38 +170,40 @@ DEAD_BOARD_BY_NAME = DEAD_BOARD.replace("from nvdla_hil.drivers.uartbone import 
 def test_stop_after_consecutive_dead_board_failures(tmp_path, limit, ran, source):
     (tmp_path / "test_dead.py").write_text(source)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q", "test_dead.py",
-                           "--nvdla-max-board-failures", limit], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+                           "--nvdla-max-board-failures", limit], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=HANG_GUARD)
     assert f"{ran} failed" in proc.stdout, proc.stdout[-2000:]
     stopped = "is dead: 3 consecutive tests failed on it; last: board arty-1 (socket://127.0.0.1:1) does not answer"
     assert (stopped in proc.stdout) == (limit == "3")
 
 
 def test_ctrl_c_cancels_the_cluster_tasks(cluster, tmp_path):
+    """Ctrl-C while tests run (they cannot end before GO): the run is interrupted, the scheduler
+    forgets its tasks, and once the tests that were running have ended no new one starts. "No new
+    one" is checked after an event, not a pause: a task submitted to each worker afterwards has
+    run there, so any test task a worker still held (queued before it) has started by then."""
     addr, client = cluster
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    (tmp_path / "test_slow.py").write_text(f"MARKS = {str(marks)!r}\n" + SLOW_TESTS.replace("range(4)", "range(8)"))
+    marks, go, ends = _slow_file(tmp_path, 8)
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
                              "test_slow.py", "--nvdla-cluster", addr], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    deadline = time.monotonic() + 30
-    while not any(marks.iterdir()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if not any(marks.iterdir()):
-        proc.kill()
-        pytest.fail("no test started on a worker: " + proc.communicate()[0][-3000:])
-    proc.send_signal(signal.SIGINT)
-    out, _ = proc.communicate(timeout=30)
-    assert proc.returncode == 2, out[-3000:]  # pytest's "interrupted"
-    assert "KeyboardInterrupt" in out
-    # the controller cancelled its futures: the scheduler forgets every task of the run
-    deadline = time.monotonic() + 10
-    while (left := client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks))) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert left == 0
-    started = len(list(marks.iterdir()))
-    time.sleep(4.5)  # the tests already running finish in their workers; no new one starts
-    # (at most one per worker could have been handed out just before the cancel)
+    try:
+        if not _until(lambda: any(marks.iterdir()), proc):
+            proc.kill()
+            pytest.fail("no test started on a worker: " + proc.communicate()[0][-3000:])
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=HANG_GUARD)
+        assert proc.returncode == 2, out[-3000:]  # pytest's "interrupted"
+        assert "KeyboardInterrupt" in out
+        # the controller cancelled its futures: the scheduler forgets every task of the run
+        assert _until(lambda: client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0)
+        started = len(list(marks.iterdir()))
+    finally:
+        go.touch()  # the tests already running finish in their workers
+    for w in client.scheduler_info()["workers"]:  # behind whatever each worker still held
+        client.submit(os.getpid, workers=[w], allow_other_workers=False, pure=False).result(timeout=HANG_GUARD)
+    assert _until(lambda: len(list(ends.iterdir())) == len(list(marks.iterdir())))  # every started test has ended
+    # no new one started (at most one per worker could have been handed out just before the cancel)
     assert len(list(marks.iterdir())) <= started + 2 < 8
 
 

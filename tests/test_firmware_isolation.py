@@ -204,7 +204,11 @@ def test_a_crash_names_the_signal_and_the_loadable_and_the_process_goes_on(stand
         assert fw.execute(NORMAL, 32, False, False, False) == 0xA + 7  # in a new process
 
 
-def test_a_hang_is_killed_after_its_budget(stand_in: FirmwareBuild) -> None:
+def test_a_hang_is_killed_after_its_budget(stand_in: FirmwareBuild, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hang is cut by the 0.3 s budget this Firmware was given, not by the default one: the
+    default is made 600 s here, so a call that ignored its own budget would take 600 s and fail
+    the bound below however loaded the machine is, and a correct one has 600 s of headroom."""
+    monkeypatch.setattr(fwmod, "HANG_BUDGET", 600.0)
     with Firmware(stand_in, name="sleeper", hang_budget=0.3) as fw:
         fw.init()  # the process is up: the budget below is the firmware's alone
         pid = fw.pid
@@ -212,7 +216,7 @@ def test_a_hang_is_killed_after_its_budget(stand_in: FirmwareBuild) -> None:
         with pytest.raises(FirmwareError, match=r"^sleeper: NVDLA's firmware hung in dla_execute_task: no register "
                                                 r"or memory request and no completion within 0\.4 s"):
             fw.execute(HANG, 32, False, False, False)  # mode 2: two address-list entries, +0.05 s each
-        assert time.monotonic() - t0 < 5
+        assert time.monotonic() - t0 < fwmod.HANG_BUDGET  # ended by its own budget, not the default
         assert _reaped(pid)
         Recorder().bind(fw)
         assert fw.execute(NORMAL, 32, False, False, False) == 0xA + 7
@@ -239,14 +243,27 @@ def test_a_call_that_never_stops_asking_is_ended(stand_in: FirmwareBuild, monkey
     assert len(writes) == 5000
 
 
+def _cpu_ticks(pid: int) -> int:
+    """User + system CPU time ``pid`` has used, in clock ticks (/proc/PID/stat fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
 def test_the_firmware_process_dies_with_its_parent(stand_in: FirmwareBuild, tmp_path: Path) -> None:
-    """The harness killed outright (SIGKILL: no atexit, no finalizer) takes the firmware with it."""
+    """The harness killed outright (SIGKILL: no atexit, no finalizer) takes the firmware with it.
+
+    The parent is killed once the child is known to spin in fw_execute: a child blocked on its
+    pipe uses no CPU, so CPU time it burns after init answered is the hang (an event, not a
+    guess that 0.2 s of wall clock sufficed; a child still idle would just see EOF and exit).
+    The wait for its end is bounded by the hang budget the parent gave it (a hang guard: once the
+    parent is dead nothing but PR_SET_PDEATHSIG ends the spinning child)."""
+    budget = 600.0
     script = tmp_path / "parent.py"
     script.write_text(textwrap.dedent(f"""
         import sys
         from pathlib import Path
         from nvdla_hil.harness.loadables.firmware import Firmware, FirmwareBuild
-        fw = Firmware(FirmwareBuild(Path({str(stand_in.library)!r}), None, "stand-in"), hang_budget=600)
+        fw = Firmware(FirmwareBuild(Path({str(stand_in.library)!r}), None, "stand-in"), hang_budget={budget})
         fw.init()
         print(fw.pid, flush=True)
         fw.execute({HANG}, 32, False, False, False)
@@ -255,12 +272,18 @@ def test_the_firmware_process_dies_with_its_parent(stand_in: FirmwareBuild, tmp_
     try:
         line = parent.stdout.readline() if parent.stdout else ""
         child = int(line)
-        time.sleep(0.2)  # the child is spinning in fw_execute
-        assert not _gone(child)
+        idle = _cpu_ticks(child)  # init has answered: from here the child only uses CPU in fw_execute's loop
+        guard = time.monotonic() + budget
+        while not _gone(child) and parent.poll() is None and time.monotonic() < guard:
+            if _cpu_ticks(child) >= idle + 10:
+                break
+            time.sleep(0.05)
+        assert not _gone(child) and parent.poll() is None
+        assert _cpu_ticks(child) >= idle + 10  # the child is spinning in fw_execute
     finally:
         parent.kill()
-        parent.wait(10)
-    deadline = time.monotonic() + 10
+        parent.wait()  # SIGKILL: it ends
+    deadline = time.monotonic() + budget
     while not _gone(child) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(child)

@@ -42,9 +42,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait(cond, what: str, timeout: float = 60) -> None:  # noqa: ANN001
+def _wait(cond, what: str, proc: subprocess.Popen | None = None, timeout: float = 300) -> None:  # noqa: ANN001
+    """Poll ``cond()`` until true; fails at once if ``proc`` (the service waited for) exits.
+    ``timeout`` is a hang guard (processes coming up on a loaded machine), not an expected time:
+    the wait ends on the event."""
     deadline = time.monotonic() + timeout
     while not cond():
+        if proc is not None and proc.poll() is not None:
+            pytest.fail(f"{what} did not happen: the process exited with {proc.returncode}")
         if time.monotonic() > deadline:
             pytest.fail(f"{what} did not happen within {timeout:g} s")
         time.sleep(0.2)
@@ -85,13 +90,13 @@ def test_readme_recipes_run_as_written(tmp_path):
                 procs.append(subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=(tmp_path / f"svc{n}.log").open("w"),
                                               stderr=subprocess.STDOUT))
                 if argv[0] == "nvdla-hil":
-                    _wait(lambda: _listening(int(ports["7777"])), "the board emulator listening")
+                    _wait(lambda: _listening(int(ports["7777"])), "the board emulator listening", procs[-1])
                 elif argv[0] == "labgrid-coordinator":
-                    _wait(lambda: _listening(int(ports["20408"])), "the coordinator listening")
+                    _wait(lambda: _listening(int(ports["20408"])), "the coordinator listening", procs[-1])
                 elif argv[0] == "labgrid-exporter":
                     _wait(lambda: "NetworkSerialPort" in subprocess.run(
                         [str(BIN / "labgrid-client"), "-x", coordinator, "resources"], capture_output=True,
-                        text=True, env=env, timeout=60).stdout, "the exporter publishing its port")
+                        text=True, env=env, timeout=60).stdout, "the exporter publishing its port", procs[-1])
                 continue
             res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
             out = res.stdout + res.stderr

@@ -40,8 +40,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+#: how long a labgrid process may take to come up (listen, publish): a hang guard, not an expected
+#: time; each wait ends on its event first, or at once when the process dies
+START_HANG_GUARD = 300.0
+
+
 def _wait_port(port: int, proc: subprocess.Popen, what: str, log: Path) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + START_HANG_GUARD
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
@@ -76,9 +81,10 @@ class _Lab:
                      str(root / "exporter.yaml")], root / "exporter.log")
         self.client("-p", PLACE, "create")
         self.client("-p", PLACE, "add-match", "hil-exporter/nvdla-board/NetworkSerialPort")
-        deadline = time.monotonic() + 30
+        exporter = self.procs[-1]
+        deadline = time.monotonic() + START_HANG_GUARD
         while "NetworkSerialPort" not in self.client("resources", check=False).stdout:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or exporter.poll() is not None:
                 pytest.fail(f"the exporter never published its resource: {(root / 'exporter.log').read_text()[-2000:]}")
             time.sleep(0.2)
 

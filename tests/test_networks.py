@@ -217,13 +217,29 @@ def _fake_checkout(root: Path) -> Path:
     return umd.parent
 
 
+#: how long the processes of the concurrent-build test may take before it gives up on them: a
+#: hang guard only (every wait below ends on its event first), not an expected duration
+BUILD_HANG_GUARD = 300.0
+
+
 def _slow_fake_build(tmp: Path, key: str, *rest: object) -> dict[str, object]:
+    """A build that lasts until the second process has said it waits for this one (an event, not
+    a sleep long enough for it to arrive), or until a second build started (the lock failed)."""
     import shutil
     import time
 
-    with open(tmp.parent.parent / "builds.txt", "a") as f:
+    cache = tmp.parent.parent
+    builds = cache / "builds.txt"
+    with open(builds, "a") as f:
         f.write(f"{key}\n")
-    time.sleep(3)
+    said = cache.parent / "second.txt"
+    deadline = time.monotonic() + BUILD_HANG_GUARD
+    while time.monotonic() < deadline:
+        if said.exists() and "another process is building this entry" in said.read_text():
+            break
+        if len(builds.read_text().split()) > 1:
+            break
+        time.sleep(0.01)
     (tmp / "bin").mkdir()
     shutil.copy(shutil.which("true") or "/bin/true", tmp / "bin" / "nvdla_compiler")
     return {"executable": "bin/nvdla_compiler"}
@@ -249,11 +265,15 @@ def test_two_processes_building_at_once_build_once_and_the_second_says_for_whom(
     ctx = multiprocessing.get_context("fork")
     first = ctx.Process(target=_build_in_child, args=(str(sw), str(tmp_path / "first.txt")))
     first.start()
-    time.sleep(1.0)
+    builds = tmp_path / "cache" / "builds.txt"
+    deadline = time.monotonic() + BUILD_HANG_GUARD
+    while not builds.exists() and first.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)  # until the first is building (it holds the entry's lock), not "1 s later"
+    assert builds.exists(), f"the first process never started its build (exit code {first.exitcode})"
     second = ctx.Process(target=_build_in_child, args=(str(sw), str(tmp_path / "second.txt")))
     second.start()
-    first.join(30)
-    second.join(30)
+    first.join(BUILD_HANG_GUARD)
+    second.join(BUILD_HANG_GUARD)
     assert first.exitcode == 0 and second.exitcode == 0
     assert len((tmp_path / "cache" / "builds.txt").read_text().split()) == 1  # one build, one key
     said = (tmp_path / "second.txt").read_text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -214,7 +215,10 @@ def board_emu():
         proc.wait()
 
 
-def _wait_for_holder(lock_dir: Path, pid: int, proc: subprocess.Popen, timeout: float = 60) -> Path:
+def _wait_for_holder(lock_dir: Path, pid: int, proc: subprocess.Popen, timeout: float = 600) -> Path:
+    """The lock file naming ``pid`` as holder, once it does; fails at once if ``proc`` ends first.
+    ``timeout`` is a hang guard (the run's own, as in ``communicate`` below), not an expected time:
+    the wait ends on the event, or on the process's death."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for p in lock_dir.glob("nvdla-hil-socket*.lock"):
@@ -230,7 +234,13 @@ def _wait_for_holder(lock_dir: Path, pid: int, proc: subprocess.Popen, timeout: 
 
 def test_second_regression_on_a_held_board_is_refused(board_emu, tmp_path, trace_root):
     """Run A (two xdist workers) holds the board as 'emu-a' on socket://localhost:PORT; run B names
-    it 'emu-b' on socket://127.0.0.1:PORT: the same board, so B exits 2 at once naming A; A passes."""
+    it 'emu-b' on socket://127.0.0.1:PORT: the same board, so B exits 2 at once naming A; A passes.
+
+    "At once, while A holds the board" is an ordering, not a time: A's controller (the lock's
+    holder) is stopped (SIGSTOP) from the moment it holds the board until B and a direct register
+    read have been refused, so A cannot finish, nor release the board, however slowly B starts on
+    a loaded machine. A B that waited for the board instead of refusing would never get it (it
+    would hang until its subprocess timeout; one that waited a while first says "(waited N s)")."""
     port = board_emu.rsplit(":", 1)[1]
     lab_a, lab_b = tmp_path / "a.yaml", tmp_path / "b.yaml"
     lab_a.write_text(LAB.format(lock=tmp_path, name="emu-a", url=f"socket://localhost:{port}"))
@@ -244,21 +254,24 @@ def test_second_regression_on_a_held_board_is_refused(board_emu, tmp_path, trace
                          stderr=subprocess.STDOUT, text=True, env=_env())
     try:
         lock = _wait_for_holder(tmp_path, a.pid, a)
-        holder = json.loads(lock.read_text())
-        assert holder["board"] == "emu-a" and holder["endpoint"] == f"socket://127.0.0.1:{port}"
-        t0 = time.monotonic()
-        b = subprocess.run(regress(lab_b, "emu-b", "-k", SERIAL_TRACES), capture_output=True, text=True,
-                           env=_env(), timeout=120)
-        assert b.returncode == 2, b.stdout + b.stderr
-        assert f"board 'emu-b' busy, held by PID {a.pid} on " in b.stderr and " since " in b.stderr
-        assert "as board 'emu-a'" in b.stderr
-        assert time.monotonic() - t0 < 30  # at once, not after A
-        assert a.poll() is None  # A is still running: B was refused while A held the board
-        # a direct register read is refused as well
-        r = subprocess.run([*CLI, "regs", "read", "--target", "serial", "--lab", str(lab_b), "--board", "emu-b",
-                            "GLB.S_NVDLA_HW_VERSION"], capture_output=True, text=True, env=_env(), timeout=60)
-        if a.poll() is None:
+        os.kill(a.pid, signal.SIGSTOP)  # A holds the board and cannot let it go until SIGCONT below
+        try:
+            holder = json.loads(lock.read_text())
+            assert holder["board"] == "emu-a" and holder["endpoint"] == f"socket://127.0.0.1:{port}"
+            b = subprocess.run(regress(lab_b, "emu-b", "-k", SERIAL_TRACES), capture_output=True, text=True,
+                               env=_env(), timeout=600)  # a hang guard only: a B that waited for A hangs here
+            assert b.returncode == 2, b.stdout + b.stderr
+            assert f"board 'emu-b' busy, held by PID {a.pid} on " in b.stderr and " since " in b.stderr
+            assert "as board 'emu-a'" in b.stderr
+            assert "(waited" not in b.stderr  # refused at once, without waiting for the board
+            assert a.poll() is None  # A is alive (stopped) and still holds the board: B was refused meanwhile
+            # a direct register read is refused as well, while A still holds the board
+            r = subprocess.run([*CLI, "regs", "read", "--target", "serial", "--lab", str(lab_b), "--board", "emu-b",
+                                "GLB.S_NVDLA_HW_VERSION"], capture_output=True, text=True, env=_env(), timeout=600)
             assert r.returncode == 2 and f"held by PID {a.pid}" in r.stderr, r.stderr
+            assert json.loads(lock.read_text())["pid"] == a.pid  # nothing took the board from A
+        finally:
+            os.kill(a.pid, signal.SIGCONT)
         out = a.communicate(timeout=600)[0]
     finally:
         if a.poll() is None:

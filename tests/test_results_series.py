@@ -48,20 +48,31 @@ ENV_KEYS = ("NVDLA_HIL_RESULTS_DB", "NVDLA_HIL_RESULTS", "NVDLA_HIL_TARGET", "NV
 A, B, C = "aaaa111", "bbbb222", "c0ffee3"
 
 #: the child: nvdla-hil's command line with project_version() naming the test's commit (and, for
-#: build c0ffee3, a model defect the run does not declare); optionally slowed so SIGTERM lands mid-run
+#: build c0ffee3, a model defect the run does not declare); optionally held mid-run: once its
+#: results database (``SERIES_TEST_HOLD``) has a result of the running run, every later model
+#: target waits for the test's SIGTERM, so the signal lands mid-run as an ordering of events, not
+#: because the rest of the run was slowed down enough for the test to be quick
 CHILD = r"""
 import os, sys, time
 import nvdla_hil.harness.results.recorder as recorder
 commit = os.environ["SERIES_TEST_COMMIT"]
 recorder.project_version = lambda: "0.1.0+g" + commit
 defect = os.environ.get("SERIES_TEST_DEFECT")
-slow = float(os.environ.get("SERIES_TEST_SLOW") or 0)
-if defect or slow:
+hold = os.environ.get("SERIES_TEST_HOLD")
+def recorded():
+    from nvdla_hil.harness.results.db import ResultsDB
+    if not os.path.exists(hold):
+        return False
+    with ResultsDB(hold) as db:
+        running = [r for r in db.runs() if r["status"] == "running"]
+        return bool(running and db.tests_of([running[0]["id"]]))
+if defect or hold:
     from nvdla_hil.harness.targets import model
     original = model.ModelTarget.__init__
     def init(self, *a, bugs=None, **kw):
-        if slow:
-            time.sleep(slow)
+        if hold and recorded():
+            while True:  # until the test's SIGTERM
+                time.sleep(1)
         original(self, *a, bugs=[*(bugs or []), *([defect] if defect else [])], **kw)
     model.ModelTarget.__init__ = init
 from nvdla_hil.harness.cli import main
@@ -77,9 +88,9 @@ def _traces() -> Path | None:
     return None
 
 
-def _env(commit: str, defect: str = "", slow: float = 0) -> dict[str, str]:
+def _env(commit: str, defect: str = "", hold: Path | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS and not k.startswith("PYTEST_")}
-    env.update(SERIES_TEST_COMMIT=commit, SERIES_TEST_DEFECT=defect, SERIES_TEST_SLOW=str(slow))
+    env.update(SERIES_TEST_COMMIT=commit, SERIES_TEST_DEFECT=defect, SERIES_TEST_HOLD=str(hold or ""))
     return env
 
 
@@ -102,10 +113,10 @@ def _run(results: Path, commit: str, bugs: list[str], **kw: object) -> int:
 
 
 def _interrupted(results: Path, commit: str, bugs: list[str]) -> None:
-    """A run stopped by SIGTERM after its first result (each model target is slowed by 0.4 s so it is mid-run)."""
-    proc = subprocess.Popen(_argv(results, bugs), env=_env(commit, slow=0.4), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+    """A run stopped by SIGTERM after its first result (held mid-run from then on: :data:`CHILD`)."""
     db_path = results / "results.sqlite"
+    proc = subprocess.Popen(_argv(results, bugs), env=_env(commit, hold=db_path), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and proc.poll() is None:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,9 @@ def fixture_build() -> simbuild.SimBuild:
 
 
 # ------------------------------------------------------------------ the cache alone (no simulator)
-def _fake_build(calls: list[int], seconds: float = 0.5):
+def _fake_build(calls: list[int]):
     def build(tmp: Path) -> dict:
         calls.append(1)
-        time.sleep(seconds)
         (tmp / "obj").mkdir()
         exe = tmp / "obj" / "sim"
         exe.write_bytes(b"\x7fELF" + bytes(200))
@@ -55,10 +55,28 @@ def _fake_build(calls: list[int], seconds: float = 0.5):
     return build
 
 
+def _build_until(calls: list[int], done: Callable[[], bool]):
+    """A build that lasts until ``done()`` (an event), not a guessed number of seconds; it stops
+    waiting when a second build has started (the lock failed), so the test fails, not hangs."""
+    def build(tmp: Path) -> dict:
+        calls.append(1)
+        guard = time.monotonic() + 300.0  # a hang guard only: the wait ends on its event
+        while not done() and len(calls) == 1 and time.monotonic() < guard:
+            time.sleep(0.005)
+        return _fake_build([])(tmp)
+    return build
+
+
 def test_threads_of_one_process_build_once(tmp_path: Path) -> None:
+    """Three threads at once: one builds, and its build lasts until the other two have said they
+    wait for it, so both are sure to have come while it was building, whatever the load."""
     calls: list[int] = []
     msgs: list[str] = []
-    threads = [threading.Thread(target=simcache.get_or_build, args=(tmp_path, "k", _fake_build(calls)),
+
+    def both_wait() -> bool:
+        return sum("another thread is building this entry" in m for m in msgs) == 2
+
+    threads = [threading.Thread(target=simcache.get_or_build, args=(tmp_path, "k", _build_until(calls, both_wait)),
                                 kwargs={"progress": msgs.append}) for _ in range(3)]
     for t in threads:
         t.start()
@@ -78,7 +96,7 @@ def test_a_failed_build_publishes_nothing_and_an_interrupted_one_is_cleaned(tmp_
     assert not (tmp_path / "k").exists() and not list(tmp_path.glob(".tmp-*"))
     (tmp_path / ".tmp-k-otherhost-1-0").mkdir()                 # a builder killed mid-build
     msgs: list[str] = []
-    data = simcache.get_or_build(tmp_path, "k", _fake_build([], 0), progress=msgs.append)
+    data = simcache.get_or_build(tmp_path, "k", _fake_build([]), progress=msgs.append)
     assert data["executable"] == str(tmp_path / "k" / "obj" / "sim")
     assert any("an interrupted build" in m for m in msgs) and not list(tmp_path.glob(".tmp-*"))
 

@@ -66,6 +66,14 @@ def _gone(pid: int) -> bool:
     return False
 
 
+def _ended(pid: int) -> bool:
+    """The process has exited: gone, or a zombie its parent (the pool) has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+
+
 def _copy(t: WarmTarget, src: int, dst: int, beats: int) -> None:
     t.write32(DMA_SRC, src)
     t.write32(DMA_DST, dst)
@@ -191,24 +199,32 @@ def test_dead_idle_simulator_is_replaced(fixture_build) -> None:
         with pool.open_build(fixture_build) as t:
             pid = _pid(t)
         os.kill(pid, signal.SIGKILL)
-        time.sleep(0.2)
+        while not _ended(pid):  # the idle simulator has died (SIGKILL: it will), not "0.2 s later"
+            time.sleep(0.01)
         with pool.open_build(fixture_build) as t:
             assert _pid(t) != pid
             assert t.read32(ID) == FIXTURE_ID
         assert (pool.stats.started, pool.stats.reused, pool.stats.replaced) == (2, 0, 1)
 
 
-def test_hung_idle_simulator_is_replaced(fixture_build) -> None:
+def test_hung_idle_simulator_is_replaced(fixture_build, caplog: pytest.LogCaptureFixture) -> None:
+    """The hung reset is cut by the pool's 3 s reset_timeout. Without it the reset would get the
+    simulator's startup_timeout, made 600 s here: the replacement must say it gave up after 3 s
+    and must come before those 600 s (however loaded the machine, a correct pool has the margin)."""
+    startup = 600.0
     with WarmSimulators(reset_timeout=3.0) as pool:
-        with pool.open_build(fixture_build) as t:
+        with pool.open_build(fixture_build, startup_timeout=startup) as t:
             pid = _pid(t)
         os.kill(pid, signal.SIGSTOP)                          # hangs: never answers its reset
         try:
-            t0 = time.monotonic()
-            with pool.open_build(fixture_build) as t:
-                assert _pid(t) != pid
-                assert t.read32(ID) == FIXTURE_ID
-            assert time.monotonic() - t0 < 60
+            t0 = time.time()
+            with caplog.at_level("WARNING", logger="nvdla_hil.harness.targets.verilator"):
+                with pool.open_build(fixture_build, startup_timeout=startup) as t:
+                    assert _pid(t) != pid
+                    assert t.read32(ID) == FIXTURE_ID
+            (why,) = [r for r in caplog.records if r.getMessage().startswith("warm simulator of ")]
+            assert "did not answer reset request within 3 s" in why.getMessage(), why.getMessage()
+            assert why.created - t0 < startup                  # given up by reset_timeout, not by startup_timeout
             assert pool.stats.replaced == 1
             assert _gone(pid)                                 # killed, not left behind
         finally:
