@@ -98,7 +98,7 @@ def fuzz(args: argparse.Namespace) -> int:
     for unit in args.units.split(","):
         for seed in (int(s) for s in args.seeds.split(",")):
             got = {}
-            for mode in ("uniform", "rtl-coverage"):
+            for mode in args.modes.split(","):
                 where = Path(tempfile.mkdtemp(prefix=f"nvdla-steer-{unit}-{mode}-"))
                 folder = RtlCoverageFolder(where / "tests", ["line", "toggle"])
                 folder.current_test = "<after the last case>"
@@ -110,6 +110,8 @@ def fuzz(args: argparse.Namespace) -> int:
                 print(f"  {rep.line()} [harness CPU {time.process_time() - c0:.0f} s]", flush=True)
                 for c in rep.failed:
                     print(f"    {c.case.status}: {c.case.line} {' '.join('--set ' + s for s in c.sets)}")
+            if len(got) < 2:
+                continue
             u, d = got["uniform"].new_points, got["rtl-coverage"].new_points
             ratio = f"x{d / u:.2f}" if u else ("x inf" if d else "x -")
             print(f"{unit} seed {seed}: uniform {u} new points, steered {d}: {ratio}", flush=True)
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--profile", default="nv_small")
     f.add_argument("--cycles", type=int, default=2_000_000)
     f.add_argument("--seeds", default="1")
+    f.add_argument("--modes", default="uniform,rtl-coverage", help="which runs (default both)")
     f.set_defaults(func=fuzz)
     r = sub.add_parser("rank")
     r.add_argument("run", help="a run folder with rtl-coverage/summary.json")

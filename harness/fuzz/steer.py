@@ -6,8 +6,9 @@ fuzzers with coverage feedback do (RFUZZ, DifuzzRTL, DirectFuzz): a case whose r
 instrumented simulator (``sim build --coverage``) hit RTL points nothing before it hit (not the
 baseline, e.g. the bundled suites, nor an earlier case) joins a corpus, and later cases are
 mostly *mutants* of corpus entries: the parent's field values (register fields, shapes, modes:
-what :class:`~.draw.Sampler` drew) pinned with ``--set`` except one to three fields redrawn, on
-a fresh random stream (so the data patterns are new too). A parent is picked with a weight of
+what :class:`~.draw.Sampler` drew) pinned with ``--set`` except a third to two thirds of them
+redrawn, on a fresh random stream (so the data patterns are new too); half the cases stay
+uniform draws. A parent is picked with a weight of
 the points it gained per million cycles it cost (AFL's energy, in cycles): cheap cases that
 found something are mutated most, so more cases fit in the budget. ``target`` narrows what
 counts as new to a unit or a file's line range (DirectFuzz's target sites).
@@ -170,7 +171,7 @@ class _Entry:
 def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budget_cycles: int,
                 profile: str | None = None, constraint_files: Sequence[str] = (), sets: Sequence[str] = (),
                 baseline: str | Path | None = None, target: Target | None = None, first: int = 0,
-                mutate_share: float = 0.75, out: Path | None = None, max_cases: int = 10_000,
+                mutate_share: float = 0.5, out: Path | None = None, max_cases: int = 10_000,
                 log: Callable[[str], None] | None = None) -> SteerReport:  # fmt: skip
     """Run ``unit`` cases on the verilator target of ``spec`` (instrumented; ``folder`` its
     :class:`~..targets.verilator.RtlCoverageFolder`) until ``budget_cycles`` simulated cycles
@@ -205,7 +206,9 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 w = np.array([e.energy() for e in corpus])
                 parent = corpus[int(pick.choice(len(corpus), p=w / w.sum()))]
                 parent.children += 1
-                redraw = set(pick.choice(mutable, size=min(len(mutable), int(pick.integers(1, 4))), replace=False).tolist())
+                n = len(mutable)
+                size = int(pick.integers(max(1, n // 3), max(1, (2 * n) // 3) + 1))
+                redraw = set(pick.choice(mutable, size=min(n, size), replace=False).tolist())
                 case_sets = [f"{k}={_pin(v)}" for k, v in parent.values.items() if k not in redraw]
                 try:
                     c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
