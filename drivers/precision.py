@@ -17,7 +17,7 @@ from ..lut_registers import LUT_SIZES, LUT_UNITS, LutConfig, lut_config_from_fie
 from .regmap import FieldRangeError, RegisterMapError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from contextlib import AbstractContextManager
 
     from .profiles import HardwareProfile
@@ -184,25 +184,31 @@ class StatisticsComparison:
         return "\n".join(lines)
 
 
-def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind: str = "model") -> StatisticsComparison:
-    """Compare model statistics with a target's. On RTL targets (``verilator``, ``serial``)
-    the counters in :data:`RTL_INEXACT` are reported as not comparable, with the reason."""
-    inexact = RTL_INEXACT.get(expected.block, frozenset()) if target_kind in ("verilator", "serial", "rtl") else frozenset()
+def _compare_counts(expected: Mapping[str, int], actual: Mapping[str, int | None], inexact: Callable[[str], bool],
+                    missing: str) -> StatisticsComparison:
+    """Counters or statuses compared one by one: equal, different, or not comparable (``missing``
+    when the target did not report it; a counter ``inexact`` says the RTL counts in clock cycles)."""
     matched: dict[str, int] = {}
     mismatched: dict[str, tuple[int, int]] = {}
     skipped: dict[str, str] = {}
-    act = actual.counters()
-    for name, e in expected.counters().items():
-        a = act.get(name)
+    for name, e in expected.items():
+        a = actual.get(name)
         if a is None:
-            skipped[name] = "target does not report it"
-        elif name in inexact:
-            skipped[name] = f"RTL counts clock cycles, not elements (semantics doc 13): model {e}, target {a}"
+            skipped[name] = missing
+        elif inexact(name):
+            skipped[name] = f"RTL counts clock cycles, not elements (semantics doc 13): expected {e}, target {a}"
         elif a == e:
             matched[name] = e
         else:
             mismatched[name] = (e, a)
     return StatisticsComparison(matched, mismatched, skipped)
+
+
+def compare_statistics(expected: Statistics, actual: Statistics, *, target_kind: str = "model") -> StatisticsComparison:
+    """Compare model statistics with a target's. On RTL targets (``verilator``, ``serial``)
+    the counters in :data:`RTL_INEXACT` are reported as not comparable, with the reason."""
+    inexact = RTL_INEXACT.get(expected.block, frozenset()) if target_kind in ("verilator", "serial", "rtl") else frozenset()
+    return _compare_counts(expected.counters(), actual.counters(), lambda n: n in inexact, "target does not report it")
 
 
 #: Status registers a layer sets that no unit's :class:`Statistics` holds (semantics doc 3.3, 8.3):
@@ -258,20 +264,8 @@ def compare_statuses(expected: Mapping[str, int], actual: Mapping[str, int], *,
     """Compare a golden's status registers (``BLOCK.REGISTER`` -> field value) with those read
     back; on RTL targets a counter the RTL does not count per element is not comparable."""
     rtl = target_kind in ("verilator", "serial", "rtl")
-    matched: dict[str, int] = {}
-    mismatched: dict[str, tuple[int, int]] = {}
-    skipped: dict[str, str] = {}
-    for name, e in expected.items():
-        a = actual.get(name)
-        if a is None:
-            skipped[name] = "not read back (the layer does not set it on this target)"
-        elif rtl and _status_inexact(name):
-            skipped[name] = f"RTL counts clock cycles, not elements (semantics doc 13): golden {e}, target {a}"
-        elif a == e:
-            matched[name] = e
-        else:
-            mismatched[name] = (e, a)
-    return StatisticsComparison(matched, mismatched, skipped)
+    return _compare_counts(expected, actual, lambda n: rtl and _status_inexact(n),
+                           "not read back (the layer does not set it on this target)")
 
 
 def golden_status_values(values: Mapping[str, int], oracle_kind: str) -> dict[str, int]:
