@@ -61,7 +61,18 @@ class LiveProgress:
         self.t0 = self.last_done = time.monotonic()
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.total = len(session.items)
+        self._collected(len(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the controller collects nothing itself: the total is the workers' (each
+        collects the same tests)."""
+        self._collected(len(ids))
+
+    def _collected(self, n: int) -> None:
+        if n <= self.total:
+            return
+        self.total = n
         if self.tr is not None and not self.tty:
             self.tr.write_line(f"nvdla-hil: {self.total} tests to run")
 
