@@ -355,3 +355,14 @@ def test_eta_says_what_it_assumes(monkeypatch: pytest.MonkeyPatch) -> None:
     for k in range(10, 20):
         finish(k, False, 0.2)
     assert p.eta() == "0:00"
+
+
+def test_progress_knows_the_total_under_xdist(tmp_path: Path) -> None:
+    """With -j 2 the controller collects nothing itself: the total comes from the workers'
+    collection (it read [N/0], ETA ? and printed a line per test)."""
+    r = subprocess.run([sys.executable, "-m", "nvdla_hil.harness.cli", "regress", "--suite", "vectors", "-k", "sdp_cvt",
+                        "-j", "2", "--results-dir", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                       check=False)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    assert "nvdla-hil: 12 tests to run" in r.stdout  # the bundled sdp_cvt suite has 12 cases
+    assert "progress [12/12] 0 failed" in r.stdout and "/0]" not in r.stdout
