@@ -221,3 +221,21 @@ def test_steer_targets_count_only_their_points(tmp_path: Path) -> None:
     assert not Target.parse("NV_NVDLA_CDMA_dc.v:11-15").mask(points).any()  # the block starts at line 10
     with pytest.raises(ValueError, match="no such unit"):
         Target.parse("rubik").mask(points)
+
+
+def test_a_coverage_folder_of_an_earlier_run_is_refused(tmp_path: Path) -> None:
+    """--nvdla-rtl-coverage-dir naming a folder that holds per-test files is a usage error
+    (exit 4 from pytest): they would be merged into this run's numbers."""
+    import subprocess
+    import sys
+
+    old = tmp_path / "cov" / "tests" / "nvdla-nv_small-k-cov"
+    old.mkdir(parents=True)
+    (old / "a.npz").write_bytes(b"x")
+    r = subprocess.run([sys.executable, "-m", "pytest", "--nvdla-target", "verilator",
+                        "--nvdla-hw", str(tmp_path), "--nvdla-rtl-coverage", "line,toggle",
+                        "--nvdla-rtl-coverage-dir", str(tmp_path / "cov"), "--collect-only", "-q", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "already holds the coverage of an earlier run" in r.stderr
+    assert (old / "a.npz").read_bytes() == b"x"  # nothing touched

@@ -42,8 +42,14 @@ def rtl_coverage_folder(config: pytest.Config, kind: str) -> RtlCoverageFolder |
     folder = Path(where) if where else (Path(logs).parent / "rtl-coverage" if logs else Path("nvdla-rtl-coverage"))
     from nvdla_hil.sims.build import BuildError
 
+    tests = folder / "tests"
+    # a folder that already holds per-test files would be merged with them: refuse it (the controller
+    # checks before any worker writes; nothing recorded is overwritten or silently mixed in)
+    if not hasattr(config, "workerinput") and tests.is_dir() and any(tests.iterdir()):
+        raise pytest.UsageError(f"--nvdla-rtl-coverage: {tests} already holds the coverage of an earlier run; "
+                                f"choose another --nvdla-rtl-coverage-dir (nvdla-hil regress uses a new run folder)")
     try:
-        return RtlCoverageFolder(folder / "tests", kinds.split(","))
+        return RtlCoverageFolder(tests, kinds.split(","))
     except (BuildError, ValueError) as e:
         raise pytest.UsageError(f"--nvdla-rtl-coverage {kinds}: {e}") from None
 
