@@ -24,10 +24,11 @@ STARTUP = "<simulator start-up and reset>"
 
 
 class RtlCoverageFolder:
-    """Where the RTL coverage of a session's simulators goes: one Verilator ``coverage.dat`` per
-    test (and per target the test opened) in ``folder``, named after the test the pytest plugin
-    says is running (``current_test``), with a ``.json`` beside it naming the test. ``kinds``
-    selects the instrumented build (``sim build --coverage``). The files are merged by
+    """Where the RTL coverage of a session's simulators goes: per test (and per target the test
+    opened) the counts Verilator wrote, compacted (:func:`nvdla_hil.sims.coverage.compact`) into
+    ``folder/<build key>/``, named after the test the pytest plugin says is running
+    (``current_test``), with a ``.json`` beside it naming the test. ``kinds`` selects the
+    instrumented build (``sim build --coverage``). The files are merged by
     :func:`nvdla_hil.harness.analysis.rtl_coverage.merge_folder`."""
 
     def __init__(self, folder: str | os.PathLike[str], kinds: Sequence[str]) -> None:
@@ -41,8 +42,8 @@ class RtlCoverageFolder:
         self._n = 0
         self._lock = threading.Lock()
         self.lost: list[str] = []  # tests whose counts died with their simulator
-        self._started: set[str] = set()
-        self._raw: Path | None = None  # builds whose start-up this process has written
+        self._started: set[str] = set()  # builds whose start-up this process has written
+        self._raw: Path | None = None  # the private folder raw files are written to (see _raw_dir)
 
     def started(self, sim: Any) -> None:
         """A simulator just started (power-up and NVDLA's reset): its counts so far are the
