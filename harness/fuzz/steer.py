@@ -168,6 +168,18 @@ class _Entry:
         return self.gained / (max(self.cycles, 1) / 1e6) / (1 + 0.1 * self.children)
 
 
+def _mutant(corpus: list[_Entry], mutable: list[str], pick: np.random.Generator) -> tuple[_Entry, list[str]]:
+    """A parent picked by energy, and the ``--set`` items pinning its fields but a third to two
+    thirds of the mutable ones (redrawn)."""
+    w = np.array([e.energy() for e in corpus])
+    parent = corpus[int(pick.choice(len(corpus), p=w / w.sum()))]
+    parent.children += 1
+    n = len(mutable)
+    size = int(pick.integers(max(1, n // 3), max(1, (2 * n) // 3) + 1))
+    redraw = set(pick.choice(mutable, size=min(n, size), replace=False).tolist())
+    return parent, [f"{k}={_pin(v)}" for k, v in parent.values.items() if k not in redraw]
+
+
 def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budget_cycles: int,
                 profile: str | None = None, constraint_files: Sequence[str] = (), sets: Sequence[str] = (),
                 baseline: str | Path | None = None, target: Target | None = None, first: int = 0,
@@ -199,17 +211,9 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         uniform_i = first
         mutant_i = first + 1_000_000
         while rep.cycles < budget_cycles and len(rep.cases) < max_cases:
-            parent: _Entry | None = None
-            case_sets: list[str] = []
-            c = c0
+            parent, case_sets, c = None, [], c0
             if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
-                w = np.array([e.energy() for e in corpus])
-                parent = corpus[int(pick.choice(len(corpus), p=w / w.sum()))]
-                parent.children += 1
-                n = len(mutable)
-                size = int(pick.integers(max(1, n // 3), max(1, (2 * n) // 3) + 1))
-                redraw = set(pick.choice(mutable, size=min(n, size), replace=False).tolist())
-                case_sets = [f"{k}={_pin(v)}" for k, v in parent.values.items() if k not in redraw]
+                parent, case_sets = _mutant(corpus, mutable, pick)
                 try:
                     c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
                 except Exception:  # noqa: BLE001 - a pinned value the narrowed space refuses: draw afresh
