@@ -211,7 +211,9 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         uniform_i = first
         mutant_i = first + 1_000_000
         while rep.cycles < budget_cycles and len(rep.cases) < max_cases:
-            parent, case_sets, c = None, [], c0
+            parent: _Entry | None = None
+            case_sets: list[str] = []
+            c = c0
             if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
                 parent, case_sets = _mutant(corpus, mutable, pick)
                 try:
