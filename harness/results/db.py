@@ -287,15 +287,23 @@ class ResultsDB:
 
     # ---- schema ------------------------------------------------------------------------------------
 
+    #: how long opening waits for another process's schema transaction (creating the tables) to end
+    SCHEMA_WAIT = 60.0
+
     def _ensure_schema(self) -> int:
-        for attempt in range(8):  # two processes creating the tables at once: one loses the race, retries
+        # two processes creating the tables at once: one loses the race and retries until the other's
+        # transaction has ended (bounded by SCHEMA_WAIT, not by a count of tries: under load the
+        # other process may hold the lock for seconds)
+        deadline = time.monotonic() + self.SCHEMA_WAIT
+        attempt = 0
+        while True:
             try:
                 return self._schema_once()
             except (OperationalError, ProgrammingError, IntegrityError) as e:
-                if attempt == 7 or not _a_race(e):
+                if not _a_race(e) or time.monotonic() > deadline:
                     raise
-                time.sleep(0.1 * (attempt + 1))
-        raise AssertionError("unreachable")
+                attempt += 1
+                time.sleep(min(0.1 * attempt, 1.0))
 
     def _schema_once(self) -> int:
         from sqlalchemy import inspect as sa_inspect
