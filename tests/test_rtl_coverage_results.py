@@ -31,20 +31,10 @@ from nvdla_hil.harness.results.dashboard import render_dashboard, write_dashboar
 from nvdla_hil.harness.results.db import ResultsDB, SchemaError
 from nvdla_hil.harness.results.recorder import Recorder, record_rtl_coverage
 
-VMOD = "/x/outdir/nv_small/vmod"
-#: (page, file, line, lines covered, comment): CDMA lines and branches, an SDP line, two PDP
-#: toggles, a testbench toggle (never counted) and a RAM line
-POINTS = [
-    ("v_line/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 10, "10-12", "block"),
-    ("v_branch/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 20, "20", "if"),
-    ("v_branch/NV_NVDLA_CDMA_dc", f"{VMOD}/nvdla/cdma/NV_NVDLA_CDMA_dc.v", 20, "22", "else"),
-    ("v_line/NV_NVDLA_SDP_core", f"{VMOD}/nvdla/sdp/NV_NVDLA_SDP_core.v", 5, "5", "block"),
-    ("v_toggle/NV_NVDLA_PDP_core", f"{VMOD}/nvdla/pdp/NV_NVDLA_PDP_core.v", 7, "", "pdp_en:0->1"),
-    ("v_toggle/NV_NVDLA_PDP_core", f"{VMOD}/nvdla/pdp/NV_NVDLA_PDP_core.v", 7, "", "pdp_en:1->0"),
-    ("v_toggle/nvdla_hil_top", "/proj/sims/hdl/nvdla_hil_top.sv", 3, "", "host_run_ack:0->1"),
-    ("v_line/RAMPDP_16X64", f"{VMOD}/rams/fpga/model/RAMPDP_16X64.v", 30, "30-31", "block"),
-]
+from test_rtl_coverage import dat  # noqa: E402 - the coverage tests own the format fixture (POINTS)
 
+# POINTS (the small design) and dat() (a coverage.dat as verilated_cov.cpp writes it) are the
+# coverage tests' own: one fixture of the file format for both
 HOSTILE_TEST = "suite::test_x[<script>pwned('test')</script>]"
 HOSTILE_CONFIG = "<img src=x onerror=pwned('config')>"
 #: three tests: t1 hits the CDMA line, the 'if' branch and a PDP toggle; t2 the SDP line; t3
@@ -55,16 +45,6 @@ TESTS = {
     HOSTILE_TEST: [1, 1, 0, 0, 0, 0, 5, 0],
 }
 SECONDS = {"suite::t1": 2.0, "suite::t2": 3.0, HOSTILE_TEST: 1.0}
-
-
-def _key(page: str, f: str, line: int, lines: str, comment: str) -> str:
-    kind = page[2:page.index("/")]
-    fields = [("t", kind), ("page", page), ("f", f), ("l", str(line)), ("n", "0")] + ([("S", lines)] if lines else [])
-    return "".join(f"\x01{k}\x02{v}" for k, v in [*fields, ("o", comment)]) + "\x01h\x02top.u"
-
-
-def _dat(counts: list[int]) -> bytes:
-    return ("# SystemC::Coverage-3\n" + "".join(f"C '{_key(*p)}' {c}\n" for p, c in zip(POINTS, counts, strict=True))).encode()
 
 
 def coverage_folder(run: Path, tests: dict[str, list[int]] | None = None, *, config: str = "nv_small",
@@ -78,7 +58,7 @@ def coverage_folder(run: Path, tests: dict[str, list[int]] | None = None, *, con
     per_test.mkdir(parents=True, exist_ok=True)
     for i, (test, counts) in enumerate(tests.items()):
         raw = per_test / f"t{i}.{os.getpid()}.{i}.dat"
-        raw.write_bytes(_dat(counts))
+        raw.write_bytes(dat(counts))
         rc.compact(raw, per_test, test=test, config=config, build=f"nvdla-{config}-k-cov-line-toggle")
     summary = rc.write_outputs(folder, rc.merge_folder(per_test, seconds=SECONDS), html=False)
     if view:  # what write_outputs says when genhtml drew the view
