@@ -88,9 +88,10 @@ class SessionCoverage:
             for line in table.splitlines():
                 terminalreporter.write_line(line)
         else:
-            where = (f": table in {Path(self.path).with_suffix('.txt')}, `nvdla-hil coverage show {self.path}`"
+            # one terminal row: the table, and `nvdla-hil coverage show <coverage.json>`, are in the run folder
+            where = (f"; table in {Path(self.path).with_suffix('.txt')}"
                      if self.path is not None else " (--nvdla-coverage-table prints the table)")
-            terminalreporter.write_line(f"functional coverage of {self.cov.layers} reference-model layers: {total}{where}")
+            terminalreporter.write_line(f"functional coverage, {self.cov.layers} reference-model layers: {total}{where}")
             return
         if self.path is not None:
             terminalreporter.write_line(f"coverage written to {self.path}")
