@@ -107,7 +107,7 @@ def test_dashboard_shows_the_series(series_db: Path, tmp_path: Path, capsys: pyt
     changes = dict(re.findall(r'data-change="(\w+)" data-test="([^"]+)"', page))
     assert changes == {"new": M.format(2), "fixed": M.format(3), "still": M.format(4)}
     assert re.findall(r'<tr data-test="([^"]+)" data-rate="([\d.]+)"', page) == [(M.format(2), "1.0000")]
-    rates = re.findall(r'data-target="(\w+)" data-profile="nv_small" data-night="([\d-]+)"><td>\w+</td><td class="prof">nv_small</td>'
+    rates = re.findall(r'data-target="(\w+)" data-profile="nv_small" data-night="([\d-]+)"><td>\w+</td><td class="prof" title="nv_small">nv_small</td>'
                        r'<td>[\d-]+</td><td data-rate="([\d.]+)"', page)
     assert rates == [("model", "2026-01-01", "0.7500"), ("model", "2026-01-02", "0.5000"), ("model", "2026-01-03", "0.5000"),
                      ("serial", "2026-01-02", "1.0000"), ("serial", "2026-01-03", "1.0000")]
@@ -129,3 +129,16 @@ def test_dashboard_shows_the_series(series_db: Path, tmp_path: Path, capsys: pyt
                               "--dump-dom", (out / "index.html").as_uri()], capture_output=True, text=True, timeout=90)
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20000
     assert "Failure clusters (2)" in dom.stdout and 'data-change="new"' in dom.stdout
+
+
+def test_a_long_profile_list_is_one_short_cell_with_the_whole_list_in_its_tooltip() -> None:
+    """The regression's default set of seven profiles made every runs-table row nine lines tall; a
+    cell or chart title shows ``7 profiles`` and the tooltip (and ``history``) the whole list."""
+    from nvdla_hil.harness.results.analysis import profiles_label, series_name
+
+    seven = "nv_small,nv_small_256,nv_small_256_full,nv_medium_512,nv_medium_1024_full,nv_large,nv_full"
+    assert profiles_label(seven) == "7 profiles"
+    assert profiles_label("nv_small,nv_full") == "nv_small,nv_full" and profiles_label("") == ""
+    key = ("vectors", "model", seven, "rtl", "", "", "")
+    assert series_name(key, compact=True) == "vectors / model / 7 profiles / rtl / no bugs"
+    assert seven in series_name(key)

@@ -56,9 +56,18 @@ def comparable_key(run: Mapping[str, Any]) -> tuple:
             _bugs(run), str(run.get("seed") or ""), run.get("selection") or "")
 
 
-def series_name(key: tuple) -> str:
-    """A series key as people read it: ``vectors / model / nv_small / rtl / bug SDP... / seed 1 / -k x``."""
+def profiles_label(profile: str | None) -> str:
+    """A run's profile list as a chart or table cell shows it: one or two names as they are, more as
+    ``7 profiles`` (the whole list goes in a tooltip, and stays whole in ``history``)."""
+    names = [x for x in str(profile or "").split(",") if x]
+    return ",".join(names) if len(names) <= 2 else f"{len(names)} profiles"
+
+
+def series_name(key: tuple, *, compact: bool = False) -> str:
+    """A series key as people read it: ``vectors / model / nv_small / rtl / bug SDP... / seed 1 / -k x``
+    (``compact``: a long profile list as ``7 profiles``, for chart titles and headings)."""
     suite, target, profile, semantics, bugs, seed, sel = key
+    profile = profiles_label(profile) if compact else profile
     parts = [suite or "-", target or "-", profile or "-", semantics or "-", f"bugs {bugs}" if bugs else "no bugs"]
     if seed:
         parts.append(f"seed {seed}")

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .analysis import History, commit_of, comparable_key, is_fail, night, series_name, when
+from .analysis import History, commit_of, comparable_key, is_fail, night, profiles_label, series_name, when
 from .labels import label_text
 from .textsafe import http_link, rel_link, term_safe
 
@@ -109,7 +109,7 @@ def series_bars_svg(h: History, max_series: int = 8, max_runs: int = 30) -> str 
         ax.set_xticklabels([run_label(r) for r in rs], fontsize=6)
         ax.set_xlim(-0.6, max(len(rs), 6) - 0.4)
         ax.set_ylabel("tests", fontsize=7)
-        ax.set_title(term_safe(series_name(key))[:150], fontsize=8, loc="left")
+        ax.set_title(term_safe(series_name(key, compact=True))[:150], fontsize=8, loc="left")
         ax.grid(axis="y", alpha=0.3)
     fig.suptitle("passed (green) and failed (red) tests per run, per comparable series; hatched: interrupted",
                  fontsize=9)
@@ -134,7 +134,7 @@ def run_times_svg(h: History) -> str | None:
     for key, rs in series.items():
         ax.plot([datetime.fromtimestamp(r["started"], UTC) for r in rs],
                 [float(r["ended"]) - float(r["started"]) for r in rs], "o-",
-                label=term_safe(series_name(key))[:90])
+                label=term_safe(series_name(key, compact=True))[:90])
     ax.set_ylabel("seconds")
     ax.set_title("run wall time per comparable series", fontsize=10)
     ax.grid(alpha=0.3)
@@ -213,7 +213,8 @@ def _pass_rate_section(h: History) -> list[str]:
     for (target, profile), pts in h.pass_rates().items():
         for n, rate, total in pts:
             p.append(f'<tr data-target="{_e(target)}" data-profile="{_e(profile)}" data-night="{n}"><td>{_e(target)}</td>'
-                     f'<td class="prof">{_e(profile)}</td><td>{n}</td><td data-rate="{rate:.4f}">{100 * rate:.1f}%</td>'
+                     f'<td class="prof" title="{_e(profile)}">{_e(profiles_label(profile))}</td><td>{n}</td>'
+                     f'<td data-rate="{rate:.4f}">{100 * rate:.1f}%</td>'
                      f"<td>{total}</td></tr>")
     p.append("</table>")
     return p
@@ -233,7 +234,8 @@ def _runs_section(h: History, out: Path) -> list[str]:
         p.append(f'<tr data-run="{_e(r["id"])}" data-status="{_e(r["status"])}" data-commit="{_e(commit_of(r))}">'
                  f"<td><code>{name}</code></td><td>{rep}</td>"
                  f'<td>{when(r["started"])}</td><td><code title="{_e(r.get("version"))}">{_e(commit_of(r))}</code></td>'
-                 f'<td>{_e(r.get("suite"))}</td><td>{_e(r.get("target"))}</td><td class="prof">{_e(r.get("profile"))}</td>'
+                 f'<td>{_e(r.get("suite"))}</td><td>{_e(r.get("target"))}</td>'
+                 f'<td class="prof" title="{_e(r.get("profile"))}">{_e(profiles_label(r.get("profile")))}</td>'
                  f'<td>{_e(r.get("semantics"))}</td><td>{_e(r.get("seed"))}</td><td>{_e(r.get("model_bugs"))}</td>'
                  f'<td><code>{_e(r.get("selection"))}</code></td><td>{_e(r.get("host"))}</td>'
                  f'<td class="prof">{_e(r.get("build_key"))}</td>'
@@ -256,7 +258,8 @@ def _changes_section(h: History) -> list[str]:
         r = rs[-1]
         cmp = h.compare(r)
         prev = f"{cmp.previous['id']} ({commit_of(cmp.previous)})" if cmp.previous else "none"
-        p.append(f"<h3>{_e(series_name(key))}: run <code>{_e(r['id'])}</code> ({_e(commit_of(r))}) "
+        p.append(f"<h3 title=\"{_e(series_name(key))}\">{_e(series_name(key, compact=True))}: "
+                 f"run <code>{_e(r['id'])}</code> ({_e(commit_of(r))}) "
                  f"against <code>{_e(prev)}</code></h3>")
         p.append(f'<table class="changes" data-run="{_e(r["id"])}"><tr><th>change</th><th>test</th><th>cluster</th>'
                  "<th>before</th><th>label</th></tr>")
@@ -291,7 +294,8 @@ def _flaky_section(h: History) -> list[str]:
                 shown.add((f.test, f.build))
                 p.append(f'<tr data-test="{_e(f.test)}" data-rate="{f.rate:.4f}"><td><code>{_e(_short(f.test))}</code></td>'
                          f"<td><code>{f.sequence}</code></td><td>{f.flips}</td><td>{f.rate:.0%}</td>"
-                         f"<td><code>{_e(f.build)}</code></td><td>{_e(series_name(key))}</td></tr>")
+                         f"<td><code>{_e(f.build)}</code></td>"
+                         f"<td title=\"{_e(series_name(key))}\">{_e(series_name(key, compact=True))}</td></tr>")
     p.append("</table>")
     return p
 
@@ -354,7 +358,8 @@ def _next_section(h: History) -> list[str]:  # long: one block of commands per k
             cmds.append(f"for i in 1 2 3 4 5; do {_rerun(r, _test_id(f.test))}; done")
         if not cmds:
             continue
-        items.append(f'<div class="next" data-series="{_e(series_name(key))}"><h3>{_e(series_name(key))}: run '
+        items.append(f'<div class="next" data-series="{_e(series_name(key))}"><h3 title="{_e(series_name(key))}">'
+                     f'{_e(series_name(key, compact=True))}: run '
                      f"<code>{_e(r['id'])}</code> ({_e(commit_of(r))})</h3><ul>"
                      + "".join(f"<li>{_e(w)}</li>" for w in why)
                      + f'</ul><pre class="next">{_e(chr(10).join(dict.fromkeys(cmds)))}</pre></div>')
