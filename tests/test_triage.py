@@ -134,6 +134,11 @@ def test_regress_with_an_injected_bug_explains_the_failure(trace_sets: Path, tmp
     assert "1. SDP.D_CVT_OFFSET.CVT_OFFSET: programmed 0x0, as 0x1 the model reproduces" in out
     diags = sorted({p.resolve() for p in tmp_path.glob("*/logs/*.diag.json")})  # the run dir and latest/
     assert len(diags) == 1 and (diags[0].parent.parent / "report.html").is_file()
+    # the report's row gives the cause, not only the CRC line: the element diff and the suspect
+    page = (diags[0].parent.parent / "report.html").read_text()
+    row = next(r for r in page.split("<tr ") if "sdp_3x3x33_bs_int8_reg_0" in r and 'class="cause"' in r)
+    assert "294 SDP output elements of 33x3x3 (int8) differ" in row and "MISMATCH" in row
+    assert "suspect SDP.D_CVT_OFFSET.CVT_OFFSET (0 of " in row, row
     assert main(["regress", "--suite", "traces", "--traces", str(trace_sets / "nv_small"), "--target", "verilator",
                  "--model-bug", "SDP.D_CVT_OFFSET.CVT_OFFSET+1", "--nvdla-hw", str(tmp_path)]) == 2
 

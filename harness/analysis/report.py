@@ -303,11 +303,34 @@ th{background:#eee;text-align:left}
 .passed{color:#080} .failed,.error{color:#b00;font-weight:bold} .skipped{color:#888} .selfc{color:#a60}
 .interrupted{color:#b60;font-weight:bold}
 .counts td{font-size:15px;text-align:right} code,pre{font:12px monospace}
-pre{background:#f6f6f6;padding:6px;white-space:pre-wrap} .vac{color:#a60}
+pre{background:#f6f6f6;padding:6px;white-space:pre-wrap} .vac{color:#a60} .cause{color:#333;font-size:11px}
 img{max-width:100%;border:1px solid #ddd;margin:4px 0}
 table.rtlcov td{text-align:right} table.rtlcov td.unit{text-align:left} table.rtlcov tr.total td{font-weight:bold}
 .rtlcov-bad{color:#b00;font-weight:bold}
 """
+
+
+def diagnosis_cause(diag: dict | None) -> str:
+    """The cause as one table cell: the element diff's first clause (which unit's elements differ,
+    how many, in which shape) and the top suspect register when the hint found one that explains
+    the failure, from the test's ``.diag.json``; the CRC line alone says only *that* it failed."""
+    if not diag:
+        return ""
+    lines = [ln.strip() for ln in str(diag.get("summary") or "").splitlines()]
+    diff = next((ln for ln in lines if " differ" in ln), "")
+    if diff.startswith("check at line ") and ": " in diff:
+        diff = diff.split(": ", 1)[1]
+    diff = "; ".join(diff.split("; ")[:2])  # "K of N bytes differ; E <unit> output elements of ... differ"
+    suspects = diag.get("suspects") if isinstance(diag.get("suspects"), list) else []
+    top = suspects[0] if suspects and isinstance(suspects[0], dict) else None
+    left, total = (_count(top.get("remaining_bytes")), _count(top.get("total_bytes"))) if top else (0, 0)
+    hint = (f"; suspect {top.get('register')} ({left} of {total} differing bytes left)"
+            if top and top.get("register") and (top.get("explains") or 2 * left <= total) else "")
+    return (diff + hint)[:300]
+
+
+def _count(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else 0
 
 
 def _attach(run: Path, rows: list[TestRow]) -> None:
@@ -441,6 +464,8 @@ def _tests_html(ordered: list[TestRow], extras: Any) -> list[str]:
     for i, r in enumerate(ordered):
         reason = r.reason or (r.message if r.outcome.startswith("skipped") else "")
         vac = "".join(f'<div class="vac">vacuous: {_e(v)}</div>' for v in r.vacuous)
+        cause = diagnosis_cause(r.diag) if r.outcome in ("failed", "error") else ""
+        vac = (f'<div class="cause">{_e(cause)}</div>' if cause else "") + vac
         links = []
         if r.log:
             links.append(f'<a href="{_e(r.log)}">register log</a>')
