@@ -30,10 +30,11 @@ import os
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Self
+
+from .lockwait import REMIND_S, holder_of, wait_for, write_holder
 
 __all__ = ["FORMAT", "CacheEntryError", "check_entry", "file_sha256", "get_or_build", "read_manifest",
            "write_manifest"]
@@ -142,22 +143,32 @@ _THREAD_LOCKS_GUARD = threading.Lock()
 
 
 class _KeyLock:
-    """An exclusive POSIX record lock on ``<root>/<key>.lock`` (NFS-safe), with a message and
-    periodic reminders while another process holds it."""
+    """An exclusive POSIX record lock on ``<root>/<key>.lock`` (NFS-safe). A waiter says who holds
+    it (pid, command, host, since: the record the holder writes into the file) at once and every
+    ``remind`` seconds; :attr:`waited` is the seconds it waited (also recorded for the test that
+    waits, :func:`~.lockwait.recording`)."""
 
-    def __init__(self, path: Path, progress: Progress, remind: float = 60.0) -> None:
+    def __init__(self, path: Path, progress: Progress, remind: float = REMIND_S, what: str = "sim build") -> None:
         self.path = path
         self.progress = progress
         self.remind = remind
+        self.what = what
+        self.waited = 0.0
         self._fd: int | None = None
 
     def __enter__(self) -> Self:
         # POSIX record locks are per process: threads of one process take a lock of their own
         with _THREAD_LOCKS_GUARD:
             self._thread_lock = _THREAD_LOCKS.setdefault(str(self.path), threading.Lock())
-        if not self._thread_lock.acquire(blocking=False):
-            self.progress(f"sim build: another thread is building this entry; waiting (lock {self.path})")
-            self._thread_lock.acquire()
+
+        def take_thread_lock() -> None:
+            if not self._thread_lock.acquire(blocking=False):
+                raise OSError(errno.EAGAIN, "held by another thread")
+
+        self.waited = wait_for(self.path, take_thread_lock,
+                               lambda: {"pid": os.getpid(), "cmd": "another thread of this process"},
+                               say=self.progress, what=self.what, remind=self.remind,
+                               why="another thread is building this entry")
         try:
             return self._lock_file()
         except BaseException:
@@ -166,30 +177,14 @@ class _KeyLock:
 
     def _lock_file(self) -> Self:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        start = time.monotonic()
-        told = None
-        while True:
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EACCES, errno.EAGAIN):
-                    os.close(fd)
-                    raise
-            now = time.monotonic()
-            if told is None or now - told >= self.remind:
-                holder = ""
-                try:
-                    holder = os.pread(fd, 200, 0).decode(errors="replace").strip()
-                except OSError:
-                    pass
-                self.progress(f"sim build: another process is building this entry"
-                              f"{f' ({holder})' if holder else ''}; waiting for it "
-                              f"({now - start:.0f} s so far; lock {self.path})")
-                told = now
-            time.sleep(0.5)
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{socket.gethostname()} pid {os.getpid()} since {time.strftime('%H:%M:%S')}\n".encode(), 0)
+        try:
+            self.waited += wait_for(self.path, lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB), holder_of(fd),
+                                    say=self.progress, what=self.what, remind=self.remind,
+                                    why="another process is building this entry")
+            write_holder(fd, self.what)
+        except BaseException:
+            os.close(fd)
+            raise
         self._fd = fd
         return self
 
@@ -243,7 +238,7 @@ def get_or_build(root: Path, key: str, build: Callable[[Path], dict[str, Any]], 
             if entry.exists() or (entry / MANIFEST).exists():
                 progress(f"{what}: cache entry {entry} is unusable: {e}; rebuilding it")
     root.mkdir(parents=True, exist_ok=True)
-    with _KeyLock(root / f"{key}.lock", progress):
+    with _KeyLock(root / f"{key}.lock", progress, what=what):
         if not force:
             try:
                 data = check_entry(entry, key)

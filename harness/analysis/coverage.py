@@ -602,11 +602,18 @@ def merge(*covs: Coverage | dict[str, Any]) -> Coverage:
     return out
 
 
-def format_table(cov: Coverage, profiles: Iterable[Any] | None = None, groups: Iterable[str] | None = None) -> str:
+def format_table(cov: Coverage, profiles: Iterable[Any] | None = None, groups: Iterable[str] | None = None,
+                 aimed: Iterable[str] | None = None) -> str:  # fmt: skip
     """One line per bin (count, or '-' where no profile of ``profiles`` can reach it; empty
-    reachable bins marked), a header line per group with hits / reachable."""
+    reachable bins marked), a header line per group with hits / reachable. ``aimed`` (a fuzz
+    unit's bins, :func:`~nvdla_hil.harness.fuzz.runner.aimed_bins`): only those count as
+    reachable; a bin the profile has but the unit does not draw reads ``not drawn``."""
     profiles = list(profiles) if profiles is not None else sorted(cov.profiles)
     reach = set(reachable(profiles, groups)) if profiles else set(BINS)
+    undrawn: set[str] = set()
+    if aimed is not None:
+        undrawn = {b for b in reach if b not in set(aimed) and not cov.counts.get(b)}
+        reach -= undrawn
     want = set(groups) if groups is not None else None
     lines = [f"functional coverage: {cov.layers} reference-model layers"
              + (f" on {', '.join(getattr(p, 'name', p) for p in profiles)}" if profiles else "")]
@@ -623,8 +630,10 @@ def format_table(cov: Coverage, profiles: Iterable[Any] | None = None, groups: I
         lines.append(f"{g.name:<12} {hit}/{len(rb)} bins  {g.doc}")
         for b in g.bins:
             n = cov.counts.get(b.name, 0)
-            mark = "-" if b.name not in reach else ("EMPTY" if n == 0 else str(n))
+            mark = "not drawn" if b.name in undrawn else "-" if b.name not in reach else ("EMPTY" if n == 0 else str(n))
             short = b.name[len(g.name) + 1:] if b.name.startswith(g.name + ".") else b.name.split(".", 1)[1]
             lines.append(f"  {short:<24}{mark:>10}  {b.doc}")
-    lines.append(f"total: {tot_hit} of {tot} reachable bins hit" + (f"; empty: {tot - tot_hit}" if tot - tot_hit else ""))
+    lines.append(f"total: {tot_hit} of {tot} {'aimed' if aimed is not None else 'reachable'} bins hit"
+                 + (f"; empty: {tot - tot_hit}" if tot - tot_hit else "")
+                 + (f"; {len(undrawn)} reachable bins the unit does not draw" if undrawn else ""))
     return "\n".join(lines)

@@ -13,12 +13,12 @@ import json
 import os
 import re
 import socket
+import sys
 import tempfile
-import time
-from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
+from ...sims.lockwait import LockTimeout, holder_of, wait_for, write_holder
 from .config import BoardConfig, Lab, LabError
 
 
@@ -82,12 +82,19 @@ def name_lock_path(name: str, lock_dir: str | os.PathLike[str] | None = None) ->
     return Path(lock_dir or tempfile.gettempdir()) / f"nvdla-hil-board-{_safe(name)}.lock"
 
 
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
 class BoardLock:
     """Exclusive, crash-safe ownership of one board port (``fcntl.flock``)."""
 
     def __init__(self, url: str, lock_dir: str | os.PathLike[str] | None = None, *, board: str = "",
-                 path: str | os.PathLike[str] | None = None, info: Mapping[str, object] | None = None) -> None:
+                 path: str | os.PathLike[str] | None = None, info: Mapping[str, object] | None = None,
+                 say: Callable[[str], None] | None = None) -> None:
         self.url = url
+        #: where a wait for another process's hold is said (default: stderr)
+        self.say = say or _stderr
         self.board = board or url
         self.path = Path(path) if path is not None else lock_path(url, lock_dir)
         self.info = dict(info or {})
@@ -113,6 +120,8 @@ class BoardLock:
             extra.append(f"lab {info['lab']}")
         if info.get("what"):
             extra.append(str(info["what"]))
+        if info.get("cmd"):
+            extra.append(f"command: {info['cmd']}")
         return text + (f" ({', '.join(extra)})" if extra else "")
 
     def acquire(self, wait: float | None = 0.0) -> None:
@@ -123,32 +132,20 @@ class BoardLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         except OSError as e:
             raise LabError(f"board {self.board!r}: cannot create lock file {self.path}: {e.strerror or e}") from None
-        if wait is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        else:
-            deadline = time.monotonic() + max(0.0, wait)
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        os.close(fd)
-                        waited = f" (waited {wait:g} s)" if wait > 0 else ""
-                        raise BoardBusyError(
-                            f"board {self.board!r} busy, held by {self.holder()}{waited}; lock file {self.path}"
-                        ) from None
-                    time.sleep(0.05)
-        info = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "since": datetime.now(UTC).isoformat(timespec="seconds"),
-            "url": self.url,
-            "board": self.board,
-            **self.info,
-        }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        try:
+            if wait is not None and wait <= 0:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:  # say who holds it, at once and every 30 s; the wait is recorded apart (lockwait)
+                wait_for(self.path, lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB), holder_of(fd), say=self.say,
+                         what=f"board {self.board!r}", timeout=wait)
+        except (BlockingIOError, LockTimeout):
+            os.close(fd)
+            waited = f" (waited {wait:g} s)" if wait else ""
+            raise BoardBusyError(f"board {self.board!r} busy, held by {self.holder()}{waited}; lock file {self.path}") from None
+        except BaseException:
+            os.close(fd)
+            raise
+        write_holder(fd, extra={"url": self.url, "board": self.board, **self.info})
         self._fd = fd
 
     def release(self) -> None:

@@ -41,6 +41,7 @@ def _err(cmd: str, msg: str) -> int:
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     from ..analysis import coverage as covmod
     from ..fuzz import UNIT_GROUPS, ConstraintError, load_constraints, run_fuzz
+    from ..fuzz.runner import AIM_DRAWS
 
     if args.count < 1 or args.budget < 1 or args.jobs < 1 or args.first < 0 or args.seed < 0:
         return _err("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
@@ -74,7 +75,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
                    until_covered=args.until_covered, budget=args.budget, jobs=args.jobs,
                    semantics=args.model_semantics, model_bugs=args.model_bug or None,
                    log=lambda s: print(s, flush=True), keep=args.keep)
-    print(covmod.format_table(rep.coverage, [c.profile], UNIT_GROUPS[args.unit]))
+    print(covmod.format_table(rep.coverage, [c.profile], UNIT_GROUPS[args.unit], aimed=rep.aimed))
     if args.coverage_out:
         rep.coverage.write(args.coverage_out)
         print(f"coverage written to {args.coverage_out}")
@@ -85,11 +86,15 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"summary: {len(rep.cases)} cases in {rep.seconds:.1f} s: "
           + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
           + f"; {len(rep.aimed) - len(empty)} of {len(rep.aimed)} aimed bins hit")
+    if rep.undrawn:  # the profile has them, the unit's draws never reach them: another unit's to aim at
+        how = "kept in the cache" if rep.aim_seconds < 0.1 else f"{rep.aim_seconds:.1f} s"
+        print(f"not aimed: {len(rep.undrawn)} bins of {args.unit}'s groups that {c.profile.name} has but its draws "
+              f"({AIM_DRAWS} probe cases, {how}) never reached: {', '.join(rep.undrawn)}")
     if args.until_covered:
         if empty:
             print(f"budget spent, {len(empty)} bins stayed empty: {', '.join(empty)}")
         else:
-            print(f"every reachable bin of {args.unit} on {c.profile.name} hit after {len(rep.cases)} cases")
+            print(f"every aimed bin of {args.unit} on {c.profile.name} hit after {len(rep.cases)} cases")
     if rep.cases and all(fc.status == "error" and "cannot open the target" in fc.line for fc in rep.cases):
         # nothing ran: the target itself is the problem (no simulator, no checkout, no board)
         return _err("fuzz", f"the {args.target} target could not be opened: "
@@ -205,7 +210,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="folder for the packed vectors of failing cases")
     p.add_argument("--keep", metavar="DIR", help="save every case that ran as a packed vector whose golden is the DUT's "
                    "outputs (provenance names the DUT): bundled suites with goldens from the C model or the RTL")
-    p.add_argument("--until-covered", action="store_true", help="run until every reachable bin is hit (or --budget)")
+    p.add_argument("--until-covered", action="store_true",
+                   help="run until every bin the unit's draws reach on the profile is hit (or --budget)")
     p.add_argument("--budget", type=int, default=1000, help="most cases with --until-covered (default 1000)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--coverage-out", metavar="FILE", help="write the reference model's coverage (JSON)")

@@ -11,6 +11,9 @@ steers clear of what the DUT is known not to finish (the C model's :data:`~..tar
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import os
 import shutil
 import tempfile
 import time
@@ -48,7 +51,10 @@ class FuzzReport:
     cases: list[FuzzCase] = field(default_factory=list)
     coverage: covmod.Coverage = field(default_factory=covmod.Coverage)
     seconds: float = 0.0
-    aimed: list[str] = field(default_factory=list)  # reachable bins the unit aims at
+    aimed: list[str] = field(default_factory=list)  # bins the unit's draws reach on the profile (aimed_bins)
+    #: bins of the unit's groups the profile has but the unit's draws never reach (another unit's mode)
+    undrawn: list[str] = field(default_factory=list)
+    aim_seconds: float = 0.0  # spent finding ``aimed`` (its probe draws)
 
     @property
     def failed(self) -> list[FuzzCase]:
@@ -56,6 +62,80 @@ class FuzzReport:
 
     def empty_bins(self) -> list[str]:
         return self.coverage.empty(self.aimed)
+
+
+#: cases of a unit drawn on the reference model to find the bins its generator reaches (:func:`aimed_bins`)
+AIM_DRAWS = 64
+#: the seed of those draws: not a campaign's default seed (1), so a campaign's own cases never
+#: decide what it aims at
+AIM_SEED = 0xA1ED
+
+
+def aimed_bins(c: Constraints, *, dut: str = "model", semantics: str = "rtl",
+               draws: int = AIM_DRAWS) -> tuple[list[str], list[str]]:  # fmt: skip
+    """``(aimed, undrawn)``: of the bins of the unit's coverage groups that ``c``'s profile has
+    (:func:`~..analysis.coverage.reachable`), those the unit's own generator reaches under ``c``,
+    and the others.
+
+    One rule for every unit, no list per unit: the generator draws ``draws`` cases of
+    :data:`AIM_SEED` (for ``dut``, as a campaign does), and their reference-model coverage - what
+    a campaign's coverage is made of - says which bins the unit reaches. A bin the unit never
+    draws (another unit's mode, e.g. ``conv.image`` or ``conv.mean`` for ``conv``: the
+    ``conv-image`` unit draws them; a combination its constraints exclude) is ``undrawn``, so a
+    long enough ``--until-covered`` campaign can hit every aimed bin. A drawable bin rarer than
+    about one case in ``draws`` may be among the undrawn (``tests/test_fuzz_aimed.py`` checks that
+    every aimed bin is hit again by other seeds).
+
+    The answer is kept in the cache (``~/.cache/nvdla-hil/fuzz-aim``, :func:`_aim_key`: the
+    constraints, the profile, the DUT kind and the source of the generators and the model), so
+    only the first campaign of a unit and profile pays for the draws."""
+    reach = covmod.reachable([c.profile], UNIT_GROUPS[c.unit])
+    path = _aim_cache() / f"{_aim_key(c, dut, semantics, draws)}.json"
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        hit = set(json.loads(path.read_text(encoding="utf-8"))["hit"])
+        return [b for b in reach if b in hit], [b for b in reach if b not in hit]
+    cov = covmod.Coverage()
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="nvdla-fuzz-aim-") as tmp:
+        for i in range(draws):
+            try:
+                folder = generate(c, AIM_SEED, i, Path(tmp), semantics=semantics, coverage=cov, dut=dut)
+            except Exception:  # noqa: BLE001 - a draw the generator fails on is the campaign's to report
+                failed += 1
+                continue
+            shutil.rmtree(folder, ignore_errors=True)
+    hit = {b for b, n in cov.counts.items() if n}
+    if failed:  # a generator that fails is not an answer to keep
+        return [b for b in reach if b in hit], [b for b in reach if b not in hit]
+    with contextlib.suppress(OSError):  # a cache that cannot be written costs the draws next time, nothing else
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp_path = path.with_name(f".{path.name}.{os.getpid()}")
+        tmp_path.write_text(json.dumps({"unit": c.unit, "profile": c.profile.name, "hit": sorted(hit)}) + "\n")
+        os.replace(tmp_path, path)
+    return [b for b in reach if b in hit], [b for b in reach if b not in hit]
+
+
+def _aim_cache() -> Path:
+    from ...sims.build import cache_root
+
+    return cache_root().parent / "fuzz-aim"
+
+
+#: the source the answer of :func:`aimed_bins` depends on: the generators, the reference model and
+#: its coverage events, the register maps and profiles
+_AIM_SOURCES = ("drivers", "harness/fuzz", "harness/refmodel", "harness/vectors", "harness/analysis/coverage.py")
+
+
+def _aim_key(c: Constraints, dut: str, semantics: str, draws: int) -> str:
+    root = Path(__file__).resolve().parents[2]
+    h = hashlib.sha256(f"aim-v1\0{c.unit}\0{dut}\0{semantics}\0{draws}\0{AIM_SEED}\0".encode())
+    h.update(repr(c.fields).encode() + b"\0" + repr(c.profile).encode())
+    for rel in _AIM_SOURCES:
+        top = root / rel
+        for f in sorted(top.rglob("*") if top.is_dir() else [top]):
+            if f.suffix in (".py", ".yaml") and f.is_file():
+                h.update(str(f.relative_to(root)).encode() + b"\0" + f.read_bytes())
+    return f"{c.unit}-{c.profile.name}-{h.hexdigest()[:16]}"
 
 
 def open_dut(spec: Any, model_bugs: list[str] | None = None) -> Any:
@@ -259,7 +339,9 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
     files, sets = list(constraint_files), list(sets)
     c = load_constraints(unit, profile=profile, files=files, sets=sets)
     rep = FuzzReport(unit, c.profile.name, seed)
-    rep.aimed = covmod.reachable([c.profile], UNIT_GROUPS[unit])
+    t0 = time.monotonic()
+    rep.aimed, rep.undrawn = aimed_bins(c, dut=spec.kind, semantics=semantics)
+    rep.aim_seconds = time.monotonic() - t0
     t0 = time.monotonic()
     limit = budget if until_covered else count
     batch = 10 * max(jobs, 1)  # cases per round: each worker opens its DUT once per round
@@ -293,6 +375,10 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
     finally:
         if pool is not None:
             pool.shutdown()
+    # a bin the probe missed but this campaign drew is drawable after all (a rare one): aimed too
+    drawn = [b for b in rep.undrawn if rep.coverage.counts.get(b)]
+    rep.aimed += drawn
+    rep.undrawn = [b for b in rep.undrawn if b not in drawn]
     rep.seconds = time.monotonic() - t0
     return rep
 

@@ -60,7 +60,9 @@ JUnit XML: the plugin sets ``junit_family=xunit1`` unless the user set one, give
 suites' tests the classname ``nvdla_hil.harness.suites.<module>`` however they were collected
 (``--pyargs`` of an installed module otherwise gives an empty one), and records per test the
 properties ``target``, ``profile``, ``board`` (serial) or ``rtl_build`` (verilator build key),
-``model_semantics`` (model), ``seed`` (packed vectors) and ``waves`` (a re-run's wave file).
+``model_semantics`` (model), ``seed`` (packed vectors), ``waves`` (a re-run's wave file), and
+``lock_wait_s`` / ``lock_waits`` (seconds the test waited for a lock another process held - a
+build, the C model, a board - and which: apart from the test's own work).
 
 Fixtures: ``nvdla_spec`` (session :class:`TargetSpec`), ``nvdla_target`` (the open
 :class:`~nvdla_hil.drivers.transport.Transport` of the test, on every target),

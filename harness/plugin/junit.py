@@ -1,7 +1,9 @@
 """What each test ran on: JUnit classname and ``<properties>`` (target, profile, board or RTL
 build, model semantics, injected model bugs, seed - the vector's, else the run's
 ``--hypothesis-seed``/``-p randomly`` seed -, nvdla-hil's version with its commit, golden source),
-and the report attributes that survive xdist's and Dask's serialisation (suite test, golden kind, dead board, bad input).
+and the report attributes that survive xdist's and Dask's serialisation (suite test, golden kind, dead board, bad input);
+the seconds a test waited for a lock another process held (``lock_wait_s``, ``lock_waits``; a
+"lock waits" section of the terminal summary), apart from its own time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ...drivers.uartbone import BoardDeadError
+from ...sims import lockwait
 from ..results.textsafe import is_term_safe, term_safe
 from .keys import CURRENT_ITEMS_KEY, GOLDEN_KEY, OPENED_KEY, RERUN_WAVES_KEY, SPEC_KEY
 from .options import asked_for_nvdla, session_is_ours
@@ -190,7 +193,11 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN20
     running.append(item)
     t0 = time.monotonic()
     try:
-        outcome = yield
+        # every wait of the test for a lock another process holds (a simulator or C model another
+        # process builds, a board another test uses): reported apart from the test's own time
+        with lockwait.recording() as waits:
+            item.stash[LOCK_WAITS_KEY] = waits
+            outcome = yield
     finally:
         running.remove(item)
     exc = outcome.excinfo[1] if outcome.excinfo else None
@@ -234,6 +241,8 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
     if call.when == "teardown" and RERUN_WAVES_KEY not in item.config.stash and item_is_ours(item):
         have = {k for k, _ in item.user_properties}
         item.user_properties.extend((k, v) for k, v in _properties(item) if k not in have)
+    if call.when == "teardown" and item_is_ours(item):
+        _lock_wait_properties(item)
     outcome = yield
     report = outcome.get_result()
     if call.when == "call" or not report.passed:
@@ -256,6 +265,62 @@ def pytest_runtest_makereport(item: pytest.Item, call):  # noqa: ANN001, ANN201
         report.longrepr = f"bad input: {term_safe(call.excinfo.value)}"
     if report.longrepr is not None and item_is_ours(item):
         _terminal_safe_longrepr(report)
+
+
+#: per test (item stash): the :class:`~nvdla_hil.sims.lockwait.LockWait` list of its waits for locks
+LOCK_WAITS_KEY = pytest.StashKey[list]()
+#: JUnit properties of a test that waited for a lock another process held: the seconds (apart
+#: from the test's own time, which includes them) and which locks, held by whom
+LOCK_WAIT_PROPERTY = "lock_wait_s"
+LOCK_WAITS_PROPERTY = "lock_waits"
+
+
+def _lock_wait_properties(item: pytest.Item) -> None:
+    """``lock_wait_s`` (seconds, to the millisecond as JUnit's ``time``) and ``lock_waits`` (each lock, holder and
+    seconds) of a test that waited for a lock; nothing for one that did not."""
+    waits = item.stash.get(LOCK_WAITS_KEY, [])
+    if not waits or any(k == LOCK_WAIT_PROPERTY for k, _ in item.user_properties):
+        return
+    item.user_properties.append((LOCK_WAIT_PROPERTY, round(sum(w.seconds for w in waits), 3)))
+    item.user_properties.append((LOCK_WAITS_PROPERTY, "; ".join(w.line() for w in waits)))
+
+
+class LockWaitSummary:
+    """The terminal summary's "lock waits" section: each test that waited for a lock another
+    process held, how long (not the test's own time) and for which lock. Reads the reports'
+    user properties, so it works in the controller of an xdist or Dask run too."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[str, float, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        props = dict(getattr(report, "user_properties", None) or ())
+        if LOCK_WAIT_PROPERTY in props:
+            self.waits.append((report.nodeid, float(props[LOCK_WAIT_PROPERTY]), str(props.get(LOCK_WAITS_PROPERTY, ""))))
+
+    def lines(self) -> list[str]:
+        if not self.waits:
+            return []
+        total = sum(s for _, s, _ in self.waits)
+        out = [f"lock waits: {len(self.waits)} test(s) waited {total:.1f} s in all for locks other processes held "
+               f"(counted in their durations, not their own work; JUnit property {LOCK_WAIT_PROPERTY})"]
+        out += [f"  {term_safe(n)}: {term_safe(what)}" for n, _, what in self.waits]
+        return out
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:  # noqa: ANN001
+        lines = self.lines()
+        if lines:
+            terminalreporter.write_sep("-", "nvdla-hil lock waits")
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+def register_lock_wait_summary(config: pytest.Config) -> None:
+    """Register :class:`LockWaitSummary` once per session (the controller's and each worker's)."""
+    if not config.pluginmanager.has_plugin("nvdla-hil-lock-waits"):
+        config.pluginmanager.register(LockWaitSummary(), "nvdla-hil-lock-waits")
 
 
 def _terminal_safe_longrepr(report: pytest.TestReport) -> None:
@@ -297,10 +362,12 @@ def junit_classname(config: pytest.Config, report: pytest.TestReport) -> None:
 
 def set_junit_family(config: pytest.Config) -> None:
     """``junit_family=xunit1`` unless the user chose one: per-test ``<properties>`` (target,
-    profile, board or RTL build, semantics, seed) are valid JUnit only in xunit1. Only in a
-    session that runs nvdla-hil's tests (:func:`session_is_ours`)."""
+    profile, board or RTL build, semantics, seed, lock waits) are valid JUnit only in xunit1; and the
+    terminal summary of lock waits (:class:`LockWaitSummary`). Only in a session that runs
+    nvdla-hil's tests (:func:`session_is_ours`)."""
     if not session_is_ours(config):
         return
+    register_lock_wait_summary(config)  # its waits are JUnit properties too
     try:
         overrides = config.getoption("override_ini", default=None) or []
         if any(str(o).split("=", 1)[0].strip() == "junit_family" for o in overrides):

@@ -175,7 +175,8 @@ class RegressionSummary:
                     reasons[term_safe(why[:110])] = reasons.get(term_safe(why[:110]), 0) + 1
         if hidden:
             where = self.config.getoption("--nvdla-summary-file", default=None)
-            tr.write_line(f"({hidden} passing or skipped rows in {where or 'the summary file'}; --table (pytest: --nvdla-table) lists them)")
+            tr.write_line(f"({hidden} passing or skipped rows in {where or 'the summary file'}; "
+                          "--table (pytest: --nvdla-table) lists them)")
         for cls, reasons in skip_reasons.items():  # a skip is not a pass: what was skipped and why
             top = sorted(reasons.items(), key=lambda kv: -kv[1])
             tr.write_line(f"{cls}: {sum(reasons.values())}" + "".join(f"\n  {n} x {r}" for r, n in top[:3])
@@ -206,6 +207,9 @@ class RegressionSummary:
             tr.write_line(split)
         for line in waves_lines(self.config):
             tr.write_line(line)
+        lock_waits = self.config.pluginmanager.get_plugin("nvdla-hil-lock-waits")
+        for line in (lock_waits.lines() if lock_waits else []):  # time waited on other processes' locks
+            file_only(line)
         path = self.config.getoption("--nvdla-summary-file", default=None)
         if path:
             from ...drivers.errors import write_atomic

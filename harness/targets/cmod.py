@@ -60,6 +60,7 @@ import numpy as np
 from ...drivers.profiles import load_profile
 from ...drivers.regmap import RegisterMap, RegisterMapError
 from ...drivers.transport import TransportError, TransportTimeoutError
+from ...sims.lockwait import holder_of, wait_for, write_holder
 from ..refmodel.base import UnitNotModelled
 from .builds import BuildCache, resolve_build
 from .simproc import SimProcessTarget  # the process client (spawn, line protocol, deadlines, memory)
@@ -283,12 +284,22 @@ def build_cmod(nvdla_hw: str | os.PathLike[str] | None = None, config: str | Non
         progress(f"cmod build: cached {out}")
         return CmodBuild.load(out)
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{key}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and (out / "manifest.json").is_file() and exe.is_file():
-            progress(f"cmod build: cached {out} (built by another process)")
-            return CmodBuild.load(out)
-        return _build_locked(hw, config, flavor, key, out, exe, sc_inc, sc_lib, sc_desc, flags, jobs, progress, replace)
+    fd = os.open(root / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        # another process building the same model: say who, and how long we waited (lockwait)
+        wait_for(root / f"{key}.lock", lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB), holder_of(fd),
+                 say=progress, what="cmod build", why="another process is building this C model")
+        write_holder(fd, "cmod build")
+        try:
+            if not force and (out / "manifest.json").is_file() and exe.is_file():
+                progress(f"cmod build: cached {out} (built by another process)")
+                return CmodBuild.load(out)
+            return _build_locked(hw, config, flavor, key, out, exe, sc_inc, sc_lib, sc_desc, flags, jobs, progress,
+                                 replace)
+        finally:
+            os.ftruncate(fd, 0)  # no holder any more (the lock goes with the descriptor)
+    finally:
+        os.close(fd)
 
 
 def _build_locked(hw: Path, config: str, flavor: str, key: str, out: Path, exe: Path, sc_inc: str,
