@@ -306,42 +306,63 @@ class ResultsDB:
                 time.sleep(min(0.1 * attempt, 1.0))
 
     def _schema_once(self) -> int:
+        if self.path is None:
+            with self.engine.begin() as c:
+                return self._schema_in(c)
+        # Python's sqlite3 runs CREATE TABLE outside any transaction (it opens one only before
+        # INSERT/UPDATE/DELETE): a reader opening the file between a new database's tables and its
+        # version row took it for a corrupt one (a CI run under load). One explicit transaction
+        # makes the schema appear whole or not at all.
+        with self.engine.connect() as conn:
+            c = conn.execution_options(isolation_level="AUTOCOMMIT")
+            c.exec_driver_sql("BEGIN")
+            try:
+                version = self._schema_in(c)
+            except BaseException:
+                try:
+                    c.exec_driver_sql("ROLLBACK")
+                except DBAPIError:
+                    pass  # the transaction is already gone; the first error is the one to report
+                raise
+            c.exec_driver_sql("COMMIT")
+            return version
+
+    def _schema_in(self, c: Connection) -> int:
         from sqlalchemy import inspect as sa_inspect
 
-        with self.engine.begin() as c:
-            existing = set(sa_inspect(c).get_table_names()) & set(metadata.tables)
-            if existing and schema.name not in existing:  # results tables without their schema row: never re-stamped
-                raise SchemaError(f"results database {self.where}: corrupt: results tables ({', '.join(sorted(existing))}) "
-                                  f"but no {schema.name} table")
-            metadata.create_all(c, tables=[schema])
-            row = c.execute(select(schema.c.version).where(schema.c.id == 1)).first()
-            if row is None and existing - {schema.name}:
-                raise SchemaError(f"results database {self.where}: corrupt: results tables but no schema version row")
-            core = set(metadata.tables) - ADDED_TABLES
-            if row is not None and row[0] == SCHEMA_VERSION and core - existing:
-                raise SchemaError(f"results database {self.where}: corrupt: table(s) "
-                                  f"{', '.join(sorted(core - existing))} missing")
-            if row is None:
-                metadata.create_all(c)
-                c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))
-                return SCHEMA_VERSION
-            version = row[0]
-            if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-                raise SchemaError(f"results database {self.where}: unknown schema version {version!r} "
-                                  f"(not a results database of nvdla-hil, or a corrupt one)")
-            if version > SCHEMA_VERSION:
-                raise SchemaError(f"{self.where}: results schema version {version} is newer than this nvdla-hil's "
-                                  f"({SCHEMA_VERSION}); upgrade nvdla-hil to read it")
-            if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
-                raise SchemaError(f"results database {self.where}: unknown schema version {version} "
-                                  f"(no migration from it to {SCHEMA_VERSION})")
-            while version < SCHEMA_VERSION:
-                MIGRATIONS[version](c)
-                version += 1
-                c.execute(update(schema).where(schema.c.id == 1).values(version=version, updated=time.time()))
-            self._add_tables(c, existing)
-            metadata.create_all(c, tables=[t for t in metadata.sorted_tables if t.name not in self.absent])
-            return version
+        existing = set(sa_inspect(c).get_table_names()) & set(metadata.tables)
+        if existing and schema.name not in existing:  # results tables without their schema row: never re-stamped
+            raise SchemaError(f"results database {self.where}: corrupt: results tables ({', '.join(sorted(existing))}) "
+                              f"but no {schema.name} table")
+        metadata.create_all(c, tables=[schema])
+        row = c.execute(select(schema.c.version).where(schema.c.id == 1)).first()
+        if row is None and existing - {schema.name}:
+            raise SchemaError(f"results database {self.where}: corrupt: results tables but no schema version row")
+        core = set(metadata.tables) - ADDED_TABLES
+        if row is not None and row[0] == SCHEMA_VERSION and core - existing:
+            raise SchemaError(f"results database {self.where}: corrupt: table(s) "
+                              f"{', '.join(sorted(core - existing))} missing")
+        if row is None:
+            metadata.create_all(c)
+            c.execute(insert(schema).values(id=1, version=SCHEMA_VERSION, updated=time.time()))
+            return SCHEMA_VERSION
+        version = row[0]
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise SchemaError(f"results database {self.where}: unknown schema version {version!r} "
+                              f"(not a results database of nvdla-hil, or a corrupt one)")
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"{self.where}: results schema version {version} is newer than this nvdla-hil's "
+                              f"({SCHEMA_VERSION}); upgrade nvdla-hil to read it")
+        if any(v not in MIGRATIONS for v in range(version, SCHEMA_VERSION)):
+            raise SchemaError(f"results database {self.where}: unknown schema version {version} "
+                              f"(no migration from it to {SCHEMA_VERSION})")
+        while version < SCHEMA_VERSION:
+            MIGRATIONS[version](c)
+            version += 1
+            c.execute(update(schema).where(schema.c.id == 1).values(version=version, updated=time.time()))
+        self._add_tables(c, existing)
+        metadata.create_all(c, tables=[t for t in metadata.sorted_tables if t.name not in self.absent])
+        return version
 
     def _add_tables(self, c: Connection, existing: set[str]) -> None:
         """Create the :data:`ADDED_TABLES` a database made before them lacks; one that cannot be
