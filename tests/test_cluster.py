@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from _signals import default_signals
 pytestmark = pytest.mark.slow  # a real Dask scheduler and workers: `make test-slow`, CI's second step
 
 
@@ -186,7 +187,7 @@ def test_ctrl_c_cancels_the_cluster_tasks(cluster, tmp_path):
     marks, go, ends = _slow_file(tmp_path, 8)
     proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
                              "test_slow.py", "--nvdla-cluster", addr], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
+                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_signals)
     try:
         if not _until(lambda: any(marks.iterdir()), proc):
             proc.kill()

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from _signals import default_signals
 from nvdla_hil.drivers.errors import ResultsError, write_atomic
 from nvdla_hil.harness.cli import main, run_state
 
@@ -47,12 +50,13 @@ def test_run_json_says_finished_and_junit_is_whole(tmp_path, capsys):
     assert not list(run.glob(".*.part")) and not list(run.glob("*.part"))
 
 
-def _start(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, preexec: Callable[[], None] = default_signals) -> tuple[subprocess.Popen, Path]:
     """A regression of every bundled vector in a child process; returns once its run.json exists."""
     res = tmp_path / "r"
     p = subprocess.Popen([PY, "-m", "nvdla_hil.harness.cli", "regress", "--suite", "vectors", "--results-dir", str(res),
                           "--results-db", str(tmp_path / "db.sqlite")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                         preexec_fn=preexec)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         runs = [d for d in res.glob("2*") if (d / "run.json").is_file() and (d / "logs").is_dir()
@@ -89,6 +93,26 @@ def test_ctrl_c_and_sigterm_are_exit_130_and_recorded(tmp_path, sig):
     assert meta["status"] == "interrupted" and meta["exit_code"] == 130
     assert run_state(run) == "interrupted"
     assert "interrupted" in err
+
+
+def _nohup() -> None:
+    default_signals()
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+
+@pytest.mark.slow  # the whole bundled suite runs to its end
+def test_a_nohup_run_keeps_running_through_a_hang_up(tmp_path):
+    """``nohup nvdla-hil regress ... &`` asks for hang-ups to be ignored: the run must not install
+    its SIGHUP-as-Ctrl-C handler over that (a SIGHUP'd run without nohup stops, tests above)."""
+    p, run = _start(tmp_path, preexec=_nohup)
+    assert p.poll() is None  # still running: the hang-up lands mid-run
+    p.send_signal(signal.SIGHUP)
+    out, err = p.communicate(timeout=900)
+    assert p.returncode == 0, out[-3000:] + err[-3000:]
+    meta = json.loads((run / "run.json").read_text())
+    assert meta["status"] == "finished" and meta["exit_code"] == 0
+    done = re.search(r"summary: (\d+) passed, 0 failed", out)
+    assert done and int(done.group(1)) > 100, out[-3000:]  # every bundled vector, not a run cut short
 
 
 def _mount(where: Path, *opts: str) -> None:

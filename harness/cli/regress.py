@@ -456,13 +456,16 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
     old = signal.signal(signal.SIGTERM, _raise)
     # SIGHUP (a closed terminal or SSH session) likewise: a labgrid place, board locks and results
-    # are given back as on Ctrl-C (harness/boards/labgrid_place.py)
-    old_hup = signal.signal(signal.SIGHUP, _raise)
+    # are given back as on Ctrl-C (harness/boards/labgrid_place.py); unless the run was started
+    # with hang-ups ignored (``nohup``), which it keeps, as every Unix tool does
+    hup_ignored = signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    old_hup = None if hup_ignored else signal.signal(signal.SIGHUP, _raise)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, old)
-        signal.signal(signal.SIGHUP, old_hup)
+        if old_hup is not None:
+            signal.signal(signal.SIGHUP, old_hup)
 
 
 REGRESS_EPILOG = """\
