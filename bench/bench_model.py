@@ -6,7 +6,8 @@ For each unit the script generates layers once with ``nvdla-hil fuzz --unit U --
 :func:`~nvdla_hil.harness.vectors.execute_case` on the model target (C-model semantics) and on
 the C model (``--target cmod``, nv_full, ``$NVDLA_HW_V1``), layer by layer in this run, and
 prints per unit: the median layer time on each, the ratio of the medians (C model / model: how
-many times faster the model is), and the worst layer (the lowest per-layer ratio, named). Each
+many times faster the model is), and the worst layer (the lowest per-layer CPU-time ratio, named,
+with its wall-time ratio). Each
 layer runs ``--repeat`` times on each target and the fastest run counts: on a loaded machine the
 scheduler takes a process off the CPU for 10-40 ms at random, longer than a small layer. Times are
 given as wall time and as CPU time (this process; for the C model plus its own process, read from
@@ -200,9 +201,10 @@ def report(results: list[UnitResult], model_only: bool) -> None:
         return
     print("wall: median of the per-layer best wall times; cpu: the same in CPU time (this process, plus the C "
           "model's process for the C model); ratio = C model / model (how many times faster the model is); "
-          "worst = the layer with the lowest wall ratio; start-up: the C model's process start (not in any layer)")
+          "worst cpu = the layer with the lowest CPU ratio (its wall ratio after it); start-up: the C model's "
+          "process start (not in any layer)")
     print(f"{'unit':<14} {'layers':>6} {'agree':>5} {'model wall':>10} {'C model wall':>12} {'ratio':>7} "
-          f"{'model cpu':>10} {'C model cpu':>11} {'ratio':>7}   {'worst layer: model vs C model wall (ratio)':<58} "
+          f"{'model cpu':>10} {'C model cpu':>11} {'ratio':>7}   {'worst cpu: model vs C model cpu (ratio; wall ratio)':<66} "
           f"{'start-up':>8}")
     for r in results:
         if not r.model:
@@ -210,12 +212,13 @@ def report(results: list[UnitResult], model_only: bool) -> None:
             continue
         med = statistics.median
         mm, cc, mc, ccpu = med(r.model), med(r.cmod), med(r.model_cpu), med(r.cmod_cpu)
-        ratios = [c / m for m, c in zip(r.model, r.cmod, strict=True)]
-        w = int(np.argmin(ratios))
-        worst = f"{r.layers[w]} {r.model[w] * 1e3:.1f} vs {r.cmod[w] * 1e3:.1f} ms ({ratios[w]:.1f}x)"
+        cpu_ratios = [c / m for m, c in zip(r.model_cpu, r.cmod_cpu, strict=True)]
+        w = int(np.argmin(cpu_ratios))
+        worst = (f"{r.layers[w]} {r.model_cpu[w] * 1e3:.1f} vs {r.cmod_cpu[w] * 1e3:.1f} ms ({cpu_ratios[w]:.1f}x; "
+                 f"{r.cmod[w] / r.model[w]:.1f}x)")
         start = f"{med(r.startup) * 1e3:.0f} ms" if r.startup else "-"
         print(f"{r.name:<14} {len(r.model):>6} {r.agree:>5} {mm * 1e3:7.2f} ms {cc * 1e3:9.1f} ms {cc / mm:6.1f}x "
-              f"{mc * 1e3:7.2f} ms {ccpu * 1e3:8.1f} ms {ccpu / mc:6.1f}x   {worst:<58} {start:>8}")
+              f"{mc * 1e3:7.2f} ms {ccpu * 1e3:8.1f} ms {ccpu / mc:6.1f}x   {worst:<66} {start:>8}")
     for r in results:
         for e in r.errors:
             print(f"  error {r.name}: {e[:300]}")

@@ -37,7 +37,8 @@ from contextlib import nullcontext
 
 import numpy as np
 
-__all__ = ["fp17_add_native", "fp17_mul_native", "fp32_add_native", "fp32_mul_native", "nan_operands",
+__all__ = ["fp17_add_native", "fp17_add_values", "fp17_from_values", "fp17_mul_native", "fp17_mul_values", "fp17_values",
+           "fp32_add_native", "fp32_add_values", "fp32_mul_native", "fp32_mul_values", "fp32_values", "nan_operands",
            "native_fp32_operand"]
 
 _I64 = np.int64
@@ -81,42 +82,73 @@ def _nan_first(out: np.ndarray, a: np.ndarray | int | np.integer, b: np.ndarray 
     return nan_operands(out, a, b, a & mag_bits, b & mag_bits, inf_mag)
 
 
+def fp32_add_values(fa: np.ndarray, fb: np.ndarray, *, may_overflow: bool = True) -> np.ndarray:
+    """``FpAdd<8,23>`` of float32 values that are normal or zero (a NaN gives a NaN the caller
+    replaces) as float32 addition, returning float32 values: a sum that rounds to 2^128 (IEEE's
+    INF) is the signed maximal value (not looked for unless ``may_overflow``), one below 2^-126
+    (an exact zero too) the zero of the larger magnitude's sign, ``fa``'s on a tie."""
+    with np.errstate(over="ignore", invalid="ignore") if may_overflow else _NO_ERRSTATE:
+        r = np.asarray(fa + fb, np.float32)
+    if may_overflow:
+        inf = np.isinf(r)
+        if inf.any():
+            r = np.where(inf, (r.view(np.uint32) & np.uint32(_SIGN32)) | np.uint32(_F32_MAX_BITS), r.view(np.uint32)).view(np.float32)
+    tiny = (r.view(np.uint32) & np.uint32(0x7F800000)) == 0
+    if tiny.any():
+        big = np.where(np.abs(fa) >= np.abs(fb), fa, fb).view(np.uint32) & np.uint32(_SIGN32)
+        r = np.where(tiny, big, r.view(np.uint32)).view(np.float32)
+    return r
+
+
+def fp32_mul_values(fa: np.ndarray, fb: np.ndarray, *, may_overflow: bool = True) -> np.ndarray:
+    """``FpMul<8,23>`` of float32 values that are normal or zero (a NaN gives a NaN the caller
+    replaces) through the exact float64 product, returning float32 values: its float32 rounding
+    (IEEE's RNE), 2^128 (IEEE's INF; not looked for unless ``may_overflow``) the signed maximal
+    value, a product whose 24-bit rounding is below 2^-126 (or any below 2^-126 when the exponent
+    sum is below the bias) the signed zero."""
+    with np.errstate(over="ignore", invalid="ignore") if may_overflow else _NO_ERRSTATE:
+        p = np.asarray(fa, np.float64) * np.asarray(fb, np.float64)
+        r = np.asarray(p.astype(np.float32))
+    if may_overflow:
+        inf = np.isinf(r)
+        if inf.any():
+            r = np.where(inf, (r.view(np.uint32) & np.uint32(_SIGN32)) | np.uint32(_F32_MAX_BITS), r.view(np.uint32)).view(np.float32)
+    ap = np.abs(p)
+    tiny = ap < 2.0**-126
+    if tiny.any():  # a zero operand, an underflow: a signed zero
+        ua, ub = np.asarray(fa, np.float32).view(np.uint32), np.asarray(fb, np.float32).view(np.uint32)
+        es = ((ua >> np.uint32(23)) & np.uint32(0xFF)).astype(_I64) + ((ub >> np.uint32(23)) & np.uint32(0xFF))
+        flush = tiny & ((ap < _MUL_FLUSH) | (es < 127))
+        r = np.where(flush, (ua ^ ub) & np.uint32(_SIGN32), r.view(np.uint32)).view(np.float32)
+    return r
+
+
 def fp32_add_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, ua: np.ndarray,
                     ub: np.ndarray, e_top: int) -> np.ndarray:  # fmt: skip
     """``FpAdd<8,23>`` of normal, zero or NaN operands ``a``, ``b`` (``ua``, ``ub``: as uint32,
-    ``e_top`` their largest exponent, 255 with a NaN) as float32 addition. Returns int64 patterns."""
-    fa, fb = ua.view(np.float32), ub.view(np.float32)
-    if e_top >= 254:  # may round to 2^128: IEEE's INF is the signed maximal value
-        with np.errstate(over="ignore", invalid="ignore"):
-            r = (fa + fb).view(np.uint32).astype(_I64)
-        r = np.where((r & 0x7FFFFFFF) == 0x7F800000, (r & _SIGN32) | _F32_MAX_BITS, r)
-    else:
-        r = (fa + fb).view(np.uint32).astype(_I64)
-    tiny = (r & 0x7F800000) == 0
-    if tiny.any():  # below 2^-126, an exact zero too: a zero with the larger magnitude's sign, a's on a tie
-        ma, mb = ua & np.uint32(0x7FFFFFFF), ub & np.uint32(0x7FFFFFFF)
-        r = np.where(tiny, np.where(ma >= mb, ua, ub).astype(_I64) & _SIGN32, r)
+    ``e_top`` their largest exponent, 255 with a NaN): :func:`fp32_add_values`, a NaN operand the
+    result as is. Returns int64 patterns."""
+    r = fp32_add_values(ua.view(np.float32), ub.view(np.float32), may_overflow=e_top >= 254)
+    r = r.view(np.uint32).astype(_I64)
     return _nan_first(r, a, b, 0x7F800000, 0x7FFFFFFF) if e_top == 255 else r
 
 
 def fp32_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.integer, ua: np.ndarray,
                     ub: np.ndarray, ea: int, eb: int) -> np.ndarray:  # fmt: skip
     """``FpMul<8,23>`` of normal, zero or NaN operands ``a``, ``b`` (``ua``, ``ub``: as uint32,
-    ``ea``, ``eb`` their largest exponents, 255 with a NaN) through an exact float64 product.
-    Returns int64 patterns."""
-    nan, e_sum = 255 in (ea, eb), ea + eb
-    with np.errstate(over="ignore", invalid="ignore") if nan or e_sum >= 127 + 253 else _NO_ERRSTATE:
-        p = ua.view(np.float32).astype(np.float64) * ub.view(np.float32).astype(np.float64)
-        r = p.astype(np.float32).view(np.uint32).astype(_I64)
-        if e_sum >= 127 + 253:  # may round to 2^128: IEEE's INF is the signed maximal value
-            r = np.where((r & 0x7FFFFFFF) == 0x7F800000, (r & _SIGN32) | _F32_MAX_BITS, r)
-        ap = np.abs(p)
-        tiny = ap < 2.0**-126
-    if tiny.any():  # a zero operand, an underflow: a signed zero
-        es = ((ua >> np.uint32(23)) & np.uint32(0xFF)).astype(_I64) + ((ub >> np.uint32(23)) & np.uint32(0xFF))
-        flush = tiny & ((ap < _MUL_FLUSH) | (es < 127))
-        r = np.where(flush, (ua ^ ub).astype(_I64) & _SIGN32, r)
+    ``ea``, ``eb`` their largest exponents, 255 with a NaN): :func:`fp32_mul_values`, a NaN operand
+    the result as is. Returns int64 patterns."""
+    nan = 255 in (ea, eb)
+    r = fp32_mul_values(ua.view(np.float32), ub.view(np.float32), may_overflow=nan or ea + eb >= 127 + 253)
+    r = r.view(np.uint32).astype(_I64)
     return _nan_first(r, a, b, 0x7F800000, 0x7FFFFFFF) if nan else r
+
+
+def fp32_values(x: np.ndarray | int | np.integer) -> np.ndarray | None:
+    """fp32 patterns as float32 values for :func:`fp32_add_values` / :func:`fp32_mul_values`, or
+    None when one is not normal or zero (NaN, the INF pattern, an exponent of 0 with a mantissa)."""
+    u, e = native_fp32_operand(x)
+    return None if e is None or e == 255 else u.view(np.float32)
 
 
 # ---- fp17
@@ -188,3 +220,63 @@ def fp17_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
         out = np.where(low & ((v < 1 << 10) | (es < 31)), (pa ^ pb) & 0x10000, out)
     out = out.reshape(np.broadcast_shapes(np.shape(a), np.shape(b)))
     return _nan_first(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
+
+
+# ---- fp17 kept as float32 values across a chain of additions (PDP's average fold)
+
+
+def fp17_values(x: np.ndarray | int | np.integer) -> np.ndarray | None:
+    """fp17 patterns -> the float32 values FpAdd reads (:func:`_fp17_values`; one value per pattern,
+    so :func:`fp17_from_values` inverts it), or None when one has exponent 63 (NaN or the INF
+    pattern: the patterns' own arithmetic, :func:`.fp16.fp17_add_bits`, handles those)."""
+    p = np.asarray(x, _I64) & 0x1FFFF
+    if p.size and int((p & 0xFFFF).max()) >= 63 << 10:
+        return None
+    return _FP17_VALUES[p]
+
+
+def fp17_from_values(v: np.ndarray) -> np.ndarray:
+    """The fp17 patterns (int64) of float32 values :func:`fp17_values` or :func:`fp17_add_values` gave."""
+    u = np.asarray(v, np.float32).view(np.uint32).astype(_I64)
+    mag = u & 0x7FFFFFFF
+    return ((u >> 15) & 0x10000) | np.where(mag == 0, 0, (mag >> 13) - (96 << 10))
+
+
+_F17_MAX_F32 = np.uint32(((62 + 96) << 23) | (0x3FF << 13))  # the fp17 maximal value as a float32 pattern
+
+
+def fp17_add_values(a: np.ndarray, b: np.ndarray, *, may_overflow: bool = True) -> np.ndarray:
+    """:func:`fp17_add_native` on float32 values (:func:`fp17_values`: no exponent-63 pattern) and
+    returning float32 values, so that a chain of additions converts once: the float32 sum, rounded
+    to 11 significant bits (nearest even) on its pattern; 2^32 or more -> the maximal value; below
+    2^-30 before rounding (an exact zero too) -> the zero of the larger magnitude's sign, ``a``'s
+    on a tie. ``may_overflow`` False: the caller knows every sum stays below 2^32."""
+    r = (a + b).view(np.uint32)
+    t = (r + np.uint32(0xFFF) + ((r >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    if may_overflow and ((t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23)).any():  # 2^32: fp17 exponent 63
+        t = np.where((t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23), (t & np.uint32(0x80000000)) | _F17_MAX_F32, t)
+    tiny = (r & np.uint32(0x7F800000)) <= np.uint32(96 << 23)
+    if tiny.any():
+        big = np.where(np.abs(a) >= np.abs(b), a, b).view(np.uint32) & np.uint32(0x80000000)
+        t = np.where(tiny, big, t)
+    return t.view(np.float32)
+
+
+def fp17_mul_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`fp17_mul_native` on float32 values (:func:`fp17_values`), returning float32 values:
+    the exact float32 product rounded to 11 significant bits (nearest even) on its pattern, 2^32
+    or more the maximal value; below 2^-30 before rounding the signed zero, unless it rounds up
+    to 2^-30 and the operands' fp17 exponents add up to the bias (31) or more."""
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    r = (a * b).view(np.uint32)
+    t = (r + np.uint32(0xFFF) + ((r >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
+    big = (t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23)
+    if big.any():
+        t = np.where(big, (t & np.uint32(0x80000000)) | _F17_MAX_F32, t)
+    # below 2^-30 and not 0 (an exact zero is the signed zero already): 0 < magnitude < 2^-30, with the wrap of 0 - 1
+    low = (r & np.uint32(0x7FFFFFFF)) - np.uint32(1) < np.uint32((97 << 23) - 1)
+    if low.any():
+        es = ((fp17_from_values(a) >> 10) & 0x3F) + ((fp17_from_values(b) >> 10) & 0x3F)
+        zero = low & (((t & np.uint32(0x7F800000)) <= np.uint32(96 << 23)) | (es < 31))
+        t = np.where(zero, (a.view(np.uint32) ^ b.view(np.uint32)) & np.uint32(0x80000000), t)
+    return t.view(np.float32)

@@ -47,7 +47,7 @@ output are both INT16.
 FP16 (``INPUT_DATA = FP16``, nv_full; cmod ``cmod/pdp/NV_NVDLA_pdp.cpp`` with
 ``cmod/hls_wrapper/pdp_hls_wrapper.cpp`` ``HLS_PDP_PoolingStage0Calc_FP16_W/_H`` and
 ``HLS_PDP_PoolingStage1Calc_FP16``): the pooling is a fold in the cmod's order, so the rounding of
-every step is reproduced (:func:`pool2d_fp16`):
+every step is reproduced (:func:`.pdp_fp.pool2d_fp16`):
 
 * MAX / MIN: ``FpMax/FpMin<5,10>`` on the FP16 patterns, first over the columns of the window
   (``cmp(acc, x)``, left to right), then over its rows (``cmp(row, acc)``, top to bottom); a NaN
@@ -82,23 +82,21 @@ import numpy as np
 
 from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from .dma import CubeGeometry, read_surfaces, write_surfaces
-from .fp16 import fp16_to_fp17_bits, fp17_add_bits, fp17_mul_bits
-from .fp16_extra import fp16_cmp_bits, fp17_to_fp16_bits
 from .ops import rnd, sx
+from .pdp_fp import AVE, MAX, MIN, pool2d_fp16, pool2d_fp16_slices, pool_windows
 
 __all__ = ["AVE", "FLYING_TAIL_RULE", "MAX", "MIN", "PdpConfig", "decode_pdp_config", "pad_values", "pool2d", "pool2d_fp16",
            "run_pdp", "unread_tail"]
 
 I64 = np.int64
-AVE, MAX, MIN = 0, 1, 2
+#: the name tests/test_model_fast_paths.py imports (FP16 pooling lives in :mod:`.pdp_fp`)
+_pool2d_fp16_slices = pool2d_fp16_slices
 _U32 = 0xFFFF_FFFF
 _PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)  # cmod int_sign_extend sign-bit index for n = 1..7
 #: INT16: nvdlav1 cmod ``NV_NVDLA_pdp.cpp``, ``int_sign_extend(pdp_pad_value_nx_, k, 32, ...)``
 _PAD_SIGN_BIT_INT16 = (15, 16, 17, 17, 18, 18, 18)
 _BITS = {0: 8, 1: 16, 2: 16}  # D_DATA_FORMAT.INPUT_DATA -> element bits (2 = FP16)
 _FP16 = 2
-#: fp17 1.0 .. 8.0 (cmod pdp_hls_wrapper.cpp ``kernel_width_map``; index 8 is past its end)
-_KW_FP17 = (0x0000, 0x7C00, 0x8000, 0x8200, 0x8400, 0x8500, 0x8600, 0x8700, 0x8800)
 
 
 @dataclass(frozen=True)
@@ -168,13 +166,6 @@ def decode_pdp_config(view: RegisterView) -> PdpConfig:
     )
 
 
-def _windows(n_out: int, n_in: int, k: int, stride: int, pad: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per output: input index of every kernel tap ``[n_out, k]`` and its validity."""
-    idx = np.arange(n_out)[:, None] * stride - pad + np.arange(k)[None, :]
-    valid = (idx >= 0) & (idx < n_in)
-    return np.minimum(np.maximum(idx, 0), max(n_in - 1, 0)), valid  # np.clip, without its Python-level wrapper
-
-
 def pool2d(
     x: np.ndarray, cfg: PdpConfig, out_w: int, out_h: int, *, pad_left: int | None = None, pad_right: int | None = None
 ) -> np.ndarray:
@@ -185,8 +176,8 @@ def pool2d(
     x = np.asarray(x, dtype=I64)
     h, w = x.shape[-3], x.shape[-2]
     pl = cfg.pad_left if pad_left is None else pad_left
-    cx, vx = _windows(out_w, w, cfg.kernel_w, cfg.stride_w, pl)
-    cy, vy = _windows(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top)
+    cx, vx = pool_windows(out_w, w, cfg.kernel_w, cfg.stride_w, pl)
+    cy, vy = pool_windows(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top)
     # gather [..., out_h, kh, out_w, kw, lanes]
     g = x[..., cy[:, :, None, None], cx[None, None, :, :], :]
     valid = (vy[:, :, None, None] & vx[None, None, :, :])[..., None]
@@ -252,121 +243,6 @@ def _ave_int8_rtl(g: np.ndarray, vx: np.ndarray, vy: np.ndarray, cfg: PdpConfig)
     s = s + np.where(nh > 0, padh, 0)[:, None, None]
     t = _rtl_round(s * cfg.recip_w, 31, 11)
     return _rtl_round(t * cfg.recip_h, 28, 8).astype(np.int8)
-
-
-def _fold_axis(x: np.ndarray, axis: int, n_out: int, k: int, stride: int, pad: int,
-               step, pads: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
-    """Fold ``acc = step(acc, v)`` over the kernel taps along ``axis`` of ``x``, in tap order,
-    for every output position (its first real tap starts it, taps outside the input are
-    skipped); ``pads`` (AVE) gives per output the (PL, PR) fp17 pair added after the last real
-    tap (+0 elsewhere). Returns the per-output accumulator."""
-    idx, valid = _windows(n_out, x.shape[axis], k, stride, pad)
-    return _fold_taps(x, axis, idx, valid, step, pads)
-
-
-def _fold_taps(x: np.ndarray, axis: int, idx: np.ndarray, valid: np.ndarray, step,
-               pads: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
-    """:func:`_fold_axis` over given windows: ``idx`` / ``valid`` ``[n_out, k]`` (input index and
-    validity of every tap of every output, :func:`_windows`)."""
-    n_out, k = idx.shape
-    if k < 1:  # a kernel of 0 taps: the register fields encode size - 1, so k >= 1
-        raise ValueError("PDP: pooling kernel with no taps")
-    first_t = np.argmax(valid, axis=1)  # first real tap per output
-    last_t = k - 1 - np.argmax(valid[:, ::-1], axis=1)
-    shape = [1] * x.ndim
-    shape[axis] = n_out
-    gathered = np.take(x, idx.T, axis=axis)  # every tap's inputs at once: [..., k, n_out, ...]
-    taps = [gathered[(slice(None),) * axis + (t,)] for t in range(k)]  # tap t: [..., n_out, ...]
-    firsts = (first_t[None, :] == np.arange(k)[:, None]).reshape([k, *shape])
-    valids = valid.T.reshape([k, *shape])
-    # tap 0 starts every accumulator: an output whose first real tap comes later restarts there
-    # (``first``), one without a real tap keeps tap 0's value; so no step on tap 0
-    acc = taps[0]
-    first = first_t[:, None] == np.arange(k)  # [n_out, k]
-    real = np.asarray(valid.any(axis=0)).tolist()  # per tap: real for some output (else it changes nothing)
-    adds = np.asarray((valid & ~first).any(axis=0)).tolist()  # ... and not the first of one (it steps)
-    plain = np.asarray(valid.all(axis=0) & ~first.any(axis=0)).tolist()  # real for all, first of none
-    for t in range(1, k):
-        if plain[t]:
-            acc = step(acc, taps[t])
-        elif adds[t]:
-            acc = np.where(valids[t], np.where(firsts[t], taps[t], step(acc, taps[t])), acc)
-        elif real[t]:  # only first taps: they start their outputs
-            acc = np.where(valids[t], taps[t], acc)
-    if pads is not None and pads.any():  # +0 pads add nothing (below): no pass without one
-        # The cmod adds (PL, PR) after every tap: +0 except after an output's last real tap. x + (+0)
-        # is x for every fp17 pattern but the denormal ones (exponent 0, mantissa not 0), which
-        # neither Fp16ToFp17 nor Fp17Add produce, so only the last adds count: made once, here, for
-        # the outputs whose kept value is their last tap's (not a window without a real tap, which
-        # keeps tap 0's value: padded only when the kernel has one tap)
-        keep = (valid.any(axis=1) | (last_t == 0)).reshape(shape)
-        padded = acc
-        for side in (0, 1):  # PL, then PR; a side that is +0 for every output adds nothing
-            if pads[:, side].any():
-                padded = fp17_add_bits(padded, pads[:, side].reshape(shape))
-        acc = np.where(keep, padded, acc)
-    return acc
-
-
-def _edge_pads(n_out: int, n_in: int, k: int, stride: int, pad: int, p: np.ndarray, left_needs_pad: bool) -> np.ndarray:
-    """Per output ``(PL, PR)``: ``P[lead + trail]`` when the window has leading padding (the
-    cmod's second case needs a nonzero configured pad for the width direction), else
-    ``(0, P[trail])``."""
-    start = np.arange(n_out, dtype=I64) * stride - pad
-    lead = np.maximum(0, -start)
-    trail = np.maximum(0, start + k - n_in)
-    both = (lead > 0) & (trail > 0)
-    lead_only = (lead > 0) & (trail == 0)
-    pl = np.where(lead_only, p[np.minimum(lead, 7)], 0)
-    pl = np.where(both & (pad > 0 if left_needs_pad else True), p[np.minimum(lead + trail, 7)], pl)
-    pr = np.where((lead == 0) & (trail > 0), p[np.minimum(trail, 7)], 0)
-    return np.stack([pl, pr], axis=1).astype(I64)
-
-
-def pool2d_fp16(
-    x: np.ndarray, cfg: PdpConfig, out_w: int, out_h: int, *, pad_left: int | None = None, pad_right: int | None = None
-) -> np.ndarray:
-    """FP16 pooling of ``x`` (FP16 patterns ``[..., H, W, lanes]``) to ``[..., out_h, out_w,
-    lanes]`` uint16, in the cmod's order and rounding (module docstring, FP16)."""
-    pl = cfg.pad_left if pad_left is None else pad_left
-    return _pool2d_fp16_slices(x, cfg, [(0, np.shape(x)[-2], out_w, pl)], out_h)
-
-
-def _pool2d_fp16_slices(x: np.ndarray, cfg: PdpConfig, slices: list[tuple[int, int, int, int]], out_h: int) -> np.ndarray:
-    """:func:`pool2d_fp16` of several width slices side by side in ``x`` at once: ``slices``
-    holds per slice ``(first column in x, input width, output width, left pad)``; the outputs
-    are side by side in the same order. Every output is computed from its own slice's taps
-    alone, as a separate call per slice would (the split slices of one layer: the cmod pools
-    them one after the other, ``PoolingStage0SequenceThread``), but each fold step runs once
-    for all of them (a small cube pays numpy's per-call cost once per tap, not once per slice)."""
-    x = np.asarray(x, dtype=I64) & 0xFFFF
-    h = x.shape[-3]
-    wins = [_windows(o_w, n_in, cfg.kernel_w, cfg.stride_w, pl) for _, n_in, o_w, pl in slices]
-    idx_w = np.concatenate([i + off for (i, _), (off, *_) in zip(wins, slices, strict=True)])
-    valid_w = np.concatenate([v for _, v in wins])
-    if cfg.method in (MAX, MIN):
-        take_max = cfg.method == MAX
-        row = _fold_taps(x, x.ndim - 2, idx_w, valid_w,
-                         lambda acc, v: fp16_cmp_bits(acc, v, take_max=take_max))
-        out = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
-                         lambda acc, v: fp16_cmp_bits(v, acc, take_max=take_max))
-        return out.astype(np.uint16)
-    if cfg.method != AVE:
-        raise UnitNotModelled(f"PDP: pooling method {cfg.method} not defined")
-    p = np.asarray(cfg.pad_raw, dtype=I64)
-    xf = fp16_to_fp17_bits(x.astype(np.uint16)).astype(I64)
-    pw = ph = None  # every pad value +0: no pads to add (below)
-    if p.any():
-        pw = np.concatenate([_edge_pads(o_w, n_in, cfg.kernel_w, cfg.stride_w, pl, p, True) for _, n_in, o_w, pl in slices])
-        ph = _edge_pads(out_h, h, cfg.kernel_h, cfg.stride_h, cfg.pad_top, p, False)
-        if ph.any():  # +0 pads times the (positive) kernel width stay +0
-            ph = fp17_mul_bits(ph, I64(_KW_FP17[min(cfg.kernel_w, 8)]))
-    row = _fold_taps(xf, x.ndim - 2, idx_w, valid_w, lambda acc, v: fp17_add_bits(acc, v), pw)
-    acc = _fold_axis(row, x.ndim - 3, out_h, cfg.kernel_h, cfg.stride_h, cfg.pad_top,
-                     lambda acc, v: fp17_add_bits(v, acc), ph)
-    t = fp17_mul_bits(fp17_mul_bits(acc, I64(cfg.recip_w & 0x1FFFF)), I64(cfg.recip_h & 0x1FFFF))
-    return fp17_to_fp16_bits(t)
-
 
 
 def _splits(view: RegisterView, w: int, out_w: int, cfg: PdpConfig) -> list[tuple[int, int, int, int, int, int]]:
@@ -587,11 +463,11 @@ def _pool_and_write(view, mem, parts, splits, cfg, out_w, out_h, groups, lanes, 
             fp16_parts.append(bits)
             continue
         out[:, :, o_start : o_start + o_w, :] = pool2d(part, cfg, o_w, out_h, pad_left=pl, pad_right=pr)
-    if fp16_parts:  # every slice pooled in one pass (the slices' own windows and pads: _pool2d_fp16_slices)
+    if fp16_parts:  # every slice pooled in one pass (the slices' own windows and pads: pool2d_fp16_slices)
         offs = np.cumsum([0] + [b.shape[-2] for b in fp16_parts])[:-1]
         slices = [(int(o), b.shape[-2], sp[3], sp[4]) for o, b, sp in zip(offs, fp16_parts, splits, strict=True)]
         x = fp16_parts[0] if len(fp16_parts) == 1 else np.concatenate(fp16_parts, axis=-2)
-        res = _pool2d_fp16_slices(x, cfg, slices, out_h).view(np.int16)
+        res = pool2d_fp16_slices(x, cfg, slices, out_h).view(np.int16)
         col = 0
         for _, _, o_start, o_w, _, _ in splits:
             out[:, :, o_start : o_start + o_w, :] = res[:, :, col : col + o_w, :]

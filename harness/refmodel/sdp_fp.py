@@ -33,13 +33,22 @@ copies ``sdp_data_out`` - the same 16-bit FP16 / int16 results WDMA would write 
 do not apply on the fly); the PDP statistics join SDP's. EW EQL sends nothing (refused).
 
 The LUT on FP16 data: :func:`.lut.sdp_lut_fp` (tables hold FP16, interpolation in fp17).
+
+BS, BN and EW run on float32 values (:data:`VALUES`, :mod:`.fp16_native`'s ``fp32_*_values``:
+one conversion each way for the whole chain) when the data and every operand are normal or zero
+and no ALU compares for EQL; otherwise on the bit patterns (:data:`PATTERNS`, :mod:`.fp16`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 
 from . import fp16 as F
+from .fp16_native import fp32_add_values, fp32_mul_values, fp32_values
 from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut_fp
 from .ops import sx
@@ -64,6 +73,36 @@ def fp_alu(algo: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     return F.fp32_max_bits(a, b, take_max=algo == ALGO_MAX)
 
 
+def _alu_values(algo: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`fp_alu` on float32 values (normal or zero; never EQL, whose 0/1 result is no
+    value): SUM = :func:`.fp16_native.fp32_add_values`; ``FpCmp`` orders the patterns by sign,
+    then magnitude, i.e. the values, +0 above -0 (ties are equal patterns)."""
+    if algo == ALGO_SUM:
+        return fp32_add_values(a, b)
+    a_gt = (a > b) | ((a == b) & np.signbit(b) & ~np.signbit(a))
+    return np.where(a_gt if algo == ALGO_MAX else ~a_gt, a, b)
+
+
+def _relu_values(x: np.ndarray) -> np.ndarray:
+    """``FpRelu`` on values: a negative value (-0 too) -> +0."""
+    return np.where(np.signbit(x), np.float32(0), x)
+
+
+@dataclass(frozen=True)
+class _Arith:
+    """The fp32 operations of a stage on one representation of its data: bit patterns (int64,
+    any pattern) or float32 values (normal or zero only: :func:`_as_values`)."""
+
+    alu: Callable[[int, np.ndarray, Any], np.ndarray]  # operands: an array, or an int / 0-d array (a register)
+    mul: Callable[[np.ndarray, Any], np.ndarray]
+    relu: Callable[[np.ndarray], np.ndarray]
+    negative: Callable[[np.ndarray], np.ndarray]  # the sign bit set (PReLU keeps the others)
+
+
+PATTERNS = _Arith(fp_alu, F.fp32_mul_bits, F.fp32_relu_bits, lambda x: (np.asarray(x, I64) >> 31) & 1 != 0)
+VALUES = _Arith(_alu_values, fp32_mul_values, _relu_values, np.signbit)
+
+
 def _op16(bits: np.ndarray | int, nan_to_zero: bool) -> np.ndarray:
     """A 16-bit FP16 operand (register or memory) -> fp32 pattern, NaN flushed to +0 first."""
     b = np.asarray(bits, dtype=I64) & 0xFFFF
@@ -72,33 +111,30 @@ def _op16(bits: np.ndarray | int, nan_to_zero: bool) -> np.ndarray:
     return F.fp16_to_fp32_bits(b.astype(np.uint16))
 
 
-def _sign(x: np.ndarray) -> np.ndarray:
-    return (np.asarray(x, I64) >> 31) & 1
-
-
 def bs_bn_stage_fp(d: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op: np.ndarray | int, mul_bypass: bool,
-                   mul_prelu: bool, mul_op: np.ndarray | int, relu_bypass: bool) -> np.ndarray:  # fmt: skip
-    """One BS/BN stage in FP (cmod sdp_x.cpp X_alu -> X_mul -> X_relu); operands are fp32 patterns."""
-    x = np.asarray(d, dtype=I64)
+                   mul_prelu: bool, mul_op: np.ndarray | int, relu_bypass: bool, arith: _Arith = PATTERNS) -> np.ndarray:  # fmt: skip
+    """One BS/BN stage in FP (cmod sdp_x.cpp X_alu -> X_mul -> X_relu); data and operands are fp32
+    patterns, or float32 values with ``arith`` = :data:`VALUES`."""
+    x = d
     if not alu_bypass:
-        x = fp_alu(alu_algo, x, alu_op)
+        x = arith.alu(alu_algo, x, alu_op)
     if not mul_bypass:
-        p = F.fp32_mul_bits(x, mul_op)
-        x = np.where(_sign(x) == 0, x, p) if mul_prelu else p
+        p = arith.mul(x, mul_op)
+        x = np.where(arith.negative(x), p, x) if mul_prelu else p
     if not relu_bypass:
-        x = F.fp32_relu_bits(x)
+        x = arith.relu(x)
     return x
 
 
 def ew_stage_fp(d: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op: np.ndarray | int, mul_bypass: bool,
-                mul_prelu: bool, mul_op: np.ndarray | int) -> np.ndarray:  # fmt: skip
-    """EW (Y) in FP without the LUT (cmod sdp_y_core.cpp: Y_mul then Y_alu)."""
-    x = np.asarray(d, dtype=I64)
+                mul_prelu: bool, mul_op: np.ndarray | int, arith: _Arith = PATTERNS) -> np.ndarray:  # fmt: skip
+    """EW (Y) in FP without the LUT (cmod sdp_y_core.cpp: Y_mul then Y_alu); as :func:`bs_bn_stage_fp`."""
+    x = d
     if not mul_bypass:
-        p = F.fp32_mul_bits(x, mul_op)
-        x = np.where(_sign(x) == 0, x, p) if mul_prelu else p
+        p = arith.mul(x, mul_op)
+        x = np.where(arith.negative(x), p, x) if mul_prelu else p
     if not alu_bypass:
-        x = fp_alu(alu_algo, x, alu_op)
+        x = arith.alu(alu_algo, x, alu_op)
     return x
 
 
@@ -108,19 +144,20 @@ def fp_input(raw: np.ndarray, nan_to_zero: bool) -> tuple[np.ndarray, F.NanInfCo
     bits = (np.asarray(raw, dtype=I64) & 0xFFFF).astype(np.uint16)
     counts = F.count_nan_inf_inputs(bits)
     x = F.fp16_to_fp32_bits(bits)
-    if nan_to_zero:
+    if nan_to_zero and counts.nan:
         x = np.where(F.fp32_is_nan(x), 0, x)
     return x, counts
 
 
-def _stage_fp(view: RegisterView, stage: str, dma: str, x: np.ndarray, fetched, n2z: bool) -> np.ndarray:
+def _stage_ops(view: RegisterView, stage: str, dma: str, fetched, n2z: bool) -> dict:
+    """The BS/BN stage's settings and operands (fp32 patterns), :func:`bs_bn_stage_fp`'s arguments."""
     cfg = f"D_DP_{stage}_CFG"
     f = lambda name: int(view.field("SDP", cfg, f"{stage}_{name}"))
     alu_bypass, mul_bypass = bool(f("ALU_BYPASS")), bool(f("MUL_BYPASS"))
     alu_op = 0 if alu_bypass else _op16(stage_operand(view, stage, "ALU", fetched, dma), n2z)
     mul_op = 0 if mul_bypass else _op16(stage_operand(view, stage, "MUL", fetched, dma), n2z)
-    return bs_bn_stage_fp(x, alu_bypass=alu_bypass, alu_algo=f("ALU_ALGO"), alu_op=alu_op, mul_bypass=mul_bypass,
-                          mul_prelu=bool(f("MUL_PRELU")), mul_op=mul_op, relu_bypass=bool(f("RELU_BYPASS")))
+    return dict(alu_bypass=alu_bypass, alu_algo=f("ALU_ALGO"), alu_op=alu_op, mul_bypass=mul_bypass,
+                mul_prelu=bool(f("MUL_PRELU")), mul_op=mul_op, relu_bypass=bool(f("RELU_BYPASS")))
 
 
 def _ew_operand_fp(view: RegisterView, kind: str, fetched, n2z: bool) -> np.ndarray | int:
@@ -131,6 +168,29 @@ def _ew_operand_fp(view: RegisterView, kind: str, fetched, n2z: bool) -> np.ndar
         raise UnitNotModelled(f"SDP: EW {kind} operand from memory but SDP_RDMA ERDMA does not deliver it "
                               "(disabled or DATA_USE mismatch)")  # fmt: skip
     return _op16(fetched[kind], n2z)
+
+
+def _as_values(x: np.ndarray, stages: list[tuple[str, dict]]) -> tuple[np.ndarray, list[tuple[str, dict]]] | None:
+    """The data and every operand of the stages as float32 values (:data:`VALUES`), or None when
+    one is not normal or zero (NaN, the INF pattern, a denormal pattern) or an ALU compares for
+    EQL (its 0/1 result is no value): the stages then run on the patterns."""
+    xv = fp32_values(x)
+    if xv is None:
+        return None
+    out = []
+    for kind, ops in stages:
+        ops = dict(ops)
+        for name in ("alu", "mul"):
+            if ops[f"{name}_bypass"]:
+                continue
+            if name == "alu" and ops["alu_algo"] == ALGO_EQL:
+                return None
+            v = fp32_values(ops[f"{name}_op"])
+            if v is None:
+                return None
+            ops[f"{name}_op"] = v
+        out.append((kind, ops))
+    return xv, out
 
 
 def _check_two_byte(view: RegisterView, dma: str) -> None:
@@ -152,29 +212,36 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
     else:
         x, counts = fp_input(raw, n2z)
     notes: list[str] = []
+    stages: list[tuple[str, dict]] = []  # every stage's settings and operands, then the data through them
     if not view.field("SDP", "D_DP_BS_CFG", "BS_BYPASS"):
         _check_two_byte(view, "BRDMA")
-        x = _stage_fp(view, "BS", "BRDMA", x, fetch_operands(view, mem, cube, "BRDMA", "BS", options), n2z)
+        stages.append(("BS", _stage_ops(view, "BS", "BRDMA", fetch_operands(view, mem, cube, "BRDMA", "BS", options), n2z)))
     if not view.field("SDP", "D_DP_BN_CFG", "BN_BYPASS"):
         _check_two_byte(view, "NRDMA")
-        x = _stage_fp(view, "BN", "NRDMA", x, fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)
+        stages.append(("BN", _stage_ops(view, "BN", "NRDMA", fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)))
     eql = lut_on = ew_on = False
     lstats = LutStats()
+    ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
     if not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
-        ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
         _check_two_byte(view, "ERDMA")
         fetched = fetch_operands(view, mem, cube, "ERDMA", "EW", options)
         alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
-        x = ew_stage_fp(x, alu_bypass=alu_bypass, alu_algo=ecfg("ALU_ALGO"),
-                        alu_op=0 if alu_bypass else _ew_operand_fp(view, "ALU", fetched, n2z),
-                        mul_bypass=mul_bypass, mul_prelu=bool(ecfg("MUL_PRELU")),
-                        mul_op=0 if mul_bypass else _ew_operand_fp(view, "MUL", fetched, n2z))
+        stages.append(("EW", dict(alu_bypass=alu_bypass, alu_algo=ecfg("ALU_ALGO"),
+                                  alu_op=0 if alu_bypass else _ew_operand_fp(view, "ALU", fetched, n2z),
+                                  mul_bypass=mul_bypass, mul_prelu=bool(ecfg("MUL_PRELU")),
+                                  mul_op=0 if mul_bypass else _ew_operand_fp(view, "MUL", fetched, n2z))))
         eql = not alu_bypass and ecfg("ALU_ALGO") == ALGO_EQL
         ew_on = True
-        if not ecfg("LUT_BYPASS"):
-            x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
-                                            observer=options.coverage)
-            lstats, lut_on = lut_stats(hle, hlo, kind), True
+    values = _as_values(x, stages) if stages else None
+    arith, (x, stages) = (PATTERNS, (x, stages)) if values is None else (VALUES, values)
+    for stage, ops in stages:
+        x = ew_stage_fp(x, arith=arith, **ops) if stage == "EW" else bs_bn_stage_fp(x, arith=arith, **ops)
+    if values is not None:  # the results are normal or zero too: their patterns
+        x = np.asarray(x, np.float32).view(np.uint32).astype(I64)
+    if ew_on and not ecfg("LUT_BYPASS"):
+        x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
+                                        observer=options.coverage)
+        lstats, lut_on = lut_stats(hle, hlo, kind), True
     return x, notes, eql, counts, (lstats, lut_on, ew_on)
 
 

@@ -35,7 +35,7 @@ import math
 
 import numpy as np
 
-__all__ = ["FP44_NAN_EXP", "booth_product", "booth_tables", "fp16_mac_steps"]
+__all__ = ["FP44_NAN_EXP", "booth_product", "booth_tables", "fp16_mac_groups", "fp16_mac_steps", "nan_steps"]
 
 FP44_NAN_EXP = 0x3F
 U32 = np.uint32
@@ -175,16 +175,16 @@ def _operands(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     return coarse, mts, (bits >> 15) & 1, (e == 31) & ((bits & 0x3FF) != 0)
 
 
-def _nan_steps(w: np.ndarray, d: np.ndarray, wnan: np.ndarray, dnan: np.ndarray, exp: np.ndarray,
-               mant: np.ndarray) -> None:  # fmt: skip
-    """``cal_fp16_nan``: the first NaN weight of the kernel, else the first NaN datum of the
-    pixel, makes the step NaN (exponent 63, ``mant`` = sign << 37 | payload << 27); in place."""
+def nan_steps(w: np.ndarray, d: np.ndarray, wnan: np.ndarray, dnan: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``cal_fp16_nan`` of S steps, weights (S, K, Cs) and data (S, Cs, N) as FP16 patterns with
+    their NaN masks: the first NaN weight of the kernel, else the first NaN datum of the pixel,
+    makes the step NaN. Returns (S, K, N) masks of the NaN steps and their FP44 mantissas
+    (sign << 37 | payload << 27; the exponent is :data:`FP44_NAN_EXP`)."""
     nan_mant = lambda v: (((v >> 15) & 1) << 37) | ((v & 0x3FF) << 27)  # noqa: E731
     wv = np.take_along_axis(w, np.argmax(wnan, axis=2)[:, :, None], axis=2)  # (S, K, 1)
     dv = np.take_along_axis(d, np.argmax(dnan, axis=1)[:, None, :], axis=1)  # (S, 1, N)
     w_any, d_any = np.any(wnan, axis=2)[:, :, None], np.any(dnan, axis=1)[:, None, :]
-    mant[...] = np.where(w_any, nan_mant(wv), np.where(d_any, nan_mant(dv), mant))
-    exp[w_any | d_any] = FP44_NAN_EXP
+    return w_any | d_any, np.where(w_any, nan_mant(wv), nan_mant(dv))
 
 
 def fp16_mac_steps(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -211,7 +211,28 @@ def fp16_mac_steps(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, 
     if cm:
         _mac_core(wc, wm, ws, dc, dm, ds, exp, mant)
     if wnan.any() or dnan.any():
-        _nan_steps(w, d, wnan, dnan, exp, mant)
+        is_nan, nm = nan_steps(w, d, wnan, dnan)
+        mant[...] = np.where(is_nan, nm, mant)
+        exp[is_nan] = FP44_NAN_EXP
+    return exp, mant
+
+
+def fp16_mac_groups(w_bits: np.ndarray, d_bits: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """S FP16 CMAC steps whose products are aligned to the largest coarse exponent sum of the
+    whole step, as in :func:`fp16_mac_steps`, but summed in consecutive groups of ``group``
+    channels (the Winograd step: 16 positions x 4 channels, ``calculation_fp16`` ``pp_phase1``):
+    weights (S, K, Cs), data (S, Cs, N) -> ``exp`` (S, K, N), ``mant`` (S, K, N, Cs // group).
+    NaN operands are not applied (:func:`nan_steps`: the caller's output transform comes first)."""
+    w = np.asarray(w_bits, dtype=np.int64) & 0xFFFF
+    d = np.asarray(d_bits, dtype=np.int64) & 0xFFFF
+    ns, k, cs = w.shape
+    if cs % group:
+        raise ValueError(f"{cs} channels are not whole groups of {group}")
+    wc, wm, ws, _ = _operands(w)
+    dc, dm, ds, _ = _operands(d)
+    exp = np.zeros((ns, k, d.shape[2]), dtype=np.int64)
+    mant = np.zeros((*exp.shape, cs // group), dtype=np.int64)
+    _mac_core(wc, wm, ws, dc, dm, ds, exp, mant, group)
     return exp, mant
 
 
@@ -228,10 +249,11 @@ def _orient(wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray, dm: 
 
 
 def _mac_core(wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray, dm: np.ndarray, ds: np.ndarray,
-              exp: np.ndarray, mant: np.ndarray) -> None:  # fmt: skip
+              exp: np.ndarray, mant: np.ndarray, group: int = 0) -> None:  # fmt: skip
     """Exponent alignment, Booth products and channel sums of :func:`fp16_mac_steps` (in place),
     in chunks of about ``_CHUNK`` products (layout: :func:`_orient`), the weights' Booth
-    recoding looked up per chunk into reused work arrays."""
+    recoding looked up per chunk into reused work arrays; ``group``: sums of consecutive
+    channel groups into ``mant``'s last axis (:func:`fp16_mac_groups`)."""
     cs, ns, nk = wc.shape[2], wc.shape[0], wc.shape[1]
     nn = dc.shape[2]
     kin = nk > nn  # kernels innermost
@@ -280,5 +302,10 @@ def _mac_core(wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray, dm
             s += cy
             s -= np.right_shift(_COMP_NEG, sh, out=cy)
             tgt = (slice(s0, s0 + step_s), slice(a0, a0 + step_a))
-            mant_v[tgt] = s.view(np.int32).sum(axis=0, dtype=np.int64)
+            prod = s.view(np.int32)
+            if group:  # (Cs // group, chunk): the groups' sums on the last axis
+                part = prod.reshape(cs // group, group, *prod.shape[1:]).sum(axis=1, dtype=np.int64)
+                mant_v[tgt] = np.moveaxis(part, 0, -1)
+            else:
+                mant_v[tgt] = prod.sum(axis=0, dtype=np.int64)
             exp_v[tgt] = mx4

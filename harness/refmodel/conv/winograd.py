@@ -38,7 +38,7 @@ Conventions below cite ``/work/nvdla-hw-v1/cmod`` (branch nvdlav1).
   ``csc_cvt.cpp``, then ``Fp17ToFp16``: INF/overflow -> +-65504, :func:`pra_fp16`); ``D_NAN_FLUSH_TO_ZERO``
   flushes NaN (pad values included) as the CDMA writes CBUF. A CMAC step (4 channels x 16 positions =
   64 products) aligns every product to the step's largest coarse exponent sum with the Booth
-  multiplier of direct convolution (:func:`cmac.booth_product`), sums the 4 channels per position
+  multiplier of direct convolution (:func:`cmac_fp16.fp16_mac_groups`), sums the 4 channels per position
   and applies the integer phases 2/3 (``calculation_fp16`` ``pp_phase1..3``, cmac.h l.717-757): four FP44 results
   sharing one exponent; a NaN among the 64 makes all four that NaN (``cal_fp16_nan``). CACC adds
   the steps in FP48 (:func:`cacc.fp48_add`) and hands SDP FP32 patterns (:func:`cacc.fp48_to_fp32`).
@@ -55,7 +55,7 @@ from ._common import I64, PREC_FP16, PREC_INT8, PSUM_BITS, PSUM_BITS_INT16, reg_
 from .cacc import cacc_truncate
 
 __all__ = ["BT", "AT", "is_winograd", "pra", "winograd_conv", "winograd_input", "winograd_output",
-           "winograd_weight_offsets", "check_winograd_cbuf"]
+           "winograd_weight_offsets", "check_winograd_cbuf", "fp16_wino_mac_steps"]
 
 #: PRA input transform B^T (hls/csc_libs/csc_cvt.cpp, C^T)
 BT = np.array([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], dtype=I64)
@@ -98,34 +98,25 @@ def pra_fp16(tiles: np.ndarray) -> np.ndarray:
     return fp17_to_fp16_bits(f).astype(I64)
 
 
-def fp16_wino_mac_step(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One FP16 Winograd CMAC step: weights (K, 64) and data (64, N), element ``pos*4 + channel``.
-    Returns FP44 ``(exp (K, N), mant (K, N, 2, 2))``: the four outputs share ``exp``."""
-    from .cmac import FP44_NAN_EXP, booth_product
+def fp16_wino_mac_steps(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S FP16 Winograd CMAC steps: weights (S, K, 64) and data (S, 64, N), element ``pos*4 + channel``.
+    Every product is aligned to the step's largest coarse exponent sum by the Booth multiplier
+    (:func:`.cmac_fp16.fp16_mac_groups`), the 4 channels of each position summed, then ``A^T M A``.
+    Returns FP44 ``(exp (S, K, N), mant (S, K, N, 2, 2))``: the four outputs share ``exp``; a
+    NaN among the 64 makes all four that NaN (:func:`.cmac_fp16.nan_steps`)."""
+    from .cmac_fp16 import FP44_NAN_EXP, fp16_mac_groups, nan_steps
 
-    w = np.asarray(w_bits, dtype=I64)[:, :, None] & 0xFFFF
-    d = np.asarray(d_bits, dtype=I64)[None, :, :] & 0xFFFF
-    we, de = (w >> 10) & 31, (d >> 10) & 31
-    on = ((w & 0x7FFF) != 0) & ((d & 0x7FFF) != 0)
-    coarse = np.where(on, (we >> 2) + (de >> 2), 0)
-    mx = coarse.max(axis=1, keepdims=True)
-    wm = ((w & 0x3FF) | ((we != 0) << 10)) << np.where(we == 0, 1, we & 3)
-    dm = ((d & 0x3FF) | ((de != 0) << 10)) << np.where(de == 0, 1, de & 3)
-    prod = np.where(on, booth_product(((w ^ d) >> 15) & 1, wm, dm, (mx - coarse) * 4), 0)  # (K, 64, N)
-    k, n = prod.shape[0], prod.shape[2]
-    p1 = prod.reshape(k, 16, 4, n).sum(axis=2).transpose(0, 2, 1).reshape(k, n, 4, 4)
-    mant = winograd_output(p1)
-    exp = np.broadcast_to(mx[:, 0, :] * 4, (k, n))
-    wnan = (we == 31) & ((w & 0x3FF) != 0)
-    dnan = (de == 31) & ((d & 0x3FF) != 0)
-    nan_mant = lambda v: (((v >> 15) & 1) << 37) | ((v & 0x3FF) << 27)  # noqa: E731
-    wv = np.take_along_axis(w[:, :, 0], np.argmax(wnan, axis=1), axis=1)  # (K, 1)
-    dv = np.take_along_axis(d[0], np.argmax(dnan, axis=1), axis=0)  # (1, N)
-    w_any, d_any = wnan.any(axis=1), dnan.any(axis=1)
-    nm = np.where(w_any, nan_mant(wv), np.where(d_any, nan_mant(dv), 0))  # (K, N)
-    is_nan = w_any | d_any
-    mant = np.where(is_nan[:, :, None, None], nm[:, :, None, None], mant)
-    return np.where(is_nan, FP44_NAN_EXP, exp).astype(I64), mant.astype(I64)
+    w = np.asarray(w_bits, dtype=I64) & 0xFFFF
+    d = np.asarray(d_bits, dtype=I64) & 0xFFFF
+    exp, m = fp16_mac_groups(w, d, 4)  # m: (S, K, N, 16), position y*4 + x
+    mant = winograd_output(m.reshape(*m.shape[:3], 4, 4))
+    wnan = ((w & 0x7C00) == 0x7C00) & ((w & 0x3FF) != 0)
+    dnan = ((d & 0x7C00) == 0x7C00) & ((d & 0x3FF) != 0)
+    if wnan.any() or dnan.any():
+        is_nan, nm = nan_steps(w, d, wnan, dnan)
+        mant = np.where(is_nan[..., None, None], nm[..., None, None], mant)
+        exp = np.where(is_nan, FP44_NAN_EXP, exp)
+    return exp.astype(I64), mant.astype(I64)
 
 
 def winograd_output(m: np.ndarray) -> np.ndarray:
@@ -285,10 +276,11 @@ def _fp16_tail(u: np.ndarray, v: np.ndarray, k: int, cc: int, oh: int, ow: int) 
     uf = (np.asarray(u, dtype=I64) & 0xFFFF).reshape(k, cc, 16)
     ae = np.zeros((k, n, 2, 2), dtype=I64)
     am = np.zeros((k, n, 2, 2), dtype=I64)
-    for s in range(0, cc, 4):
-        w64 = uf[:, s : s + 4].transpose(0, 2, 1).reshape(k, 64)  # element pos*4 + channel
-        d64 = vf[s : s + 4].transpose(2, 0, 1).reshape(64, n)
-        me, mm = fp16_wino_mac_step(w64, d64)
-        ae, am = fp48_add(ae, am, np.broadcast_to(me[:, :, None, None], mm.shape), mm)
+    steps = cc // 4
+    w64 = uf.reshape(k, steps, 4, 16).transpose(1, 0, 3, 2).reshape(steps, k, 64)  # element pos*4 + channel
+    d64 = vf.reshape(steps, 4, n, 16).transpose(0, 3, 1, 2).reshape(steps, 64, n)
+    me, mm = fp16_wino_mac_steps(w64, d64)
+    for s in range(steps):  # the CACC adds the steps in channel order
+        ae, am = fp48_add(ae, am, np.broadcast_to(me[s][:, :, None, None], mm[s].shape), mm[s])
     y = fp48_to_fp32(ae, am).reshape(k, oh // 2, ow // 2, 2, 2).transpose(0, 1, 3, 2, 4).reshape(k, oh, ow)
     return y, 0, (k, oh, ow)
