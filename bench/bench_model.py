@@ -20,6 +20,9 @@ compared byte for byte (``agree``). The machine (``nproc``, ``uptime``) is print
     NVDLA_HW_V1=$HOME/nvdla-hw-v1 .venv/bin/python bench/bench_model.py [--count 5] [--seed 1]
         [--units sdp,pdp-fp16,...] [--cases DIR] [--repeat 3] [--model-only] [--profile-out FILE]
 
+``$NVDLA_HW`` (an nvdla/hw master checkout: the C model's AC types, part of its cached build's
+key) defaults to ``../shared/nvdla_src/hw`` when unset, as ``$NVDLA_HW_V1`` to ``../shared/nvdla_src/hw-v1``.
+
 ``--model-only`` skips the C model (the model's figures only, for profiling); ``--profile-out``
 writes a cProfile of the model's timed ``execute_case`` calls (``python -m pstats FILE``).
 Exit status: 0 when every layer ran and the two targets agreed, 1 otherwise, 2 bad arguments.
@@ -248,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
     if not args.nvdla_hw or not Path(args.nvdla_hw).is_dir():
         print("set NVDLA_HW_V1 (or --nvdla-hw) to the nvdla/hw nvdlav1 checkout: the C model builds from it", file=sys.stderr)
         return 2
+    master = benchenv.default("NVDLA_HW")  # the C model's AC types and its cached build's key come from it
+    if master:
+        os.environ["NVDLA_HW"] = master  # this process (CmodTarget) and the fuzz runs it starts
+    else:
+        print(f"bench_model.py: no nvdla/hw master checkout ({benchenv.CHECKOUTS['NVDLA_HW'][1]} missing, NVDLA_HW "
+              "unset): the C model builds from the nvdlav1 checkout's own AC types", file=sys.stderr)
     print(machine())
     print(f"numpy {np.__version__}; {args.count} layers per unit, seed {args.seed}, best of {args.repeat} per layer; "
           f"layers in {args.cases}", flush=True)

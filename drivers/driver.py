@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import IO
 
 from .precision import PrecisionControl
@@ -106,6 +106,9 @@ class NvdlaDriver:
     def write(self, name: str | tuple[str, str], value: int, reg: str | None = None, *,
               verify: bool = False, posted: bool = True) -> None:
         """Write a whole register. Bits outside any field must be 0; read-only registers are refused."""
+        if not verify and (a := self.regmap.write_address(name, reg)) >= 0 and 0 <= value < 1 << 32:
+            self.transport.write32(a, value, posted=posted)  # a writable register, looked up once
+            return
         r = self.register(name, reg)
         if not r.writable:
             raise ReadOnlyFieldError(f"{r.full_name} is read-only")
@@ -119,10 +122,22 @@ class NvdlaDriver:
                 raise RegisterVerifyError(
                     f"{r.full_name}: read back {back:#010x} after writing {value:#010x} (mask {mask:#010x})")
 
+    def write_registers(self, settings: Iterable[tuple[str | tuple[str, str], int]]) -> None:
+        """:meth:`write` of each ``(name, value)`` in order (the same accesses and errors; a
+        register's name is looked up once per register map)."""
+        addr = self.regmap.write_address
+        write32 = self.transport.write32
+        for name, value in settings:
+            a = addr(name)
+            if a >= 0 and 0 <= value < 1 << 32:
+                write32(a, value)
+            else:
+                self.write(name, value)  # refused as write() refuses it
+
     # ---- fields ---------------------------------------------------------------------
     def read_field(self, name: str | tuple[str, str], field: str, reg: str | None = None) -> int:
-        r = self.register(name, reg)
-        return r.field(field).extract(self.transport.read32(r.address))
+        address, lsb, mask = self.regmap.field_slot(name, field, reg)
+        return (int(self.transport.read32(address)) >> lsb) & mask
 
     def read_fields(self, name: str | tuple[str, str], reg: str | None = None) -> dict[str, int]:
         """All fields of one register from a single read."""
@@ -162,7 +177,7 @@ class NvdlaDriver:
                    verify: bool = False) -> int:
         """:meth:`write_fields` with the fields as a mapping."""
         r = self.register(name, reg)
-        if r.trigger or not r.readable or fields.keys() >= r.fields.keys():
+        if r.trigger or not r.readable or (len(fields) >= len(r.fields) and fields.keys() >= r.fields.keys()):
             base = r.reset
         else:
             base = self.transport.read32(r.address)
@@ -212,8 +227,8 @@ class NvdlaDriver:
 
     def intr_bit(self, unit: str, group: int) -> int:
         """Mask of GLB S_INTR_STATUS for ``unit``'s done interrupt of ``group``."""
-        f = self.regmap.register("GLB", "S_INTR_STATUS").field(f"{unit}_DONE_STATUS{group}")
-        return f.mask
+        _, lsb, mask = self.regmap.field_slot(("GLB", "S_INTR_STATUS"), f"{unit}_DONE_STATUS{group}")
+        return mask << lsb
 
     def wait_done(self, unit: str, group: int, *, timeout: float = 10.0, clear: bool = True,
                   poll_interval: float = 0.0) -> int:

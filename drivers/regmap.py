@@ -343,6 +343,10 @@ class RegisterMap:
         # register(name, reg) lookups already resolved (a memo: the map never changes; every
         # layer a driver programs looks its registers up by name again)
         self._found: dict[tuple[str, str | None], Register] = {}
+        # name lookups of the driver's hot paths, resolved once per map (it never changes):
+        # (spec, reg) -> write address or -1 (read-only); (spec, reg, field) -> (address, lsb, max)
+        self._write_at: dict[tuple[object, str | None], int] = {}
+        self._field_at: dict[tuple[object, str | None, str], tuple[int, int, int]] = {}
         for b in self.blocks.values():
             for r in b.registers.values():
                 other = self._by_addr.get(r.address)
@@ -422,6 +426,25 @@ class RegisterMap:
             )
         self._found[(spec, reg)] = r
         return r
+
+    def write_address(self, spec: str | tuple[str, str], reg: str | None = None) -> int:
+        """CSB address of register ``spec`` (name or ``(block, reg)``) for a write, looked up once
+        per name; -1 when read-only. An unknown name raises as :meth:`register` does, every time."""
+        got = self._write_at.get((spec, reg))
+        if got is None:
+            r = self.register(*spec) if isinstance(spec, tuple) else self.register(spec, reg)
+            got = self._write_at[(spec, reg)] = r.address if r.writable else -1
+        return got
+
+    def field_slot(self, spec: str | tuple[str, str], field: str, reg: str | None = None) -> tuple[int, int, int]:
+        """(address, lsb, unshifted mask) of a field of register ``spec``, looked up once per name;
+        an unknown register or field raises as :meth:`register` / :meth:`Register.field` do."""
+        got = self._field_at.get((spec, reg, field))
+        if got is None:
+            r = self.register(*spec) if isinstance(spec, tuple) else self.register(spec, reg)
+            f = r.field(field)
+            got = self._field_at[(spec, reg, field)] = (r.address, f.lsb, f.max_value)
+        return got
 
     def _register_flat(self, spec: str) -> Register:
         """``NVDLA_SDP_S_POINTER_0`` (C-header style): the longest block prefix wins."""

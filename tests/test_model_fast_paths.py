@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from nvdla_hil.harness.refmodel import fp16 as F
-from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, _pool2d_fp16_slices, pool2d_fp16
+from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pool2d_fp16
+from nvdla_hil.harness.refmodel.pdp_fp import pool2d_fp16_slices
 from nvdla_hil.harness.targets.model import ModelTarget
 
 
@@ -81,7 +82,7 @@ def test_pdp_fp16_slices_pool_as_each_alone(method: int) -> None:
             slices.append((off, n_in, o_w, pl))
             parts.append(part)
             off += n_in
-        together = _pool2d_fp16_slices(np.concatenate(parts, axis=-2), cfg, slices, out_h)
+        together = pool2d_fp16_slices(np.concatenate(parts, axis=-2), cfg, slices, out_h)
         alone = np.concatenate([pool2d_fp16(p, cfg, o_w, out_h, pad_left=pl) for p, (_, _, o_w, pl) in zip(parts, slices)],
                                axis=-2)  # fmt: skip
         assert np.array_equal(together, alone), (cfg, slices)

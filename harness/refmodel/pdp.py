@@ -89,8 +89,6 @@ __all__ = ["AVE", "FLYING_TAIL_RULE", "MAX", "MIN", "PdpConfig", "decode_pdp_con
            "run_pdp", "unread_tail"]
 
 I64 = np.int64
-#: the name tests/test_model_fast_paths.py imports (FP16 pooling lives in :mod:`.pdp_fp`)
-_pool2d_fp16_slices = pool2d_fp16_slices
 _U32 = 0xFFFF_FFFF
 _PAD_SIGN_BIT = (7, 8, 9, 9, 10, 10, 10)  # cmod int_sign_extend sign-bit index for n = 1..7
 #: INT16: nvdlav1 cmod ``NV_NVDLA_pdp.cpp``, ``int_sign_extend(pdp_pad_value_nx_, k, 32, ...)``

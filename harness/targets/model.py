@@ -142,16 +142,19 @@ class ModelTarget(Transport):
         # _field_at, _write32 (ordinary writable registers) and _group_of (S_POINTER.PRODUCER)
         self._reg_by_name: dict[tuple[str, str], Register] = {}
         self._field_by_name: dict[tuple[str, str, str], tuple[int, bool, int, int]] = {}
-        self._plain: dict[int, tuple[int, bool, str | None]] = {}
+        self._plain: dict[int, tuple[int, str | None, tuple[tuple[int, int], int, int] | None]] = {}
         self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
         self._runners: dict[str, Callable[..., LayerResult]] = {}  # layer model entry points, imported once
+        # units -> the (field, value) reads of the last precision check that passed
+        self._precisions_passed: dict[tuple[str, ...], tuple[tuple[tuple[str, ...], int], ...]] = {}
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
         self._events: deque[tuple[int, Callable[[], None] | None]] = deque()
         self._unseen = 0  # status bits raised that no status read has returned yet
         self._idle_polls = 0  # status reads in a row that found nothing new pending
         self._reset_state()
+        self._inline_writes = type(self)._write32 is ModelTarget._write32  # see write32
 
     def describe(self) -> str:
         return f"model target ({self.profile.name}, {self.options.semantics} semantics)"
@@ -239,11 +242,27 @@ class ModelTarget(Transport):
             self._unseen &= fired  # everything else this read returns has now been seen
         return self._value(r, self._group_of(r))
 
+    def write32(self, address: int, value: int, *, posted: bool = True) -> None:
+        """:meth:`Transport.write32`, an ordinary register's (one :meth:`_write32` has seen) done here
+        with the same checks and observers (unless a subclass has its own ``_write32``)."""
+        plain = self._plain.get(address) if self._inline_writes and self._is_open and 0 <= value < 1 << 32 else None
+        if plain is None:
+            super().write32(address, value, posted=posted)
+            return
+        mask, op_block, ptr = plain
+        group = (self._regs[ptr[0]] >> ptr[1]) & ptr[2] if ptr is not None else 0
+        key = (address, group)
+        self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
+        if op_block is not None and value & 1:
+            self._op_enable(op_block, group)
+        if self._observers:
+            self._notify("W", address, value)
+
     def _write32(self, address: int, value: int, posted: bool) -> None:
         plain = self._plain.get(address)
-        if plain is not None:  # an ordinary writable register: (mask, dual, block or None)
-            mask, dual, op_block = plain
-            group = self._group_of(self._by_addr[address]) if dual else 0
+        if plain is not None:  # an ordinary writable register: (mask, block or None, producer pointer or None)
+            mask, op_block, ptr = plain
+            group = (self._regs[ptr[0]] >> ptr[1]) & ptr[2] if ptr is not None else 0
             key = (address, group)
             self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
             if op_block is not None and value & 1:
@@ -270,8 +289,12 @@ class ModelTarget(Transport):
             return  # the hardware ignores writes to read-only registers
         # an ordinary register: remembered so that the next write to it takes the path above
         mask = r.writable_mask
-        self._plain[address] = (mask, r.dual, block if name == "D_OP_ENABLE" else None)
         group = self._group_of(r)
+        ptr = None
+        if r.dual:  # S_POINTER.PRODUCER selects the group: ((address, 0), lsb, mask)
+            p_address, p_lsb, p_mask = self._producer[block]
+            ptr = ((p_address, 0), p_lsb, p_mask)
+        self._plain[address] = (mask, block if name == "D_OP_ENABLE" else None, ptr)
         key = (address, group if r.dual else 0)
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if name == "D_OP_ENABLE" and value & 1:
@@ -475,10 +498,10 @@ class ModelTarget(Transport):
         if sink is not None:
             sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,
                        stats=result.stats)
-        status = self._register("GLB", "S_INTR_STATUS")
         units = sorted(layer.done, key=COMPLETION_ORDER.index)
         unit_block = {"CDMA_DAT": "CDMA", "CDMA_WT": "CDMA"}
-        bits = [status.field(f"{u}_DONE_STATUS{gmap.get(unit_block.get(u, u), group)}").mask for u in units]
+        done = (f"{u}_DONE_STATUS{gmap.get(unit_block.get(u, u), group)}" for u in units)
+        bits = [m << lsb for _, _, lsb, m in (self._field_at("GLB", "S_INTR_STATUS", d) for d in done)]
         self._events.append((bits[0], lambda: self._complete(layer, group, result)))
         self._events.extend((b, None) for b in bits[1:])
 
@@ -496,11 +519,13 @@ class ModelTarget(Transport):
                 pass
         for b in layer.blocks:
             self._set(b, "D_OP_ENABLE", 0, gmap[b])
-            ptr = self._register(b, "S_POINTER")
-            key = (ptr.address, 0)
-            self._regs[key] = ptr.field("CONSUMER").insert(self._regs[key], gmap[b] ^ 1)
+            address, _, lsb, mask = self._field_at(b, "S_POINTER", "CONSUMER")
+            key = (address, 0)
+            self._regs[key] = (self._regs[key] & ~(mask << lsb)) | ((gmap[b] ^ 1) << lsb)
         if not layer.groups:
             other = group ^ 1
+            if not self._field(layer.blocks[0], "D_OP_ENABLE", "OP_EN", other):
+                return  # the next layer of the other group would need it enabled too (_layer_of keeps it)
             nxt = self._layer_of(layer.blocks[0], other)
             if nxt is not None and all(self._field(b, "D_OP_ENABLE", "OP_EN", other) for b in nxt.blocks):
                 self._run(nxt, other)
@@ -619,13 +644,23 @@ class ModelTarget(Transport):
         return DmaPorts(dict(self.memories))
 
     def _check_precisions(self, layer: _Layer, view: RegisterView) -> None:
-        """Refuse a layer whose precision settings are not in seed 000's conversion tables."""
+        """Refuse a layer whose precision settings are not in seed 000's conversion tables (a check
+        that passed is not repeated while the fields it read read the same)."""
         from ..refmodel.validity import InvalidPrecisionConfig, check_config
 
-        units = [u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
-                 if blk in layer.blocks]
+        units = tuple(u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
+                      if blk in layer.blocks)
+        passed = self._precisions_passed.get(units)
+        if passed is not None and all(view.field(*k) == v for k, v in passed):
+            return
+        reads: list[tuple[tuple[str, ...], int]] = []
+
+        def field(*key: str) -> int:
+            reads.append((key, v := view.field(*key)))
+            return v
+
         try:
-            rows = check_config(view.field, units)
+            rows = check_config(field, units)
         except InvalidPrecisionConfig as e:
             raise LayerConfigError(f"{layer.done[0]} layer refused: {e}") from None
         for unit, row in rows.items():
@@ -635,6 +670,7 @@ class ModelTarget(Transport):
                         f"{layer.done[0]} layer refused: {unit.upper()} uses {prec.upper()}, which "
                         f"{self.profile.name} does not support (profile features: "
                         f"{', '.join(p for p in ('int8', 'int16', 'fp16') if self.profile.has(p))})")
+        self._precisions_passed[units] = tuple(reads)
 
     # ---- interrupt line -------------------------------------------------------------------
     def irq_pending(self) -> bool:

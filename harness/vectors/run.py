@@ -256,8 +256,7 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
     group = groups[unit] if unit in groups else drv.consumer_group(unit)
     for b in case.launch:
         drv.select_group(b, groups[b])
-    for r in case.registers:
-        drv.write(r.name, r.value)
+    drv.write_registers((r.name, r.value) for r in case.registers)
     pc = drv.precision
     if case.lut is not None:
         if case.lut.le is not None:
