@@ -11,6 +11,12 @@ Rules learnt from the RTL (see the report of issue 5; the sources side is in :mo
     wrapper's ports are made public (``sims/hdl/public.vlt``).
   * The wheel's ``verilated.mk`` is fixed up on the make command line (:mod:`.toolchain`).
 
+Speed options (issue 41, :class:`BuildOptions`): each is part of the key, so every variant is its
+own entry; the default is the build of before (Verilator ``-O3``, ``--x-assign/--x-initial fast``,
+``--output-split 20000``, ``OPT_FAST=-O2``). :func:`build_pgo` makes a profile-guided build from a
+training run the caller supplies (an instrumented ``pgo="generate"`` build is only for that: run
+elsewhere, it would write its ``.gcda`` files where it was compiled).
+
 Builds are cached under ``~/.cache/nvdla-hil/sim/<key>`` (``$NVDLA_HIL_CACHE/sim`` when set);
 the key hashes only what determines the simulator (RTL content, configuration, Verilator and
 cocotb versions, compiler version, flags, our testbench sources), never tool or Python paths.
@@ -25,9 +31,10 @@ import os
 import resource
 import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from .cache import CacheEntryError, check_entry, get_or_build, read_manifest, write_manifest
@@ -51,7 +58,9 @@ from .toolchain import (
     compiler_identity,
     default_progress,
     have_fst_headers,
+    host_cpu,
     log_tail,
+    make_flags,
     make_overrides,
     prune_objects,
     run_logged,
@@ -69,6 +78,9 @@ __all__ = [
     "add_subcommands",
     "build_fixture",
     "build_nvdla",
+    "BuildOptions",
+    "PgoProfile",
+    "build_pgo",
     "cache_key",
     "cache_root",
     "check_known_rtl_issues",
@@ -83,8 +95,9 @@ __all__ = [
 
 HDL_DIR = Path(__file__).resolve().parent / "hdl"
 
-#: Verilator flags every build uses (part of the cache key).
-BASE_VERILATOR_FLAGS: tuple[str, ...] = (
+#: Verilator flags every build needs, whatever its speed options: no timing (the RTL's delays are
+#: for the ASIC RAM models), and the warnings of the generated RTL that are not errors
+REQUIRED_VERILATOR_FLAGS: tuple[str, ...] = (
     "--no-timing",
     "-Wno-fatal",
     "-Wno-lint",
@@ -92,11 +105,96 @@ BASE_VERILATOR_FLAGS: tuple[str, ...] = (
     "-Wno-MODDUP",
     "-Wno-MULTIDRIVEN",
     "-Wno-SELRANGE",
-    "--x-assign", "fast",
-    "--x-initial", "fast",
-    "-O3",
-    "--output-split", "20000",
 )
+
+#: the profile-guided optimisation steps: the instrumented build, the build that uses its profile
+PGO_STEPS = ("", "generate", "use")
+#: the C++ flags of each step (Verilator's -CFLAGS/-LDFLAGS, so every object and the link); a
+#: profile trained on some traces still optimises the code it did not see as without one
+PGO_CFLAGS: dict[str, str] = {
+    "generate": "-fprofile-generate -fprofile-update=single",
+    "use": "-fprofile-use -fprofile-partial-training -Wno-missing-profile",
+}
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The speed options of a simulator build. None of them changes a simulated cycle (the
+    cycle-count tests pin that); each is part of the cache key, so each variant is its own entry.
+
+    ``verilator_o3``: Verilator's ``-O3`` (more inlining of the generated code);
+    ``x_fast``: ``--x-assign fast --x-initial fast`` (X values are whatever is fastest: the RTL
+    resets what it uses); ``noassert``: ``--noassert``; ``opt_fast``: the C++ optimisation of the
+    model's hot code (make's ``OPT_FAST``; ``-march=native`` adds the host CPU to the key);
+    ``output_split``: Verilator's ``--output-split`` (statements per C++ file); ``pgo``: the
+    profile-guided optimisation step (``""`` none, ``"generate"``, ``"use"``); ``lto``: gcc's
+    link-time optimisation (the model's files inlined into each other at the link).
+    """
+
+    verilator_o3: bool = True
+    x_fast: bool = True
+    noassert: bool = False
+    opt_fast: str = "-O2"
+    output_split: int = 20000
+    pgo: str = ""
+    lto: bool = False
+
+    def __post_init__(self) -> None:
+        if self.pgo not in PGO_STEPS:
+            raise BuildError(f"unknown profile-guided optimisation step {self.pgo!r}; steps: generate, use")
+        if self.output_split < 0:
+            raise BuildError(f"--output-split must be at least 0, not {self.output_split}")
+
+    def verilator_flags(self) -> list[str]:
+        """The Verilator flags: :data:`REQUIRED_VERILATOR_FLAGS` and the options'."""
+        flags = list(REQUIRED_VERILATOR_FLAGS)
+        if self.x_fast:
+            flags += ["--x-assign", "fast", "--x-initial", "fast"]
+        if self.verilator_o3:
+            flags += ["-O3"]
+        flags += ["--output-split", str(self.output_split)]
+        if self.noassert:
+            flags += ["--noassert"]
+        if self.pgo:
+            flags += ["-CFLAGS", PGO_CFLAGS[self.pgo], "-LDFLAGS", PGO_CFLAGS[self.pgo].split()[0]]
+        if self.lto:  # the link compiles the model: it needs the optimisation level too
+            flags += ["-CFLAGS", "-flto=auto", "-LDFLAGS", f"-flto=auto {self.opt_fast}"]
+        return flags
+
+    def make_flags(self) -> tuple[str, ...]:
+        """The make flags (:func:`~.toolchain.make_flags` with this ``OPT_FAST``)."""
+        return make_flags(self.opt_fast)
+
+    def key_parts(self) -> list[str]:
+        """What the key needs beyond the flags: the host CPU of a ``-march=native`` build."""
+        return [f"host-cpu={host_cpu()}"] if "-march=native" in self.opt_fast else []
+
+    def describe(self) -> str:
+        """One line for logs and benches: every flag the build was made with."""
+        return f"verilator {' '.join(self.verilator_flags()[len(REQUIRED_VERILATOR_FLAGS):])}; OPT_FAST={self.opt_fast}"
+
+
+#: Verilator flags of the default build (part of the cache key)
+BASE_VERILATOR_FLAGS: tuple[str, ...] = tuple(BuildOptions().verilator_flags())
+
+
+@dataclass(frozen=True)
+class PgoProfile:
+    """The ``.gcda`` files a training run of a ``pgo="generate"`` build wrote into ``directory``,
+    and what it ran (``training``: part of the key of the build that uses them)."""
+
+    directory: Path
+    training: str
+
+    def install(self, obj: Path) -> int:
+        """Copy the profile beside the objects the compiler will write (where ``-fprofile-use``
+        looks); return how many files."""
+        files = sorted(self.directory.glob("*.gcda"))
+        if not files:
+            raise BuildError(f"no profile (.gcda files) in {self.directory}: the training run wrote none")
+        for f in files:
+            shutil.copyfile(f, obj / f.name)
+        return len(files)
 
 
 def cache_root() -> Path:
@@ -112,7 +210,7 @@ def cache_root() -> Path:
 # ---------------------------------------------------------------------------------------------
 _SIMBUILD_FIELDS = ("directory", "executable", "toplevel", "config", "key", "waves", "verilator",
                     "parameters", "reset_wait_cycles", "build_seconds", "wave_format", "peak_rss_mb",
-                    "coverage")
+                    "coverage", "options")
 
 #: RTL coverage kinds an instrumented build can record, and the Verilator flag of each
 #: (``line`` also gives the if/else branch points: Verilator's ``v_branch`` pages)
@@ -141,6 +239,7 @@ class SimBuild:
     wave_format: str = ""  # "fst", "vcd" or "" (no wave support)
     peak_rss_mb: int = 0  # largest resident size of a build tool process (verilator, cc1plus)
     coverage: list[str] = field(default_factory=list)  # RTL coverage kinds instrumented ("line", "toggle")
+    options: str = ""  # the speed options it was built with (BuildOptions.describe(); "" before issue 41)
 
     @classmethod
     def from_manifest(cls, data: dict) -> SimBuild:
@@ -197,17 +296,20 @@ def _cocotb_paths() -> tuple[Path, str]:
 def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], key_parts: Sequence[str],
               hashed: Sequence[Path], hashed_base: Path | None, own: Sequence[Path], waves: bool,
               vversion: str | None = None, cocotb_version: str | None = None,
-              coverage: Sequence[str] = ()) -> str:
+              coverage: Sequence[str] = (), opt_fast: str | None = OPT_FAST,
+              make_flags: Sequence[str] = MAKE_FLAGS, cxx: str | None = None) -> str:
     """The cache key: only what determines the simulator (RTL content, configuration,
-    Verilator/cocotb versions, compiler, flags, our testbench sources) - never where Python,
-    the checkout or the cache are."""
+    Verilator/cocotb versions, compiler (``cxx``, default :func:`cxx_command`), Verilator
+    flags, ``OPT_FAST`` (None: Verilator's default), make flags, our testbench sources) - never
+    where Python, the checkout or the cache are."""
     vversion = vversion or verilator_version()
     if cocotb_version is None:
         _, cocotb_version = _cocotb_paths()
         own = [*own, SIM_MAIN]
     h = hashlib.sha256()
-    for part in [name, config, toplevel, vversion, cocotb_version, OPT_FAST, compiler_identity(),
-                 *flags, *key_parts, *MAKE_FLAGS]:
+    for part in [name, config, toplevel, vversion, cocotb_version,
+                 "verilator-default-OPT_FAST" if opt_fast is None else opt_fast, compiler_identity(cxx),
+                 *flags, *key_parts, *make_flags]:
         h.update(part.encode() + b"\0")
     _hash_files(h, hashed, hashed_base)
     _hash_files(h, own)
@@ -219,10 +321,14 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
              hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
              defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
              force: bool, progress: Progress, cache: Path | None,
-             lookup_only: bool = False, threads: int = 1, coverage: Sequence[str] = ()) -> SimBuild | None:
+             lookup_only: bool = False, threads: int = 1, coverage: Sequence[str] = (),
+             options: BuildOptions | None = None, profile: PgoProfile | None = None) -> SimBuild | None:
     cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
-    flags = list(BASE_VERILATOR_FLAGS) + [f"-D{d}" for d in defines]
+    options = options or BuildOptions()
+    if options.pgo == "use" and profile is None:
+        raise BuildError("a build that uses a profile (pgo='use') needs the profile: build it with build_pgo()")
+    flags = options.verilator_flags() + [f"-D{d}" for d in defines]
     flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
     flags += thread_flags(threads)
     wave_format = ""
@@ -240,9 +346,14 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     if coverage:
         own += _own_hdl([COVERAGE_SOURCE])
     own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
+    key_parts = [*key_parts, *options.key_parts()]
+    if options.pgo == "use" and profile is not None:
+        key_parts.append(f"pgo-trained-on={profile.training}")
+    mflags = options.make_flags()
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
                     hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
-                    vversion=vversion, cocotb_version=cocotb_version, coverage=coverage)
+                    vversion=vversion, cocotb_version=cocotb_version, coverage=coverage,
+                    opt_fast=options.opt_fast, make_flags=mflags)
     root = cache or cache_root()
     if lookup_only:
         try:
@@ -256,7 +367,8 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
                              cocotb_version=cocotb_version,
                              cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
                              wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
-                             jobs=jobs, progress=progress, coverage=coverage)
+                             jobs=jobs, progress=progress, coverage=coverage, make_flags=mflags,
+                             options=options, profile=profile)
 
     data = get_or_build(root, key, build, force=force, progress=progress)
     return SimBuild.from_manifest(data)
@@ -266,7 +378,8 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
                   flags: list[str], key: str, vversion: str, cocotb_version: str,
                   cocotb_libs: Path, parameters: dict[str, int], waves: bool,
                   wave_format: str, reset_wait_cycles: int, jobs: int | None,
-                  progress: Progress, coverage: Sequence[str] = ()) -> dict:
+                  progress: Progress, coverage: Sequence[str] = (), make_flags: Sequence[str] = MAKE_FLAGS,
+                  options: BuildOptions | None = None, profile: PgoProfile | None = None) -> dict:  # long: one build, step by step
     """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
     next to the entries while building, so a failed build leaves it for the user."""
     obj = tmp / "obj"
@@ -289,14 +402,18 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     progress(f"sim build: {name} ({config}) -> {root / key}\n  log: {log_path}")
     with open(log_path, "w") as log:
         log.write(f"nvdla-hil sim build {name} config={config} key={key}\n{vversion}\n"
-                  f"cocotb {cocotb_version}\n{compiler_identity()}\n")
+                  f"cocotb {cocotb_version}\n{compiler_identity()}\nmake flags: {' '.join(make_flags)}\n")
         progress("  verilating ...")
         rc = run_logged(cmd, log, tmp, env, "verilate", progress)
         if rc != 0:
             raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
+        if profile is not None:
+            n = profile.install(obj)
+            progress(f"  profile: {n} .gcda files trained on {profile.training}")
+            log.write(f"\nprofile: {n} .gcda files from {profile.directory}, trained on {profile.training}\n")
         progress(f"  compiling C++ with {jobs} jobs ...")
         make = ["make", "-j", str(jobs), "-C", str(obj), "-f", "Vtop.mk",
-                f"VM_TRACE={int(waves)}", *make_overrides()]
+                f"VM_TRACE={int(waves)}", *make_overrides(flags=make_flags)]
         rc = run_logged(make, log, tmp, env, "c++", progress, count_dir=obj)
         if rc != 0:
             raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
@@ -309,7 +426,8 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     return {"directory": str(tmp), "executable": f"obj/{toplevel}", "toplevel": toplevel,
             "config": config, "waves": waves, "verilator": vversion, "parameters": parameters,
             "reset_wait_cycles": reset_wait_cycles, "build_seconds": round(seconds, 1),
-            "wave_format": wave_format, "peak_rss_mb": int(peak_mb), "coverage": list(coverage)}
+            "wave_format": wave_format, "peak_rss_mb": int(peak_mb), "coverage": list(coverage),
+            "options": (options or BuildOptions()).describe()}
 
 
 def coverage_kinds(kinds: Sequence[str] | str | None) -> list[str]:
@@ -335,10 +453,13 @@ def thread_flags(threads: int) -> list[str]:
 def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                 waves: bool = False, jobs: int | None = None, force: bool = False,
                 progress: Progress = default_progress, cache: Path | None = None,
-                threads: int = 1, coverage: Sequence[str] | str = ()) -> SimBuild:
+                threads: int = 1, coverage: Sequence[str] | str = (),
+                options: BuildOptions | None = None, profile: PgoProfile | None = None) -> SimBuild:
     """Build (or fetch from cache) the simulator of ``<nvdla_hw>/outdir/<config>/vmod``
     (``threads`` > 1: Verilator's multi-threaded model; ``coverage``: RTL coverage kinds to
-    instrument, :data:`COVERAGE_FLAGS`; each a separate cache entry)."""
+    instrument, :data:`COVERAGE_FLAGS`; ``options``: the speed options, default
+    :class:`BuildOptions`; ``profile``: the training profile of a ``pgo="use"`` build, see
+    :func:`build_pgo`; each a separate cache entry)."""
     vmod = find_vmod(nvdla_hw, config)
     rams = check_ram_models(vmod)
     if rams:
@@ -355,16 +476,50 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
                     jobs=jobs, force=force, progress=progress, cache=cache, threads=threads,
-                    coverage=coverage_kinds(coverage))
+                    coverage=coverage_kinds(coverage), options=options, profile=profile)
     assert simb is not None  # None only with lookup_only=True
     return simb
 
 
+def build_pgo(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
+              train: Callable[[SimBuild], None], training: str, options: BuildOptions | None = None,
+              jobs: int | None = None, force: bool = False, progress: Progress = default_progress,
+              cache: Path | None = None) -> SimBuild:
+    """The profile-guided build: the instrumented build (``pgo="generate"``, cached), ``train``
+    runs it (its ``.gcda`` files go to a private temporary folder through libgcov's
+    ``GCOV_PREFIX``), then the build that uses that profile. ``training`` names what ``train``
+    runs and is part of that build's key, so a cached one is reused without training again."""
+    options = replace(options or BuildOptions(), pgo="use")
+    if not force:
+        found = cached_nvdla(nvdla_hw, config, cache=cache, options=options, training=training)
+        if found is not None:
+            return found
+    # the instrumented build never links with LTO: the profile is of the same sources either way
+    gen = build_nvdla(nvdla_hw, config, jobs=jobs, force=force, progress=progress, cache=cache,
+                      options=replace(options, pgo="generate", lto=False))
+    with tempfile.TemporaryDirectory(prefix="nvdla-hil-pgo-") as d:
+        saved = {k: os.environ.get(k) for k in ("GCOV_PREFIX", "GCOV_PREFIX_STRIP")}
+        # every .gcda lands in d by its file name (the objects' build folder is stripped)
+        os.environ.update(GCOV_PREFIX=d, GCOV_PREFIX_STRIP="999")
+        try:
+            progress(f"sim build: training the instrumented build on {training}")
+            train(gen)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        return build_nvdla(nvdla_hw, config, jobs=jobs, force=force, progress=progress, cache=cache,
+                           options=options, profile=PgoProfile(Path(d), training))
+
+
 def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                  waves: bool = False, cache: Path | None = None,
-                 coverage: Sequence[str] | str = ()) -> SimBuild | None:
+                 coverage: Sequence[str] | str = (), options: BuildOptions | None = None,
+                 training: str = "") -> SimBuild | None:
     """The cached simulator of ``<nvdla_hw>/outdir/<config>/vmod`` if there is a usable one
-    (nothing is built; None otherwise)."""
+    (nothing is built; None otherwise; ``training``: what a ``pgo="use"`` build was trained on)."""
     vmod = find_vmod(nvdla_hw, config)
     if check_ram_models(vmod) or check_known_rtl_issues(vmod):
         return None
@@ -375,18 +530,21 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
                     key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
                     defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
                     jobs=None, force=False, progress=lambda m: None, cache=cache, lookup_only=True,
-                    coverage=coverage_kinds(coverage))
+                    coverage=coverage_kinds(coverage), options=options,
+                    profile=PgoProfile(Path(), training) if training else None)
 
 
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
                   progress: Progress = default_progress, cache: Path | None = None,
-                  threads: int = 1) -> SimBuild:
+                  threads: int = 1, options: BuildOptions | None = None,
+                  profile: PgoProfile | None = None) -> SimBuild:
     """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
     sources = [str(HDL_DIR / n) for n in FIXTURE_HDL]
     simb = _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
                     sources=sources, key_parts=[], hashed=[], hashed_base=None,
                     parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
-                    force=force, progress=progress, cache=cache, threads=threads)
+                    force=force, progress=progress, cache=cache, threads=threads, options=options,
+                    profile=profile)
     assert simb is not None  # None only with lookup_only=True
     return simb
 

