@@ -177,8 +177,8 @@ def test_doc_build_commands_run_when_cached() -> None:
             continue
         argv = _localize(argv, hw)
         cfg = _opt(argv, "--config", "nv_small")
-        try:
-            cached = simbuild.cached_nvdla(hw, cfg)
+        try:  # the build the command names: an instrumented one is its own cache entry
+            cached = simbuild.cached_nvdla(hw, cfg, coverage=_opt(argv, "--coverage", ""))
         except simbuild.BuildError:
             continue
         if cached is None:
