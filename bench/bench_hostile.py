@@ -8,6 +8,7 @@ default (``--quick``: about 60), each run through the real command
 pytest starts in them).
 
     .venv/bin/python bench/bench_hostile.py [--quick] [--workers 2] [--timeout 10] [--only CLASS] [--keep DIR]
+                                            [--cli "python wrapper.py"]
 
 Classes: ``loadable`` (byte mutations of NVDLA's regression loadables, tables redirected at one
 shared table, lists lengthened, small files built to expand near the budgets, network-descriptor
@@ -15,7 +16,10 @@ and size edits, ``--dump`` aimed at an input), ``results-db`` (truncated, pages 
 schema versions, rows of the wrong type, read-only, a folder, a FIFO, device symlinks),
 ``run-folder`` (malformed junit.xml / run.json: lists, huge, deep nesting, entity bombs,
 FIFOs, symlinks out of the folder, a report.html symlink to a file outside) and ``fields``
-(labels, bug links, authors and vector names holding HTML and terminal-escape payloads).
+(labels, bug links, authors and vector names holding HTML and terminal-escape payloads) and ``net``
+(``net gen|compile|run`` on copies of a generated network folder with one file spoiled: net.json,
+calib.json, net.prototxt, net.caffemodel, input/expected.npy, and outputs aimed at inputs or
+through symlinks: bench/bench_hostile_net.py).
 
 Printed per class: inputs, commands run, tracebacks (exit 3, or "Traceback" / "INTERNALERROR" in
 stderr), hangs (killed at the timeout), wrong exit codes (an input built to be bad must exit 2; a
@@ -38,6 +42,7 @@ import html.parser
 import os
 import random
 import resource
+import shlex
 import shutil
 import signal
 import stat
@@ -51,6 +56,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py and the input builders beside this script
 from bench_hostile_inputs import (  # noqa: E402
     LOADABLES, Job, db_jobs, fields_jobs, fields_setup, loadable_jobs, rundir_jobs)
+from bench_hostile_net import net_jobs, net_setup  # noqa: E402
 from benchenv import cli, default  # noqa: E402
 
 GIB_KIB = 1 << 20  # ru_maxrss is in KiB
@@ -150,9 +156,11 @@ class Pool:
     """At most ``workers`` jobs at once; a job's steps run one after the other, each in a child of
     its own session (killed with everything it started at its timeout)."""
 
-    def __init__(self, workers: int, timeout: float, regress_timeout: float, logs: Path, env: dict[str, str]) -> None:
+    def __init__(self, workers: int, timeout: float, regress_timeout: float, logs: Path, env: dict[str, str],
+                 command: list[str] | None = None) -> None:
         self.workers, self.timeout, self.regress_timeout = workers, timeout, regress_timeout
         self.logs, self.env = logs, env
+        self.command = command or cli()
         self.per: dict[str, Counter] = {}
         self.fails: list[str] = []
         self.problems: list[dict[str, str]] = []  # kind, label, column, text: for --json
@@ -163,7 +171,7 @@ class Pool:
         self._n += 1
         log = self.logs / f"{self._n:06d}"
         with open(log.with_suffix(".out"), "wb") as out, open(log.with_suffix(".err"), "wb") as err:
-            p = subprocess.Popen([*cli(), *job.steps[k].argv], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+            p = subprocess.Popen([*self.command, *job.steps[k].argv], stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                  env=self.env, cwd=self.logs, start_new_session=True, preexec_fn=_limits)
         p.returncode = 0  # reaped below with os.wait4 (its rusage): Popen must not wait for it
         return p.pid, time.monotonic(), log
@@ -273,16 +281,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds before a command counts as a hang")
     ap.add_argument("--regress-timeout", type=float, default=90.0, help="the same for a regress command")
     ap.add_argument("--seed", type=int, default=31)
-    ap.add_argument("--only", choices=("loadable", "results-db", "run-folder", "fields"))
+    ap.add_argument("--only", choices=("loadable", "results-db", "run-folder", "fields", "net"))
     ap.add_argument("--nvdla-sw", default=default("NVDLA_SW"), help="nvdla/sw checkout (or NVDLA_SW)")
     ap.add_argument("--keep", help="keep the inputs and logs here (default: a private temporary folder)")
     ap.add_argument("--show", type=int, default=30, help="problems printed in full")
     ap.add_argument("--json", help="write the figures and every problem here (JSON)")
+    ap.add_argument("--cli", help="the command run instead of `python -m nvdla_hil.harness.cli` (split like a shell "
+                    "would), e.g. a wrapper trying pending changes")
     args = ap.parse_args(argv)
     if args.workers < 1 or args.timeout <= 0:
         ap.error("--workers and --timeout must be positive")
-    sizes = {"loadable": 24, "results-db": 12, "run-folder": 14, "fields": 6} if args.quick else \
-        {"loadable": 440, "results-db": 240, "run-folder": 250, "fields": 90}
+    sizes = {"loadable": 24, "results-db": 12, "run-folder": 14, "fields": 6, "net": 16} if args.quick else \
+        {"loadable": 440, "results-db": 240, "run-folder": 250, "fields": 90, "net": 330}
     n_regress = 1 if args.quick else 6
     rng = random.Random(args.seed)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="nvdla-hostile-"))
@@ -296,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.nvdla_sw:
         env["NVDLA_SW"] = args.nvdla_sw
     want = (lambda k: args.only in (None, k))  # noqa: E731
-    pool = Pool(args.workers, args.timeout, args.regress_timeout, logs, env)
+    pool = Pool(args.workers, args.timeout, args.regress_timeout, logs, env, shlex.split(args.cli) if args.cli else None)
     t0 = time.monotonic()
     jobs: list[Job] = []
     try:
@@ -310,6 +320,14 @@ def main(argv: list[str] | None = None) -> int:
             jobs += db_jobs(work, rng, sizes["results-db"], n_regress)
         if want("run-folder"):
             jobs += rundir_jobs(work, rng, sizes["run-folder"])
+        if want("net"):
+            if not args.nvdla_sw:
+                print("net: skipped: needs an nvdla/sw checkout (--nvdla-sw or NVDLA_SW) with its compiler",
+                      file=sys.stderr)
+            else:  # the base network folder first: every input is a copy of it
+                base, setup_jobs = net_setup(work)
+                pool.run(setup_jobs)
+                jobs += net_jobs(work, rng, sizes["net"], base)
         setup = fields_setup(work) if want("fields") else None
         if setup:  # the regression first: the labels go on its failures
             pool.run([setup[1]])

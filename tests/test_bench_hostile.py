@@ -86,10 +86,12 @@ def test_snapshot_sees_a_file_rewritten_through_a_symlink(bench, tmp_path: Path)
 
 # ---- the quick campaign -----------------------------------------------------------------------------------
 
-#: defects the campaign still finds, by the problem they show (open: README, issue 37)
+#: what the campaign may still report that is not a defect, by the problem it shows: an import of
+#: 200,000 tests is linear (6.2 s of CPU, 1.3 s for 10,000: 2026-11-29) but passes the 10 s limit
+#: on a loaded machine (34 s at load 14); 10,000 tests must stay within it
 KNOWN = {
-    "history import is quadratic in the tests (10,000: 36 s)": lambda p: p["column"] == "hangs"
-    and p["label"] in ("junit-10000-cases", "junit-200000-cases"),
+    "history import of 200,000 tests on a loaded machine": lambda p: p["column"] == "hangs"
+    and p["label"] == "junit-200000-cases",
 }
 
 

@@ -65,8 +65,9 @@ def test_bundled_suites_are_present_and_load():
     networks = sum(f.stat().st_size for f in files if "networks" in f.relative_to(ROOT).parts[:1])
     vectors = sum(f.stat().st_size for f in files) - networks
     # a budget for the wheel: nv_full convolution cases carry 10-130 KB of weights and images each;
-    # the compiled networks (testvectors/networks: loadables, inputs, C-model goldens) a few MB
-    assert vectors < 3 << 20 and networks < 5 << 19
+    # the compiled networks (testvectors/networks: loadables, inputs, C-model goldens) a few MB:
+    # 17 networks, one per reachable row of the compiler's feature table, were 2.8 MB (2026-11-29)
+    assert vectors < 3 << 20 and networks < 4 << 20
 
 
 def test_lut_suites_cover_every_priority_combination_and_both_le_functions():

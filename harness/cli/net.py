@@ -51,6 +51,7 @@ def add_subcommands(sub: argparse._SubParsersAction) -> None:
     q.add_argument("loadable", help="a loadable `net compile` wrote")
     q.add_argument("--net", help="the network's folder (default: the loadable's folder)")
     q.add_argument("--dump", help="write the output DIMG here")
+    q.add_argument("--force", action="store_true", help="--dump may replace an existing file (never an input)")
     add_target_options(q)
     _sw(q)
     q.set_defaults(func=_cmd_run)
@@ -99,12 +100,10 @@ def _cmd_gen(args: argparse.Namespace) -> int:
     from ..networks.compiler import find_umd
     from ..networks.run import generate
     from ..networks.zoo import make_network
-    from .exits import BadInput
+    from ..networks.inputs import check_gen_folder
 
     make_network(args.network)  # an unknown name fails before the checkout is looked at
-    out = Path(args.out or args.network)
-    if (out / "net.json").exists() and not args.force:
-        raise BadInput(f"{out} already holds a network (net.json): pass --force to overwrite it")
+    out = check_gen_folder(args.out or args.network, args.force)
     umd = find_umd(args.nvdla_sw)
     schema = load_schema(umd, _protoc(args.nvdla_sw))
     files = generate(args.network, args.seed, out, lambda net, p, m: write_caffe(schema, net, p, m))
@@ -114,37 +113,62 @@ def _cmd_gen(args: argparse.Namespace) -> int:
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from ..networks.compiler import compile_network
-    from ..networks.run import check_calibration, load_net
+    from ..networks.caffe import load_schema
+    from ..networks.compiler import CompilerError, compile_network, find_umd
+    from ..networks.inputs import check_calibration, check_model, check_output, compiler_failed, load_net
+    from ..networks.run import issues_for
 
     files = load_net(Path(args.folder))
     if args.precision == "int8":
         check_calibration(files)
     out = Path(args.output) if args.output else files.loadable(args.config, args.precision, args.informat)
+    check_output(out, "-o/--output" if args.output else "the loadable", files, force=True)
+    check_model(files)
     build = _compiler(args.nvdla_sw)
-    r = compile_network(build, files.prototxt, files.caffemodel, out, config=args.config,
-                        precision=args.precision, calib=files.calib, informat=args.informat)
+    check_model(files, load_schema(find_umd(args.nvdla_sw), build.protoc))
+    try:
+        r = compile_network(build, files.prototxt, files.caffemodel, out, config=args.config,
+                            precision=args.precision, calib=files.calib, informat=args.informat)
+    except Exception as e:
+        for issue in issues_for(files, args.config, args.precision, args.informat):
+            _say(f"known compiler issue: {issue}")
+        if isinstance(e, CompilerError):
+            raise compiler_failed(files, f"compile ({args.config} {args.precision} {args.informat})", e) from None
+        raise
     print(f"compiled {files.meta['network']} for {args.config} {args.precision}: {out} ({r.seconds:.1f} s)")
-    if args.config == "nv_small" and args.precision == "fp16":
-        _say("note: nv_small has no FP16 datapath; the compiler writes the loadable, the model target refuses it")
+    for issue in issues_for(files, args.config, args.precision, args.informat):
+        _say(f"known compiler issue: {issue}")
     return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import re
+
     from ..loadables.check import profile_for_loadable, read_loadable
     from ..loadables.firmware import find_nvdla_sw
-    from ..networks.run import load_net, run_network
+    from ..networks.inputs import check_output, check_scratch, load_net, write_output
+    from ..networks.run import issues_for, run_network
 
     find_nvdla_sw(args.nvdla_sw)
     loadable = Path(args.loadable)
-    files = load_net(Path(args.net) if args.net else loadable.parent)
-    prof = args.profile.split(",")[0] if args.profile else profile_for_loadable(read_loadable(loadable))
+    files = load_net(Path(args.net) if args.net else loadable.parent, arrays=True)
+    raw = check_scratch(loadable.with_name(loadable.name + ".input.raw"), files)
+    if args.dump:
+        check_output(args.dump, "--dump", files, loadable, raw, force=args.force)
+    # the configuration `net compile` named the loadable after: nv_large's atoms are nv_full's, so
+    # the loadable alone would run nv_large's buffer sizes on nv_full's (a CBUF entry-size refusal)
+    m = re.fullmatch(r"(nv_full|nv_large|nv_small)-(int8|fp16)(?:-(nchw|nhwc))?", loadable.stem)
+    named = m.group(1) if m else None
+    prof = args.profile.split(",")[0] if args.profile else named or profile_for_loadable(read_loadable(loadable))
     t0 = time.monotonic()
     r = run_network(loadable, files, spec=target_spec(args, prof), nvdla_sw=args.nvdla_sw,
                     log=lambda s: print(f"  {s}"))
     if args.dump and r.dump:
-        Path(args.dump).write_bytes(r.dump)
+        write_output(args.dump, r.dump, "--dump", files, loadable, raw, force=args.force)
     print(f"{'PASS' if r.status == 'passed' else 'FAIL'} {files.meta['network']} {loadable.name} on {args.target} "
           f"({prof}, {r.precision}): run {r.seconds:.2f} s, wall {time.monotonic() - t0:.2f} s")
     print(f"  {r.message}")
+    config, precision, informat = (m.group(1), m.group(2), m.group(3) or "ncxhwx") if m else (prof, r.precision, "ncxhwx")
+    for issue in issues_for(files, config, precision, informat):
+        print(f"  known compiler issue: {issue}")
     return 0 if r.status == "passed" else 1

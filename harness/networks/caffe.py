@@ -73,7 +73,7 @@ def load_schema(umd: Path, protoc: Path | None = None) -> Schema:
 
 def _params(layer: Layer, msg: Any) -> None:  # noqa: ANN401 - a ditcaffe.LayerParameter
     p = layer.params
-    if layer.type == "Convolution":
+    if layer.type in ("Convolution", "Deconvolution"):
         c = msg.convolution_param
         c.num_output = int(p["num_output"])  # type: ignore[call-overload]
         c.kernel_size.append(int(p["kernel"]))  # type: ignore[call-overload]
@@ -81,11 +81,26 @@ def _params(layer: Layer, msg: Any) -> None:  # noqa: ANN401 - a ditcaffe.LayerP
             c.stride.append(int(p["stride"]))  # type: ignore[call-overload]
         if p["pad"]:
             c.pad.append(int(p["pad"]))  # type: ignore[call-overload]
+        if p.get("dilation", 1) != 1:
+            c.dilation.append(int(p["dilation"]))  # type: ignore[call-overload]
+        if p.get("group", 1) != 1:
+            c.group = int(p["group"])  # type: ignore[call-overload]
+        if p.get("bias_term") is False:
+            c.bias_term = False
     elif layer.type == "Pooling":
         q = msg.pooling_param
         q.pool = q.DESCRIPTOR.fields_by_name["pool"].enum_type.values_by_name[str(p["pool"])].number
-        q.kernel_size = int(p["kernel"])  # type: ignore[call-overload]
-        q.stride = int(p["stride"])  # type: ignore[call-overload]
+        if p.get("global"):
+            q.global_pooling = True
+        else:
+            q.kernel_size = int(p["kernel"])  # type: ignore[call-overload]
+            q.stride = int(p["stride"])  # type: ignore[call-overload]
+            if p.get("pad"):
+                q.pad = int(p["pad"])  # type: ignore[call-overload]
+    elif layer.type == "LRN":
+        r = msg.lrn_param  # every field set: the parser's defaults differ from Caffe's (beta 5, not 0.75)
+        r.local_size = int(p["local_size"])  # type: ignore[call-overload]
+        r.alpha, r.beta, r.k = float(p["alpha"]), float(p["beta"]), float(p["k"])  # type: ignore[arg-type]
     elif layer.type == "InnerProduct":
         msg.inner_product_param.num_output = int(p["num_output"])  # type: ignore[call-overload]
     elif layer.type == "BatchNorm":
@@ -109,7 +124,7 @@ def _layer(net_msg: Any, layer: Layer, *, weights: bool) -> None:  # noqa: ANN40
         for blob in layer.blobs:
             b = m.blobs.add()
             b.shape.dim.extend(int(d) for d in blob.shape)
-            b.data.extend(blob.astype("float32").ravel().tolist())
+            b.data.extend(blob.astype("float32").ravel())
 
 
 def write_caffe(schema: Schema, net: Network, prototxt: Path, caffemodel: Path) -> None:

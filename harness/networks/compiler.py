@@ -43,7 +43,7 @@ from typing import Literal
 from ...drivers.errors import ConfigError, NvdlaHilError
 
 __all__ = ["CONFIGS", "INFORMATS", "PRECISIONS", "CompilerBuild", "CompilerError", "CompileResult", "build_compiler",
-           "cached_compiler", "compile_network", "find_umd", "run_step"]
+           "cached_compiler", "compile_network", "find_umd", "known_issues", "run_step"]
 
 Config = Literal["nv_full", "nv_large", "nv_small"]
 Precision = Literal["int8", "fp16"]
@@ -289,3 +289,68 @@ def compile_network(build: CompilerBuild, prototxt: Path, caffemodel: Path, out:
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(produced, out)
     return CompileResult(out, seconds, log)
+
+
+def _int(v: object, default: int) -> int:
+    """``v`` as an int, else ``default`` (``net.json`` is the user's: a bad value names no issue)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else default
+
+
+def _pool_edge(p: dict[str, object], hw: int | None) -> bool:
+    """An AVE pooling whose last window reaches past the input plus its padding (Caffe's ceil mode)."""
+    if p.get("pool") != "AVE" or p.get("global") or hw is None:
+        return False
+    k, st, pad = _int(p.get("kernel"), 1), max(1, _int(p.get("stride"), 1)), _int(p.get("pad"), 0)
+    return bool((hw + 2 * pad - k) % st)
+
+
+def known_issues(layers: list[dict[str, object]], config: str, precision: str,
+                 informat: str = "ncxhwx") -> list[str]:  # long: one case per known compiler bug
+    """The known bugs and limits of NVDLA's compiler (nvdla/sw 79538ba1, observed with the zoo's
+    networks and checked against NVDLA's C model where it runs) that a network compiled for
+    ``config``/``precision``/``informat`` meets; ``layers``: ``net.json``'s ``layer_specs``
+    (``name``, ``type``, ``params``, ``in_hw``: the input's height). Reported, never worked around."""
+    out: list[str] = []
+    for la in layers:
+        if not isinstance(la, dict):
+            continue
+        t, name = str(la.get("type")), str(la.get("name"))
+        params = la.get("params")
+        p: dict[str, object] = params if isinstance(params, dict) else {}
+        in_hw = la.get("in_hw")
+        hw = in_hw if isinstance(in_hw, int) else None
+        if t in ("Sigmoid", "TanH") and precision == "int8":
+            out.append(f"{name}: {t} in INT8 is not implemented in NVDLA's compiler (CompilerFeatures.md); it "
+                       f"compiles to an empty LUT and the output is zero")
+        if t == "LRN" and precision == "int8":
+            out.append(f"{name}: LRN in INT8 is not implemented in NVDLA's compiler (CompilerFeatures.md); it refuses "
+                       f"it (\"Couldn't narrow down to suitable SF\", EngineEdge.cpp determineSurfaceFormat)")
+        if t == "Convolution" and _int(p.get("group"), 1) > 1 and precision == "int8":
+            out.append(f"{name}: group convolution in INT8 is not implemented in NVDLA's compiler "
+                       f"(CompilerFeatures.md); it compiles, the output is wrong")
+        if t == "Eltwise" and p.get("operation") == "MAX":
+            out.append(f"{name}: Eltwise MAX from Caffe: the compiler refuses it (\"error: parsing layer type "
+                       f"Eltwise\"): Network::addElementWise checks op < EnumMax<ElementWiseOperation>() = 3, and "
+                       f"ew_kMAX is 3")
+        if t == "Deconvolution":
+            if _int(p.get("kernel"), 0) != _int(p.get("stride"), 1):
+                out.append(f"{name}: a deconvolution whose kernel is not its stride: the compiler refuses it "
+                           f"(\"Padding issue\", DeconvolutionOp.cpp preProcessAuxData)")
+            if config in ("nv_small", "nv_large"):
+                out.append(f"{name}: deconvolution for {config}: the compiler emits a Rubik operation, a unit "
+                           f"{config} lacks (its own TargetConfig says isRubikCapable false)")
+        if t == "Pooling" and _pool_edge(p, hw):
+            out.append(f"{name}: average pooling at Caffe's ceil-mode edge: the compiler divides the edge windows "
+                       f"by the full window, Caffe by the window clipped to the input")
+        if t == "Pooling" and p.get("global") and hw is not None and hw > 8:
+            out.append(f"{name}: a global pooling {hw} wide: it compiles, NVDLA's firmware rejects it "
+                       f"(Invalid pool_width: at most 8)")
+    if precision == "fp16" and config in ("nv_small", "nv_large"):
+        out.append(f"{config} has no FP16 datapath (nvdla/hw's {config}.spec: FEATURE_DATA_TYPE_INT8 only); the "
+                   f"compiler writes an FP16 loadable for it anyway, which the {config} profile refuses")
+    first = layers[0] if layers and isinstance(layers[0], dict) else {}
+    if informat == "nhwc" and config != "nv_small" and first.get("type") == "Convolution":
+        out.append("image input (--informat nhwc) on nv_full/nv_large: the compiler's image-mode first convolution "
+                   "disagrees with the float network when it uses channel post-extension (LeNet's 5x5, ResNet's "
+                   "7x7) and in FP16; NVDLA's C model computes what the model does (nv_small's image input agrees)")
+    return out

@@ -29,32 +29,92 @@ __all__ = ["TOLERANCES", "Agreement", "Tolerance", "agreement", "calibration_tab
            "write_calibration"]
 
 
-def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int, pad: int) -> np.ndarray:
+def _conv(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: int, pad: int, dilation: int = 1,
+          group: int = 1) -> np.ndarray:
+    """Caffe's convolution (cross-correlation), grouped and dilated: im2col + one matrix product
+    per group."""
     k = w.shape[2]
+    span = dilation * (k - 1) + 1
     xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
     c, h, wd = xp.shape
-    oh, ow = (h - k) // stride + 1, (wd - k) // stride + 1
-    cols = np.lib.stride_tricks.sliding_window_view(xp, (k, k), axis=(1, 2))[:, ::stride, ::stride][:, :oh, :ow]
-    return np.einsum("chwij,ocij->ohw", cols, w) + b[:, None, None]
+    oh, ow = (h - span) // stride + 1, (wd - span) // stride + 1
+    cols = np.lib.stride_tricks.sliding_window_view(xp, (span, span), axis=(1, 2))
+    cols = cols[:, ::stride, ::stride][:, :oh, :ow][..., ::dilation, ::dilation]  # c, oh, ow, k, k
+    cg, og = c // group, w.shape[0] // group
+    out = np.empty((w.shape[0], oh, ow))
+    for g in range(group):
+        part = cols[g * cg:(g + 1) * cg].transpose(1, 2, 0, 3, 4).reshape(oh * ow, cg * k * k)
+        out[g * og:(g + 1) * og] = (part @ w[g * og:(g + 1) * og].reshape(og, -1).T).T.reshape(og, oh, ow)
+    return out if b is None else out + b[:, None, None]
 
 
-def _pool(x: np.ndarray, kernel: int, stride: int, method: str) -> np.ndarray:
-    win = np.lib.stride_tricks.sliding_window_view(x, (kernel, kernel), axis=(1, 2))[:, ::stride, ::stride]
-    return win.max(axis=(3, 4)) if method == "MAX" else win.mean(axis=(3, 4))
+def _deconv(x: np.ndarray, w: np.ndarray, b: np.ndarray, stride: int) -> np.ndarray:
+    """Caffe's Deconvolution without padding: each input element scatters ``w[c, o]`` at
+    ``(h * stride, w * stride)``; ``w`` is (c_in, c_out, k, k)."""
+    c, h, wd = x.shape
+    k = w.shape[2]
+    out = np.zeros((w.shape[1], (h - 1) * stride + k, (wd - 1) * stride + k))
+    contrib = np.einsum("chw,coij->oijhw", x, w)
+    for i in range(k):
+        for j in range(k):
+            out[:, i:i + (h - 1) * stride + 1:stride, j:j + (wd - 1) * stride + 1:stride] += contrib[:, i, j]
+    return out + b[:, None, None]
 
 
-def _layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
+def _pool(x: np.ndarray, kernel: int, stride: int, method: str, pad: int = 0) -> np.ndarray:
+    """Caffe's pooling (``pooling_layer.cpp``): the output size of :func:`.zoo.pooled_size`
+    (ceil mode); MAX over the window clipped to the input; AVE the sum over the window clipped
+    to the input divided by its size clipped to the input plus padding (inclusive padding)."""
+    from .zoo import pooled_size
+
+    c, h, w = x.shape
+    oh, ow = pooled_size(h, kernel, stride, pad), pooled_size(w, kernel, stride, pad)
+    eh, ew = (oh - 1) * stride + kernel, (ow - 1) * stride + kernel  # padded extent read
+    fill = -np.inf if method == "MAX" else 0.0
+    xp = np.full((c, max(eh, h + pad), max(ew, w + pad)), fill)
+    xp[:, pad:pad + h, pad:pad + w] = x
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kernel, kernel), axis=(1, 2))[:, ::stride, ::stride][:, :oh, :ow]
+    if method == "MAX":
+        return win.max(axis=(3, 4))
+
+    def sizes(n: int, o: int) -> np.ndarray:
+        start = np.arange(o) * stride - pad
+        return np.minimum(start + kernel, n + pad) - start
+
+    div = sizes(h, oh)[:, None] * sizes(w, ow)[None, :]
+    return win.sum(axis=(3, 4)) / div
+
+
+def _lrn(x: np.ndarray, size: int, alpha: float, beta: float, k: float) -> np.ndarray:
+    """Caffe's LRN across channels: ``x / (k + alpha / size * sum over size channels of x^2) ** beta``."""
+    sq = np.pad(x * x, ((size // 2, (size - 1) // 2), (0, 0), (0, 0)))
+    acc = np.lib.stride_tricks.sliding_window_view(sq, size, axis=0).sum(axis=-1)
+    return x / (k + alpha / size * acc) ** beta
+
+
+def _layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:  # long: one case per Caffe layer type
     x = ins[0]
     p = layer.params
     bl = [blob.astype(np.float64) for blob in layer.blobs]
     if layer.type == "Convolution":
-        return _conv(x, bl[0], bl[1], int(p["stride"]), int(p["pad"]))  # type: ignore[call-overload]
+        return _conv(x, bl[0], bl[1] if len(bl) > 1 else None, int(p["stride"]), int(p["pad"]),  # type: ignore[call-overload]
+                     int(p.get("dilation", 1)), int(p.get("group", 1)))  # type: ignore[call-overload]
+    if layer.type == "Deconvolution":
+        return _deconv(x, bl[0], bl[1], int(p["stride"]))  # type: ignore[call-overload]
     if layer.type == "Pooling":
-        return _pool(x, int(p["kernel"]), int(p["stride"]), str(p["pool"]))  # type: ignore[call-overload]
+        if p.get("global"):
+            return x.mean(axis=(1, 2), keepdims=True) if p["pool"] == "AVE" else x.max(axis=(1, 2), keepdims=True)
+        return _pool(x, int(p["kernel"]), int(p["stride"]), str(p["pool"]), int(p.get("pad", 0)))  # type: ignore[call-overload]
     if layer.type == "InnerProduct":
         return (bl[0] @ x.reshape(-1) + bl[1]).reshape(-1, 1, 1)
     if layer.type == "ReLU":
         return np.maximum(x, 0.0)
+    if layer.type == "Sigmoid":
+        return 1.0 / (1.0 + np.exp(-x))
+    if layer.type == "TanH":
+        return np.tanh(x)
+    if layer.type == "LRN":
+        return _lrn(x, int(p["local_size"]), float(p["alpha"]), float(p["beta"]), float(p["k"]))  # type: ignore[call-overload, arg-type]
     if layer.type == "BatchNorm":
         f = 0.0 if bl[2][0] == 0 else 1.0 / bl[2][0]
         mean, var = bl[0] * f, bl[1] * f
@@ -62,7 +122,8 @@ def _layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     if layer.type == "Scale":
         return x * bl[0][:, None, None] + bl[1][:, None, None]
     if layer.type == "Eltwise":
-        return ins[0] + ins[1]
+        op = p.get("operation", "SUM")
+        return {"SUM": np.add, "MAX": np.maximum, "PROD": np.multiply}[str(op)](ins[0], ins[1])
     if layer.type == "Softmax":
         e = np.exp(x - x.max(axis=0, keepdims=True))
         return e / e.sum(axis=0, keepdims=True)
@@ -111,13 +172,16 @@ class Tolerance:
 
 
 #: per precision. FP16 keeps ~3 decimal digits through the network (measured: correlation
-#: 1.00000, max error <= 0.09% on the zoo, seeds 0-5). INT8 quantises every layer to 8 bits with
-#: per-tensor scales of a random network: correlation >= 0.987, most outputs within 3%, but a
-#: channel can be off by up to ~45% of the largest output (resnet_block seed 1, channel 13,
-#: the stem's INT8 output saturates; the same on nv_full and nv_small, and NVDLA's C model
-#: computes the same output: the compiler's quantisation, not the target), so its max-error
-#: bound only catches gross faults; the correlation catches a misordered output
-TOLERANCES = {"fp16": Tolerance(0.999, 0.01), "int8": Tolerance(0.98, 0.5)}
+#: 1.00000, max error <= 0.09% on the zoo, seeds 0-5; ResNet-18 0.08%). INT8 quantises every layer
+#: to 8 bits with per-tensor scales of a random network: correlation >= 0.987 on the small
+#: networks, most outputs within 3%, but a channel can be off by up to ~45% of the largest output
+#: (resnet_block seed 1, channel 13, the stem's INT8 output saturates; the same on nv_full and
+#: nv_small, and NVDLA's C model computes the same output: the compiler's quantisation, not the
+#: target), so its max-error bound only catches gross faults. The error grows with depth:
+#: ResNet-18 (seed 0) 0.9788 on nv_full, nv_large and nv_small alike (ResNet-50 0.9947), hence
+#: 0.95; a misordered output correlates ~0.04 and an image-mode first layer the compiler gets
+#: wrong 0.65 (LeNet) to 0.94 (ResNet-18), so the correlation still catches those
+TOLERANCES = {"fp16": Tolerance(0.999, 0.01), "int8": Tolerance(0.95, 0.5)}
 
 
 @dataclass(frozen=True)

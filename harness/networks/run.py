@@ -29,9 +29,10 @@ from ...drivers.errors import ConfigError, InputError
 from ..loadables.dimg import NUMBERINGS, DimgMeta, read_dimg
 from ..loadables.fbs import PIXEL_FEATURE, PIXEL_FEATURE_X8, Loadable, TensorDesc
 from .forward import TOLERANCES, Agreement, agreement, calibration_table, forward, write_calibration
-from .zoo import make_network
+from .zoo import Network, make_network
 
-__all__ = ["NetFiles", "NetRun", "check_calibration", "generate", "load_net", "pack_input", "read_output", "run_network"]
+__all__ = ["NetFiles", "NetRun", "check_calibration", "generate", "issues_for", "layer_specs", "load_net", "pack_input",
+           "read_output", "run_network"]
 
 HALF, INT8 = 2, 4
 
@@ -57,6 +58,13 @@ class NetFiles:
         return self.folder / f"{config}-{precision}{'' if informat == 'ncxhwx' else '-' + informat}.nvdla"
 
 
+def layer_specs(net: Network, blobs: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per layer its name, type, parameters and input height (``in_hw``): what
+    :func:`.compiler.known_issues` reads (kept in ``net.json``)."""
+    return [{"name": la.name, "type": la.type, "params": la.params, "in_hw": int(blobs[la.bottoms[0]].shape[1])}
+            for la in net.layers]
+
+
 def generate(name: str, seed: int, folder: Path, write_model: Callable[[Any, Path, Path], None]) -> NetFiles:
     """Write network ``name`` of the zoo into ``folder``; ``write_model(net, prototxt, caffemodel)``
     writes the Caffe files (:func:`.caffe.write_caffe` with the checkout's schema)."""
@@ -68,7 +76,8 @@ def generate(name: str, seed: int, folder: Path, write_model: Callable[[Any, Pat
                               "layers": [la.name for la in net.layers], "input_shape": list(net.input_shape),
                               "output_shape": list(blobs[net.output].shape),
                               "input_scale": table[net.input]["scale"],
-                              "output_scale": table[net.layers[-1].name]["scale"]})
+                              "output_scale": table[net.layers[-1].name]["scale"],
+                              "layer_specs": layer_specs(net, blobs)})
     write_model(net, files.prototxt, files.caffemodel)
     write_calibration(files.calib, table)
     np.save(folder / "input.npy", net.sample)
@@ -90,6 +99,14 @@ def load_net(folder: Path) -> NetFiles:
     if not isinstance(meta, dict) or any(k not in meta for k in need):
         raise InputError(f"{meta_path}: expected an object with {', '.join(need)}")
     return NetFiles(folder, meta)
+
+
+def issues_for(files: NetFiles, config: str, precision: str, informat: str = "ncxhwx") -> list[str]:
+    """The compiler's known issues this network meets (:func:`.compiler.known_issues`)."""
+    from .compiler import known_issues
+
+    specs = files.meta.get("layer_specs")
+    return known_issues(specs if isinstance(specs, list) else [], config, precision, informat)
 
 
 def check_calibration(files: NetFiles) -> None:
