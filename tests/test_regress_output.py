@@ -20,8 +20,9 @@ def test_coverage_is_one_line_and_the_table_is_in_the_run_folder(tmp_path, capsy
     code, out, run = _run(tmp_path, capsys)
     assert code == 0, out
     assert "nvdla-hil functional coverage" not in out  # no table
-    line = next(x for x in out.splitlines() if x.startswith("functional coverage, "))
-    assert "10 reference-model layers" in line and "reachable bins hit" in line and "coverage.txt" in line, line
+    line = next(x for x in out.splitlines() if x.startswith("functional coverage: "))
+    assert "10 model layers" in line and "reachable bins hit" in line and "coverage.txt" in line, line
+    assert len(line) <= 120, line  # one row of a 120-column terminal
     table = (run / "coverage.txt").read_text()
     assert table.rstrip().splitlines()[-1].startswith("total: ") and "cdp.cvt" in table
     assert (run / "coverage.json").is_file()

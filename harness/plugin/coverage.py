@@ -88,10 +88,10 @@ class SessionCoverage:
             for line in table.splitlines():
                 terminalreporter.write_line(line)
         else:
-            # one terminal row: the table, and `nvdla-hil coverage show <coverage.json>`, are in the run folder
-            where = (f"; table in {Path(self.path).with_suffix('.txt')}"
+            # one terminal row: the table (and `nvdla-hil coverage show <coverage.json>`) is in the run folder
+            where = (f"; table: {Path(self.path).with_suffix('.txt').name} in the run folder"
                      if self.path is not None else " (--nvdla-coverage-table prints the table)")
-            terminalreporter.write_line(f"functional coverage, {self.cov.layers} reference-model layers: {total}{where}")
+            terminalreporter.write_line(f"functional coverage: {total}; {self.cov.layers} model layers{where}")
             return
         if self.path is not None:
             terminalreporter.write_line(f"coverage written to {self.path}")

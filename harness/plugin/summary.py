@@ -175,8 +175,10 @@ class RegressionSummary:
                     reasons[term_safe(why[:110])] = reasons.get(term_safe(why[:110]), 0) + 1
         if hidden:
             where = self.config.getoption("--nvdla-summary-file", default=None)
-            tr.write_line(f"({hidden} passing or skipped rows in {where or 'the summary file'}; "
-                          "--table (pytest: --nvdla-table) lists them)")
+            run_dir = self.config.getoption("--nvdla-run-dir", default=None)
+            shown = (f"{Path(where).name} in the run folder" if where and run_dir and Path(where).parent == Path(run_dir)
+                     else where or "the summary file")
+            tr.write_line(f"({hidden} passing or skipped rows: {shown}; --table (pytest: --nvdla-table) lists them)")
         for cls, reasons in skip_reasons.items():  # a skip is not a pass: what was skipped and why
             top = sorted(reasons.items(), key=lambda kv: -kv[1])
             tr.write_line(f"{cls}: {sum(reasons.values())}" + "".join(f"\n  {n} x {r}" for r, n in top[:3])
