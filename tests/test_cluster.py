@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from _signals import default_signals
+from _signals import with_default_signals
 pytestmark = pytest.mark.slow  # a real Dask scheduler and workers: `make test-slow`, CI's second step
 
 
@@ -185,9 +185,9 @@ def test_ctrl_c_cancels_the_cluster_tasks(cluster, tmp_path):
     run there, so any test task a worker still held (queued before it) has started by then."""
     addr, client = cluster
     marks, go, ends = _slow_file(tmp_path, 8)
-    proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:labgrid", "-q",
-                             "test_slow.py", "--nvdla-cluster", addr], cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, preexec_fn=default_signals)
+    proc = subprocess.Popen(with_default_signals([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p",
+                                                  "no:labgrid", "-q", "test_slow.py", "--nvdla-cluster", addr]),
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         if not _until(lambda: any(marks.iterdir()), proc):
             proc.kill()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from _signals import default_signals
+from _signals import with_default_signals
 
 pytest.importorskip("labgrid", reason="labgrid is not installed: pip install 'labgrid>=24'")
 
@@ -311,8 +311,8 @@ def test_signals_leave_the_place_free(lg, tmp_path, sig):
     --kick`` frees what it leaves (the README says so)."""
     import signal
 
-    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))], env=lg.env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    p = subprocess.Popen(with_default_signals([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))]),
+                         env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "acquired", p.stderr.read()  # type: ignore[union-attr]
         assert lg.holder() == "hil-host/nvdla-tester"
@@ -330,8 +330,8 @@ def test_signals_leave_the_place_free(lg, tmp_path, sig):
 
 
 def test_sigkill_leaves_the_place_acquired_and_kick_frees_it(lg, tmp_path):
-    p = subprocess.Popen([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))], env=lg.env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    p = subprocess.Popen(with_default_signals([sys.executable, "-c", _HOLD, str(_lab_file(tmp_path, lg.coordinator))]),
+                         env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "acquired"  # type: ignore[union-attr]
     p.kill()
     p.wait(10)
@@ -401,10 +401,10 @@ def test_a_signal_at_any_phase_of_a_lease_leaves_the_place_free(lg, tmp_path, ph
     place free, and the signal taken when it came (the run does not go on to the next test)."""
     lab = _lab_file(tmp_path, lg.coordinator)
     res = tmp_path / "results"
-    p = subprocess.Popen([sys.executable, "-c", _PHASED, phase, str(k), sig, "regress", "--target", "serial",
-                          "--lab", str(lab), "--board", "farm", "--suite", "vectors", "-k", "cdp_lut or sdp_bsbn",
-                          "--results-dir", str(res)], env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, cwd=tmp_path, preexec_fn=default_signals)
+    p = subprocess.Popen(with_default_signals([sys.executable, "-c", _PHASED, phase, str(k), sig, "regress", "--target",
+                                               "serial", "--lab", str(lab), "--board", "farm", "--suite", "vectors",
+                                               "-k", "cdp_lut or sdp_bsbn", "--results-dir", str(res)]),
+                         env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     try:
         out = _assert_free_after(lg, p, f"{sig} at {phase} #{k}")
         fired = tmp_path / "fired"
@@ -436,10 +436,10 @@ def test_regress_signalled_after_a_swept_delay_leaves_the_place_free(lg, tmp_pat
     load = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
             for _ in range(int(os.environ.get("NVDLA_HIL_SIGNAL_LOAD", "0")))]
     res = tmp_path / "results"
-    p = subprocess.Popen([*_CLI, "regress", "--target", "serial", "--lab", str(_lab_file(tmp_path, lg.coordinator)),
-                          "--board", "farm", "--suite", "vectors", "-k", "cdp_lut or sdp_bsbn", "--results-dir", str(res)],
-                         env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-                         preexec_fn=default_signals)
+    p = subprocess.Popen(with_default_signals([*_CLI, "regress", "--target", "serial", "--lab",
+                                               str(_lab_file(tmp_path, lg.coordinator)), "--board", "farm", "--suite",
+                                               "vectors", "-k", "cdp_lut or sdp_bsbn", "--results-dir", str(res)]),
+                         env=lg.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
     try:
         time.sleep(delay)
         if p.poll() is None:

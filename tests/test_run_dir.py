@@ -12,12 +12,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from _signals import default_signals
+from _signals import with_default_signals
 from nvdla_hil.drivers.errors import ResultsError, write_atomic
 from nvdla_hil.harness.cli import main, run_state
 
@@ -50,13 +49,13 @@ def test_run_json_says_finished_and_junit_is_whole(tmp_path, capsys):
     assert not list(run.glob(".*.part")) and not list(run.glob("*.part"))
 
 
-def _start(tmp_path: Path, preexec: Callable[[], None] = default_signals) -> tuple[subprocess.Popen, Path]:
+def _start(tmp_path: Path, ignore: tuple[signal.Signals, ...] = ()) -> tuple[subprocess.Popen, Path]:
     """A regression of every bundled vector in a child process; returns once its run.json exists."""
     res = tmp_path / "r"
-    p = subprocess.Popen([PY, "-m", "nvdla_hil.harness.cli", "regress", "--suite", "vectors", "--results-dir", str(res),
-                          "--results-db", str(tmp_path / "db.sqlite")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
-                         preexec_fn=preexec)
+    p = subprocess.Popen(with_default_signals([PY, "-m", "nvdla_hil.harness.cli", "regress", "--suite", "vectors",
+                                               "--results-dir", str(res), "--results-db", str(tmp_path / "db.sqlite")],
+                                              ignore=ignore),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         runs = [d for d in res.glob("2*") if (d / "run.json").is_file() and (d / "logs").is_dir()
@@ -95,16 +94,11 @@ def test_ctrl_c_and_sigterm_are_exit_130_and_recorded(tmp_path, sig):
     assert "interrupted" in err
 
 
-def _nohup() -> None:
-    default_signals()
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-
 @pytest.mark.slow  # the whole bundled suite runs to its end
 def test_a_nohup_run_keeps_running_through_a_hang_up(tmp_path):
     """``nohup nvdla-hil regress ... &`` asks for hang-ups to be ignored: the run must not install
     its SIGHUP-as-Ctrl-C handler over that (a SIGHUP'd run without nohup stops, tests above)."""
-    p, run = _start(tmp_path, preexec=_nohup)
+    p, run = _start(tmp_path, ignore=(signal.SIGHUP,))  # as nohup starts it
     assert p.poll() is None  # still running: the hang-up lands mid-run
     p.send_signal(signal.SIGHUP)
     out, err = p.communicate(timeout=900)
