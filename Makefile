@@ -28,7 +28,9 @@ FUZZ_ROUNDS ?= 10
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
+	@# setuptools' generic notice on every editable install ("be careful with folders ... named as your
+	@# package") is the only line it prints; filtered by its text, so any other warning still shows
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/pip install --quiet -e ".[$(EXTRAS)]"
 	@touch $@
 
 install: $(BIN)/nvdla-hil
