@@ -249,24 +249,23 @@ class ModelTarget(Transport):
         if plain is None:
             super().write32(address, value, posted=posted)
             return
+        self._write_plain(address, value, plain)
+        if self._observers:
+            self._notify("W", address, value)
+
+    def _write_plain(self, address: int, value: int, plain: tuple) -> None:
+        """An ordinary writable register: ``plain`` is (mask, block or None, producer pointer or None)."""
         mask, op_block, ptr = plain
         group = (self._regs[ptr[0]] >> ptr[1]) & ptr[2] if ptr is not None else 0
         key = (address, group)
         self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
         if op_block is not None and value & 1:
             self._op_enable(op_block, group)
-        if self._observers:
-            self._notify("W", address, value)
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
         plain = self._plain.get(address)
-        if plain is not None:  # an ordinary writable register: (mask, block or None, producer pointer or None)
-            mask, op_block, ptr = plain
-            group = (self._regs[ptr[0]] >> ptr[1]) & ptr[2] if ptr is not None else 0
-            key = (address, group)
-            self._regs[key] = (self._regs[key] & ~mask) | (value & mask)
-            if op_block is not None and value & 1:
-                self._op_enable(op_block, group)
+        if plain is not None:
+            self._write_plain(address, value, plain)
             return
         r = self._lookup(address)
         block, name = r.block, r.name
