@@ -122,10 +122,21 @@ def read_holder(fd: int) -> dict[str, object]:
     return rec if isinstance(rec, dict) else {}
 
 
+#: the largest pid Linux hands out (``/proc/sys/kernel/pid_max`` is at most 2**22)
+_PID_MAX = 1 << 22
+
+
+def _printable(value: object) -> str:
+    """A record's field as one terminal-safe line, at most 200 characters (control characters as ``?``)."""
+    return "".join(c if c.isprintable() else "?" for c in str(value)[:200])
+
+
 def holder_alive(rec: Mapping[str, object]) -> bool | None:
     """Whether the record's pid still runs: None when it cannot be told (another host, no pid)."""
     pid = rec.get("pid")
-    if not isinstance(pid, int) or rec.get("host") not in (None, socket.gethostname()):
+    # the record is a file anyone sharing the cache can write: a pid Linux can have, or none
+    if (not isinstance(pid, int) or isinstance(pid, bool) or not 0 < pid <= _PID_MAX
+            or rec.get("host") not in (None, socket.gethostname())):
         return None
     try:
         os.kill(pid, 0)
@@ -141,14 +152,14 @@ def describe_holder(rec: Mapping[str, object]) -> str:
     if not rec:
         return "a process that has not written its name yet (an older nvdla-hil, or it is just starting)"
     if "pid" not in rec:
-        return f"an unknown process ({rec.get('text', '')})"
-    text = f"pid {rec['pid']}"
+        return f"an unknown process ({_printable(rec.get('text', ''))})"
+    text = f"pid {_printable(rec['pid'])}"
     if rec.get("cmd"):
-        text += f" ({rec['cmd']})"
+        text += f" ({_printable(rec['cmd'])})"
     if rec.get("host") and rec.get("host") != socket.gethostname():
-        text += f" on {rec['host']}"
+        text += f" on {_printable(rec['host'])}"
     if rec.get("since"):
-        text += f" since {rec['since']}"
+        text += f" since {_printable(rec['since'])}"
     if holder_alive(rec) is False:
         text += (" - that process is gone; the lock is kept by a process that inherited it (or the "
                  "record is stale and the lock is about to be free)")

@@ -266,3 +266,17 @@ def test_a_pytest_run_reports_the_wait_apart_from_the_tests_time(tmp_path: Path)
     assert "lock_wait_s" not in others and "lock_waits" not in others
     assert "nvdla-hil lock waits" in r.stdout and "lock waits: 1 test(s) waited" in r.stdout, r.stdout
     assert "test_inner.py::test_waits_for_a_build: " in r.stdout and f"held by pid {pid} (" in r.stdout, r.stdout
+
+
+def test_a_crafted_holder_record_is_described_safely() -> None:
+    """The lock file is writable by whoever shares the cache: a pid no process can have is not
+    probed (a 10**30 pid made ``os.kill`` raise OverflowError), and control characters in the
+    record never reach the terminal."""
+    from nvdla_hil.sims.lockwait import describe_holder, holder_alive
+
+    for pid in (10**30, -1, 0, True, "12"):
+        assert holder_alive({"pid": pid}) is None
+        describe_holder({"pid": pid})
+    text = describe_holder({"pid": 1, "cmd": "make\x1b]0;pwned\x07 -j2\nsecond line", "since": "x" * 1000})
+    assert "\x1b" not in text and "\x07" not in text and "\n" not in text and "make?]0;pwned? -j2?second line" in text
+    assert describe_holder({"text": "\x1b[2J"}) == "an unknown process (?[2J)"
