@@ -197,7 +197,7 @@ def test_interrupted_and_killed_runs_are_interrupted(how: str, trace_root: Path,
         assert run["status"] == "interrupted", run
         assert 0 < (run["n_passed"] or 0) + (run["n_failed"] or 0) < run["collected"]
         if how == "SIGTERM":
-            assert run["note"] == "stopped by SIGTERM" and run["exit_code"] == 130 and proc.returncode == 130
+            assert run["note"] == "stopped by SIGTERM" and run["exit_code"] == 130 and proc.returncode == 130, out[-3000:]
             # plain progress, not a terminal's status line (no carriage returns or escapes); whether a
             # progress line came before the signal is the run's pace (one every 5 % of the tests)
             assert "tests to run" in out and "\r" not in out and "\x1b[" not in out, out[-2000:]

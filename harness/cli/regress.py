@@ -436,14 +436,20 @@ class _RunWatch:
 
     def pytest_unconfigure(self, config: Any) -> None:
         from ..plugin.keys import UNWRITTEN_KEY
+        from ..plugin.results import STOP_NAME
 
         self.unwritten.extend(config.stash.get(UNWRITTEN_KEY, []))
+        stop = config.pluginmanager.get_plugin(STOP_NAME)
+        if stop is not None and stop.reason:  # a signal, even one held until the session had ended
+            self.interrupted = True
 
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (a job scheduler's kill, ``timeout``) stops the run as Ctrl-C does, so run.json
-    and the summary record it as interrupted; SIGKILL cannot be caught (run.json stays "running")."""
+    and the summary record it as interrupted; SIGKILL cannot be caught (run.json stays "running").
+    Inside the pytest session the results plugin's RunStop (harness/results/stopping.py) takes
+    the signals over and holds one that arrives in a result's bookkeeping until that is done."""
     import signal
     import threading
 

@@ -18,6 +18,7 @@ import pytest
 
 from ...drivers.uartbone import BoardDeadError
 from ...sims import lockwait
+from ..results.stopping import reason_of
 from ..results.textsafe import is_term_safe, term_safe
 from .keys import CURRENT_ITEMS_KEY, GOLDEN_KEY, OPENED_KEY, RERUN_WAVES_KEY, SPEC_KEY
 from .options import asked_for_nvdla, session_is_ours
@@ -202,8 +203,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem):  # noqa: ANN001, ANN20
         running.remove(item)
     exc = outcome.excinfo[1] if outcome.excinfo else None
     if isinstance(exc, (KeyboardInterrupt, pytest.exit.Exception)) and not item.stash.get(HAS_RESULT_KEY, False):
-        why = "stopped by SIGTERM" if str(exc) == "SIGTERM" else (
-            "interrupted (Ctrl-C)" if isinstance(exc, KeyboardInterrupt) else f"pytest.exit: {exc}")
+        why = reason_of(exc) or f"pytest.exit: {exc}"
         item.config.stash.setdefault(CUT_OFF_KEY, []).append((item, time.monotonic() - t0, why))
 
 

@@ -15,15 +15,17 @@ from typing import Any
 import pytest
 
 from ..results.recorder import Recorder, structured_failure
+from ..results.stopping import RunStop
 from .collector import ReportCollector
 from .junit import close_cut_off
 from .keys import PROFILES_KEY, SPEC_KEY, is_worker
 from .logs import log_dir
 from .summary import RegressionSummary
 
-__all__ = ["PROGRESS_NAME", "RECORDER_NAME"]
+__all__ = ["PROGRESS_NAME", "RECORDER_NAME", "STOP_NAME"]
 
 RECORDER_NAME = "nvdla-hil-results"
+STOP_NAME = "nvdla-hil-stop"
 PROGRESS_NAME = "nvdla-hil-progress"
 
 
@@ -72,9 +74,12 @@ def pytest_configure(config: pytest.Config) -> None:
     url = config.getoption("--nvdla-results-db", default=None) or os.environ.get("NVDLA_HIL_RESULTS_DB")
     if url:
         profiles: list[str] = config.stash.get(PROFILES_KEY, [])
+        stop = RunStop()  # SIGINT/SIGTERM/SIGHUP stop the run, never inside a result's bookkeeping
         recorder = Recorder(config, url, spec=config.stash.get(SPEC_KEY, None), profiles=profiles,
-                            classify=RegressionSummary.outcome_class)
+                            classify=RegressionSummary.outcome_class, stop=stop)
         config.pluginmanager.register(recorder, RECORDER_NAME)
+        config.pluginmanager.register(stop, STOP_NAME)
+        stop.install()
     mode = config.getoption("--nvdla-progress", default="off")
     if mode != "off":
         from ..results.progress import LiveProgress

@@ -18,9 +18,10 @@ model_semantics, seed, waves). The structured failure is computed where the test
 harness/analysis/report.py) and travels on the report as ``nvdla_failure`` (a JSON-able dict; xdist and
 the Dask collector serialise report attributes).
 
-A run is ``interrupted`` when pytest was interrupted (Ctrl-C; SIGTERM is turned into one while a
-run is recorded), stopped early (``session.shouldstop``, e.g. a dead board) or left collected
-tests without a result; a killed run is found later by :meth:`ResultsDB.reap`.
+A run is ``interrupted`` when pytest was interrupted (Ctrl-C; SIGTERM and SIGHUP are turned into
+one while a run is recorded, never inside a result's bookkeeping: harness/results/stopping.py),
+stopped early (``session.shouldstop``, e.g. a dead board) or left collected tests without a result;
+a killed run is found later by :meth:`ResultsDB.reap`.
 
 RTL coverage (``--nvdla-rtl-coverage``, harness/plugin/rtl_coverage.py): its ``summary.json`` is
 written at the end of the session (the terminal summary), after the run's row is finished; the
@@ -33,11 +34,9 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from collections.abc import Callable, Mapping, Sequence
@@ -48,6 +47,7 @@ import pytest
 
 from .db import ResultsDBError
 from .signature import failure_info, signature_of
+from .stopping import RunStop, reason_of
 from .textsafe import term_safe
 
 if TYPE_CHECKING:
@@ -168,7 +168,7 @@ class Recorder:
     outcome class of a test as the summary counts it (a skip's reason tells its class)."""
 
     def __init__(self, config: pytest.Config, url: str, *, spec: Any = None, profiles: Sequence[str] = (),
-                 classify: Callable[[str, str], str] | None = None) -> None:
+                 classify: Callable[[str, str], str] | None = None, stop: RunStop | None = None) -> None:
         from .db import ResultsDB
 
         self.config = config
@@ -196,8 +196,8 @@ class Recorder:
         self.collected = 0
         self.done: set[str] = set()
         self.interrupted = ""
+        self.stop = stop  # the run's signal handling (what stopped it), harness/results/stopping.py
         self.sig_seen: dict[str, int] = {}
-        self._old_sigterm: Any = None
         self.db_error = ""  # the database failed mid-run (disk full, made read-only): said at the end
         self.started = time.time()
 
@@ -220,11 +220,6 @@ class Recorder:
             self._start_run(spec, profiles, bugs, seed, argv)
         except ResultsDBError as e:
             raise pytest.UsageError(f"--nvdla-results-db: {e}") from None
-        if threading.current_thread() is threading.main_thread():
-            try:
-                self._old_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-            except (ValueError, OSError):
-                self._old_sigterm = None
 
     def _start_run(self, spec: Any, profiles: list[str], bugs: list[str], seed: str | None, argv: list[str]) -> None:
         self.db.start_run(self.run_id, host=socket.gethostname(), pid=os.getpid(), version=project_version(),
@@ -232,10 +227,6 @@ class Recorder:
                           semantics=getattr(spec, "semantics", None), seed=seed, model_bugs=",".join(bugs),
                           selection=self.config.getoption("keyword", default="") or "",
                           command=" ".join(argv)[:4000], run_dir=str(self.run_dir) if self.run_dir else None)
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self.interrupted = "stopped by SIGTERM"
-        raise KeyboardInterrupt("SIGTERM")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.collected = len(session.items)
@@ -245,7 +236,11 @@ class Recorder:
             self.db_error = str(e)
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
-        self.interrupted = self.interrupted or "interrupted (Ctrl-C)"
+        self.interrupted = self.interrupted or reason_of(excinfo.value) or "interrupted (Ctrl-C)"
+
+    def _stopped_by(self) -> str:
+        """What stopped the session: a signal (even one held until the session ended), an interrupt."""
+        return (self.stop.reason if self.stop is not None else "") or self.interrupted
 
     # ---- tests ----------------------------------------------------------------------------------
 
@@ -312,7 +307,7 @@ class Recorder:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int):  # noqa: ANN201
         yield  # after every other implementation (the plugin may turn OK into NO_TESTS_COLLECTED)
         stopped = session.shouldstop or session.shouldfail
-        why = self.interrupted
+        why = self.interrupted = self._stopped_by()
         for nodeid in list(self.pending):  # a test cut short (interrupt): interrupted, never passed
             self._write(nodeid, cut_off=why or (f"stopped early: {stopped}" if stopped else "the session ended"))
         if self.db_error:
@@ -344,12 +339,6 @@ class Recorder:
             self.db.finish_run(self.run_id, rc, "interrupted" if why else "complete", why, **extra)
         except ResultsDBError as e:
             self.db_error = str(e)
-        if self._old_sigterm is not None:
-            try:
-                signal.signal(signal.SIGTERM, self._old_sigterm)
-            except (ValueError, OSError):
-                pass
-            self._old_sigterm = None
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.db_error:
