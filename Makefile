@@ -19,11 +19,15 @@ NVDLA_LOADABLES ?= $(wildcard $(abspath ../shared/nvdla_sw))
 export NVDLA_LOADABLES
 NVDLA_SW ?= $(firstword $(wildcard $(HOME)/nvdla-sw) $(wildcard $(abspath ../shared/nvdla_src/sw)))
 export NVDLA_SW
+# NVDLA's hardware checkouts: master (RTL, spec, AC headers) and nvdlav1 (nv_full's C model); the
+# public copies beside the repository by default. Read-only is fine: builds go to the cache.
+NVDLA_HW ?= $(firstword $(wildcard $(abspath ../shared/nvdla_src/hw)) $(HOME)/nvdla-hw)
+NVDLA_HW_V1 ?= $(firstword $(wildcard $(abspath ../shared/nvdla_src/hw-v1)) $(HOME)/nvdla-hw-v1)
 JOBS   ?= 2
 HYPOTHESIS_PROFILE ?= ci
 FUZZ_ROUNDS ?= 10
 
-.PHONY: install regress test test-slow lint typecheck fuzz bench clean flaky
+.PHONY: install regress test test-slow lint typecheck fuzz bench clean flaky oracles oracle-rtl oracle-cmod oracle-compiler
 
 $(BIN)/nvdla-hil: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +46,25 @@ regress: install
 	  $(if $(wildcard $(NVDLA_TRACE_SETS)),--traces $(NVDLA_TRACE_SETS)) \
 	  $(if $(wildcard $(NVDLA_TXN_TESTS)),--txn $(NVDLA_TXN_TESTS))
 
+# NVDLA's oracles, built once into the cache (~/.cache/nvdla-hil, or NVDLA_HIL_CACHE) from the
+# checkouts above: nv_small's and nv_small_256_full's simulators of the RTL (NVDLA's tmake flow, in a
+# cache copy of a read-only checkout; about 1 min each), nv_full's C model (about 2 min on 2 cores)
+# and NVDLA's compiler from NVDLA_SW (protobuf 2.6.1 + nvdla_compiler, several minutes). The tests build what they need on first use; `make -j2 oracles` first (as CI does)
+# keeps that out of the test run. Every step names what is missing (apt packages) when it cannot.
+oracles: oracle-rtl oracle-cmod oracle-compiler
+
+oracle-rtl: install
+	$(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_small
+	$(BIN)/nvdla-hil sim build --nvdla-hw $(NVDLA_HW) --config nv_small
+	$(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_small_256_full --apply-fixes
+	$(BIN)/nvdla-hil sim build --nvdla-hw $(NVDLA_HW) --config nv_small_256_full
+
+oracle-cmod: install
+	NVDLA_HW=$(NVDLA_HW) $(BIN)/python -m nvdla_hil.harness.targets.cmod --nvdla-hw $(NVDLA_HW_V1)
+
+oracle-compiler: install
+	$(BIN)/nvdla-hil net build-compiler --nvdla-sw $(NVDLA_SW)
+
 # the lint gate CI runs: ruff with the rule set and line length in pyproject.toml
 lint: install
 	$(BIN)/ruff check drivers harness sims nvdla_hil tests bench
@@ -50,7 +73,7 @@ lint: install
 typecheck: install
 	.ci/typecheck
 
-# the default run (under 5 minutes on 2 cores): everything but the tests marked slow
+# the default run (about 6 minutes on 2 cores, the oracles built): everything but the tests marked slow
 test: install
 	$(BIN)/pytest -n $(JOBS) tests --hypothesis-profile=$(HYPOTHESIS_PROFILE) -m "not slow"
 

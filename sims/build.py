@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from .cache import CacheEntryError, check_entry, get_or_build, read_manifest, write_manifest
+from .cache import CacheEntryError, cache_base, check_entry, get_or_build, read_manifest, write_manifest
 from .rtl import (
     NVDLA_DEFINES,
     TMAKE_DEBIAN_PACKAGES,
@@ -200,9 +200,7 @@ class PgoProfile:
 def cache_root() -> Path:
     """Where simulator builds are cached: ``$NVDLA_HIL_CACHE/sim``, else
     ``${XDG_CACHE_HOME:-~/.cache}/nvdla-hil/sim``."""
-    env = os.environ.get("NVDLA_HIL_CACHE")
-    base = Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvdla-hil"
-    return base / "sim"
+    return cache_base() / "sim"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -46,6 +46,13 @@ MANIFEST = "manifest.json"
 Progress = Callable[[str], None]
 
 
+def cache_base() -> Path:
+    """The folder of every nvdla-hil cache (simulator builds, the C model, working copies):
+    ``$NVDLA_HIL_CACHE``, else ``${XDG_CACHE_HOME:-~/.cache}/nvdla-hil``."""
+    env = os.environ.get("NVDLA_HIL_CACHE")
+    return Path(env) if env else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvdla-hil"
+
+
 class CacheEntryError(RuntimeError):
     """A cache entry is unusable (missing, half-written, corrupted or for another key)."""
 

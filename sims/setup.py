@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .build import cache_root
+from .checkout import is_read_only, working_copy
 from .rtl import TMAKE_DEBIAN_PACKAGES, RtlIssue, check_ram_models, find_known_rtl_issues
 
 __all__ = ["Prerequisite", "SetupError", "TmakeFlow", "add_setup_subcommand", "apply_fix", "check_prerequisites",
@@ -494,7 +495,13 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
               progress: Progress = lambda m: print(m, flush=True), path: str | None = None) -> int:
     """Run every step; return 0 when ``nvdla-hil sim build`` can go ahead, 1 when the user has
     to act (the messages say what), 2 on a hard error."""
-    hw = Path(hw).expanduser().absolute()
+    given = hw = Path(hw).expanduser().absolute()
+    if hw.is_dir() and is_read_only(hw):  # NVDLA's flow writes tree.make and outdir/: a copy in the cache
+        try:
+            hw = working_copy(hw, progress)
+        except OSError as e:
+            progress(f"  error: cannot make a working copy of the read-only checkout {given}: {e}")
+            return 2
     steps: tuple[Callable[[], int | None], ...] = (
         lambda: _check_checkout(hw, config, progress),
         lambda: _step_prerequisites(hw, path, progress),
@@ -506,7 +513,7 @@ def run_setup(hw: Path, config: str, *, apply_fixes: bool = False, tmake: bool =
         rc = step()
         if rc is not None:
             return rc
-    progress(f"setup done. Next: nvdla-hil sim build --nvdla-hw {hw} --config {config}")
+    progress(f"setup done. Next: nvdla-hil sim build --nvdla-hw {given} --config {config}")
     return 0
 
 

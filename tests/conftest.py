@@ -12,11 +12,17 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from _checkouts import SHARED_SRC, set_default_checkouts
+
 # Property tests: `make test` runs the "ci" profile, derandomised so a run is reproducible
 # and a red CI names a failure anyone can replay; `make fuzz` runs "explore" with fresh
 # random seeds, ten rounds. A failure found there becomes an @example.
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
 settings.register_profile("explore", print_blob=True)
+
+# NVDLA_HW and NVDLA_HW_V1 default to the public checkouts in ../shared/nvdla_src (tests/_checkouts.py),
+# set here, before any test module reads them, and inherited by every command a test starts
+set_default_checkouts()
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +35,7 @@ def trace_root(pytestconfig: pytest.Config) -> Path:
 
 #: NVDLA's public nvdla/sw checkout beside the repository (../shared/nvdla_src/sw), the default when
 #: NVDLA_SW is not set: tests and CI use it, so nothing skips for want of a checkout
-SHARED_SW = Path(__file__).resolve().parents[1].parent / "shared" / "nvdla_src" / "sw"
+SHARED_SW = SHARED_SRC / "sw"
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _checkouts import generated_rtl
 
 ROOT = Path(__file__).resolve().parents[1]
 READMES = ("README.md", "sims/README.md", "harness/layouts/README.md", "testvectors/README.md")
@@ -365,6 +366,7 @@ def _compiler_missing() -> str | None:
 PREREQS = {
     "nvdla-hil net gen": _compiler_missing,  # the network's schema is compiled with the protoc built beside it
     "nvdla-hil net compile": _compiler_missing,
+    "nvdla-hil net run lenet/": _compiler_missing,  # runs what its block's `net compile` made
 }
 
 
@@ -457,6 +459,9 @@ def test_readme_long_command_runs(text: str, tmp_path: Path) -> None:
     local, missing = localize(text, tmp_path, env)
     if env_missing + missing:
         pytest.skip("; ".join(dict.fromkeys(env_missing + missing)))
+    if text.startswith("nvdla-hil sim build") and os.environ.get("NVDLA_HW"):
+        # its block's `sim setup` first (not run here: long); for the shared read-only checkout, once, in its cache copy
+        generated_rtl(os.environ["NVDLA_HW"], text.split("--config")[1].split()[0])
     run(local, tmp_path, env, 0)
 
 

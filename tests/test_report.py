@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _checkouts import generated_rtl
 
 from nvdla_hil.harness.cli import triage as triage_cli
 from nvdla_hil.harness.targets.outputs import OutputCube, diff_region
@@ -244,9 +245,11 @@ def trace_sets_run(tmp_path_factory) -> Path:
     return (out / "latest").resolve()
 
 
+@pytest.mark.slow  # builds the wave-tracing simulator when it is not cached
 @pytest.mark.skipif(not os.environ.get("NVDLA_HW"), reason="NVDLA_HW (an nvdla/hw checkout) is not set: "
                     "the Verilator triage (waves) needs it")
 def test_triage_on_verilator_writes_waves(trace_sets_run: Path, tmp_path: Path) -> None:
+    generated_rtl(os.environ["NVDLA_HW"], "nv_small")  # the shared read-only checkout: its cache copy
     run = tmp_path / "run"
     shutil.copytree(trace_sets_run, run)
     j = run / "junit.xml"

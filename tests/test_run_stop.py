@@ -106,10 +106,17 @@ def test_sigterm_inside_the_bookkeeping_stops_the_run_with_130_and_whole_results
 
 @pytest.fixture
 def run_stop() -> RunStop:
+    """A RunStop holding SIGTERM and SIGHUP, whatever this test process inherited (a run started in
+    the background or under nohup inherits SIGINT or SIGHUP ignored, which RunStop keeps so)."""
+    saved = {s: signal.signal(s, lambda *_: None) for s in (signal.SIGTERM, signal.SIGHUP)}
     stop = RunStop()
     stop.install()
-    yield stop
-    stop.uninstall()
+    try:
+        yield stop
+    finally:
+        stop.uninstall()
+        for s, old in saved.items():
+            signal.signal(s, old)
 
 
 def test_a_signal_in_a_held_block_is_raised_when_it_ends(run_stop: RunStop) -> None:
@@ -135,10 +142,11 @@ def test_a_second_signal_stops_at_once_and_outside_a_block_at_once(run_stop: Run
                 pass
             reached.append("after the second signal")
     assert reached == [] and str(caught.value) == "SIGHUP" and run_stop.reason == "stopped by SIGHUP"
-    with pytest.raises(KeyboardInterrupt):
-        signal.raise_signal(signal.SIGINT)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        signal.raise_signal(signal.SIGTERM)
         for _ in range(1000):
             pass
+    assert str(caught.value) == "SIGTERM"
     assert run_stop.reason == "stopped by SIGHUP"  # the first signal says what stopped the run
 
 

@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _checkouts import generated_rtl
 from nvdla_hil.sims import build as simbuild
 
 CONFIG = os.environ.get("NVDLA_HIL_SIM_CONFIG", "nv_small")
@@ -45,6 +46,7 @@ def nvdla_build(pytestconfig: pytest.Config):
     hw = _nvdla_hw(pytestconfig)
     if not hw:
         pytest.skip("no nvdla/hw checkout: set NVDLA_HW or pass --nvdla-hw PATH")
+    generated_rtl(hw, CONFIG)  # the shared read-only checkout: NVDLA's flow run once in its cache copy
     try:
         import cocotb  # noqa: F401
 

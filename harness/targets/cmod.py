@@ -60,6 +60,7 @@ import numpy as np
 from ...drivers.profiles import load_profile
 from ...drivers.regmap import RegisterMap, RegisterMapError
 from ...drivers.transport import TransportError, TransportTimeoutError
+from ...sims.cache import cache_base
 from ...sims.lockwait import holder_of, wait_for, write_holder
 from ..refmodel.base import UnitNotModelled
 from .builds import BuildCache, resolve_build
@@ -97,9 +98,7 @@ def cmod_cache_root() -> Path:
     env = os.environ.get("NVDLA_HIL_CMOD_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("NVDLA_HIL_CACHE")
-    root = Path(base) if base else Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "nvdla-hil"
-    return root / "cmod"
+    return cache_base() / "cmod"
 
 
 @dataclass
