@@ -66,7 +66,9 @@ def test_two_workers_merge_to_what_one_worker_gives(rtl_env: dict[str, str], tmp
     if one["html"] is None:
         assert "genhtml" in one["html_note"]
     else:
-        assert html.is_file() and "NV_NVDLA" in html.read_text()
+        # genhtml's index lists the RTL's folders (nvdla/cdma, ...); each folder's page its NV_NVDLA_* files
+        assert html.is_file() and 'href="nvdla/cdma/index.html"' in html.read_text()
+        assert "NV_NVDLA_CDMA" in (html.parent / "nvdla" / "cdma" / "index.html").read_text()
 
 
 def test_a_plain_build_says_it_has_no_coverage(rtl_env: dict[str, str], tmp_path: Path) -> None:
