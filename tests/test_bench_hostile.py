@@ -9,7 +9,6 @@ database, a junit.xml that is a symlink loop, a reader that re-created missing t
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sqlite3
@@ -18,28 +17,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from _bench import bench_module
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "nvdla_hil.harness.cli"]
 
 
-def _load(name: str):  # noqa: ANN202 - a module
-    sys.path.insert(0, str(ROOT / "bench"))  # the bench imports benchenv and its input builders from there
-    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def bench():
-    try:
-        yield _load("bench_hostile")
-    finally:
-        sys.modules.pop("bench_hostile", None)
-        sys.modules.pop("bench_hostile_inputs", None)
+    with bench_module("bench_hostile", also=("bench_hostile_inputs",)) as mod:  # it imports its input builders
+        yield mod
 
 
 # ---- the static HTML check: oracles are hand-written pages -------------------------------------------

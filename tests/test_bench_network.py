@@ -3,12 +3,11 @@ software regression and nvdla/sw are here, MNIST through the firmware on the mod
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
+from _bench import bench_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared"
@@ -16,15 +15,8 @@ SHARED = ROOT.parent / "shared"
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_network", ROOT / "bench" / "bench_network.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_network"] = mod  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(mod)
+    with bench_module("bench_network") as mod:
         yield mod
-    finally:
-        sys.modules.pop("bench_network", None)
 
 
 def test_resnet50_table_counts_torchvisions_macs(bench):

@@ -7,11 +7,10 @@ computed from fixed Verilator/cocotb version strings, so no tool needs to be ins
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
+from _bench import bench_module
 from nvdla_hil.sims import build as simbuild
 from nvdla_hil.sims import native, toolchain
 from nvdla_hil.sims.build import BuildError, BuildOptions, PgoProfile
@@ -161,17 +160,8 @@ def test_native_styles_are_separate_cache_entries() -> None:
 # bench/bench_sim.py -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(ROOT / "bench"))
-    spec = importlib.util.spec_from_file_location("bench_sim", ROOT / "bench" / "bench_sim.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sim"] = mod  # dataclasses look their module up
-    try:
-        spec.loader.exec_module(mod)
+    with bench_module("bench_sim") as mod:
         yield mod
-    finally:
-        sys.modules.pop("bench_sim", None)
-        sys.path.remove(str(ROOT / "bench"))
 
 
 def test_bench_takes_the_median_and_refuses_differing_runs(bench) -> None:

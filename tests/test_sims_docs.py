@@ -7,7 +7,6 @@ when its simulator is already cached. Without ``NVDLA_HW`` that part skips, sayi
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shlex
@@ -16,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _bench import bench_module
 
 from nvdla_hil.sims.checkout import generated_root
 
@@ -114,18 +114,12 @@ def test_doc_command_parses(where: str, argv: list[str]) -> None:
 
 
 def test_doc_bench_commands_parse() -> None:
-    spec = importlib.util.spec_from_file_location("bench_sim", REPO / "bench" / "bench_sim.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench  # its dataclasses look their module up by name
-    try:
-        spec.loader.exec_module(bench)
-    finally:
-        del sys.modules[spec.name]
-    for where, argv in _bench_commands():
-        try:
-            bench.build_parser().parse_args(argv)
-        except SystemExit as e:
-            pytest.fail(f"{where}: `bench/bench_sim.py {' '.join(argv)}` does not parse (exit {e.code})")
+    with bench_module("bench_sim") as bench:
+        for where, argv in _bench_commands():
+            try:
+                bench.build_parser().parse_args(argv)
+            except SystemExit as e:
+                pytest.fail(f"{where}: `bench/bench_sim.py {' '.join(argv)}` does not parse (exit {e.code})")
 
 
 # ------------------------------------------------------------------ with a checkout

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _bench import bench_module
 from _checkouts import generated_rtl
 
 from nvdla_hil.drivers.transport import NotOpenError, TransportError
@@ -325,17 +325,14 @@ def test_warm_runs_equal_fresh_runs(nvdla_spec: TargetSpec, trace_root: Path) ->
 
 def test_readme_bench_command_parses(monkeypatch: pytest.MonkeyPatch) -> None:
     """sims/README.md shows how to run bench/bench_warm.py; that command parses."""
-    import importlib.util
     import shlex
 
     repo = Path(__file__).resolve().parents[1]
     lines = [ln for ln in (repo / "sims" / "README.md").read_text().splitlines() if "bench/bench_warm.py" in ln
              and ln.startswith("python ")]
     assert lines, "sims/README.md shows a bench/bench_warm.py command"
-    spec = importlib.util.spec_from_file_location("bench_warm", repo / "bench" / "bench_warm.py")
-    bench = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "bench_warm", bench)  # its dataclasses look their module up
-    spec.loader.exec_module(bench)
+    with bench_module("bench_warm") as bench:
+        parser = bench.build_parser()
     for ln in lines:
-        args = bench.build_parser().parse_args(shlex.split(ln)[2:])
+        args = parser.parse_args(shlex.split(ln)[2:])
         assert args.workers == "1,2" and args.modes == "fresh,warm"
