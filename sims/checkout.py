@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .cache import cache_base
 
-__all__ = ["is_read_only", "working_copy", "working_copy_path", "generated_root"]
+__all__ = ["is_generated", "is_read_only", "working_copy", "working_copy_path", "generated_root"]
 
 #: folders of a checkout that are the flow's output or version control, not its sources
 _SKIP = frozenset({"outdir", ".git"})
@@ -94,13 +94,17 @@ def working_copy(hw: Path, progress: Callable[[str], None]) -> Path:
     return dest
 
 
+def is_generated(root: Path, config: str) -> bool:
+    """``root`` holds NVDLA's generated RTL of ``config`` (``outdir/<config>/vmod``, its top level)."""
+    return (Path(root) / "outdir" / config / "vmod" / "nvdla" / "top" / "NV_nvdla.v").is_file()
+
+
 def generated_root(hw: Path, config: str) -> Path:
     """The tree that holds ``outdir/<config>/vmod`` for checkout ``hw``: the checkout itself, or
     the working copy ``sim setup`` generated it in when the checkout is read-only; ``hw`` when
     neither has it (the caller says how to generate it)."""
     hw = Path(hw).expanduser().resolve()
-    top = Path("outdir", config, "vmod", "nvdla", "top", "NV_nvdla.v")
-    if (hw / top).is_file() or not is_read_only(hw):
+    if is_generated(hw, config) or not is_read_only(hw):
         return hw
     copy = working_copy_path(hw)
-    return copy if (copy / top).is_file() else hw
+    return copy if is_generated(copy, config) else hw

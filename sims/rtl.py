@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .checkout import generated_root
+from .checkout import generated_root, is_generated
 from .toolchain import BuildError
 
 #: Debian packages NVDLA's tmake flow needs (perl modules, cpp, a Java runtime for Ordt.jar).
@@ -35,8 +35,9 @@ def find_vmod(nvdla_hw: str | os.PathLike[str] | None, config: str) -> Path:
     root = Path(nvdla_hw).expanduser().resolve()
     if not root.is_dir():
         raise BuildError(f"--nvdla-hw {root} is not a directory")
-    vmod = generated_root(root, config) / "outdir" / config / "vmod"  # a read-only checkout's: its working copy's
-    if not (vmod / "nvdla" / "top" / "NV_nvdla.v").is_file():
+    gen = generated_root(root, config)  # a read-only checkout's: its working copy
+    vmod = gen / "outdir" / config / "vmod"
+    if not is_generated(gen, config):
         raise BuildError(
             f"{vmod} has no generated RTL (nvdla/top/NV_nvdla.v missing).\n"
             f"Generate it with NVDLA's tmake flow in your nvdla/hw checkout (master branch; a read-only one is "

@@ -36,13 +36,13 @@ def generated_rtl(hw: str | os.PathLike[str], config: str = "nv_small") -> Path:
     (about a minute; one process at a time); a writable checkout without it is the user's to set
     up: the test skips, naming the command."""
     from nvdla_hil.sims.cache import cache_base
-    from nvdla_hil.sims.checkout import generated_root, is_read_only
+    from nvdla_hil.sims.checkout import generated_root, is_generated, is_read_only
     from nvdla_hil.sims.setup import run_setup
 
     hw = Path(hw).expanduser().resolve()
-    top = Path("outdir", config, "vmod", "nvdla", "top", "NV_nvdla.v")
-    if (generated_root(hw, config) / top).is_file():
-        return generated_root(hw, config)
+    root = generated_root(hw, config)
+    if is_generated(root, config):
+        return root
     if not is_read_only(hw):
         pytest.skip(f"{hw} has no generated RTL of {config}: run nvdla-hil sim setup --nvdla-hw {hw} --config {config}")
     lock = cache_base() / "src" / f".setup-{hw.name}-{config}.lock"
@@ -50,7 +50,7 @@ def generated_rtl(hw: str | os.PathLike[str], config: str = "nv_small") -> Path:
     lines: list[str] = []
     with open(lock, "w") as f:
         fcntl.lockf(f, fcntl.LOCK_EX)  # another xdist worker may be generating it
-        if not (generated_root(hw, config) / top).is_file():
+        if not is_generated(generated_root(hw, config), config):
             rc = run_setup(hw, config, apply_fixes=config != "nv_small", progress=lines.append)
             if rc != 0:
                 pytest.fail(f"sim setup of the read-only checkout {hw} ({config}) failed (exit {rc}):\n" +
