@@ -49,8 +49,9 @@ regress: install
 # NVDLA's oracles, built once into the cache (~/.cache/nvdla-hil, or NVDLA_HIL_CACHE) from the
 # checkouts above: nv_small's and nv_small_256_full's simulators of the RTL (NVDLA's tmake flow, in a
 # cache copy of a read-only checkout; about 1 min each), nv_full's C model (about 2 min on 2 cores)
-# and NVDLA's compiler from NVDLA_SW (protobuf 2.6.1 + nvdla_compiler, several minutes). The tests build what they need on first use; `make -j2 oracles` first (as CI does)
-# keeps that out of the test run. Every step names what is missing (apt packages) when it cannot.
+# and NVDLA's compiler from NVDLA_SW (protobuf 2.6.1 + nvdla_compiler, about 2 min). The tests
+# build what they need on first use; `make -j2 oracles` first (as CI does) keeps that out of the
+# test run. Every step names what is missing (apt packages) when it cannot.
 oracles: oracle-rtl oracle-cmod oracle-compiler
 
 # (setup runs NVDLA's flow only when the check of what is there, --no-tmake, does not pass)
