@@ -1,8 +1,10 @@
 """The README's lab recipes run as written: the fenced blocks after ``<!-- recipe: NAME -->`` in
 "Boards in a lab" (the lab file, the labgrid exporter configuration, the commands) are taken from
 README.md, the lab host's name and ports replaced by loopback and free ports, and run end to end:
-the board emulator, a real labgrid coordinator and exporter, the place created and matched with
-``labgrid-client``, and the regression on the place, which must pass and leave the place free.
+the board emulator, a real labgrid coordinator and exporter, the README's own bounded waits for
+them (the test adds none: a block that only works when typed slowly fails here), the place
+created and matched with ``labgrid-client``, and the regression on the place, which must pass and
+leave the place free.
 
 Skips (saying so) when labgrid is not installed."""
 
@@ -14,7 +16,6 @@ import shlex
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,25 +43,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait(cond, what: str, proc: subprocess.Popen | None = None, timeout: float = 300) -> None:  # noqa: ANN001
-    """Poll ``cond()`` until true; fails at once if ``proc`` (the service waited for) exits.
-    ``timeout`` is a hang guard (processes coming up on a loaded machine), not an expected time:
-    the wait ends on the event."""
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if proc is not None and proc.poll() is not None:
-            pytest.fail(f"{what} did not happen: the process exited with {proc.returncode}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not happen within {timeout:g} s")
-        time.sleep(0.2)
-
-
-def _listening(port: int) -> bool:
+def _run_line(line: str, cwd: Path, env: dict[str, str], services: list[subprocess.Popen],
+              timeout: float) -> subprocess.CompletedProcess:
+    """Run one README line in a shell, as a user pasting it would. ``timeout`` is a hang guard
+    (processes coming up on a loaded machine), not an expected time: the README's own ``until``
+    lines end on the event. On a timeout the services' state is named."""
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
+        return subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        dead = [f"{' '.join(map(str, p.args[:1]))} exited {p.returncode}" for p in services if p.poll() is not None]
+        pytest.fail(f"{line!r} did not finish within {timeout:g} s; " + ("; ".join(dead) or "every service still running"))
 
 
 def test_readme_recipes_run_as_written(tmp_path):
@@ -85,20 +78,13 @@ def test_readme_recipes_run_as_written(tmp_path):
             line = line.split("  #", 1)[0].strip()
             if not line:
                 continue
-            argv = shlex.split(line.rstrip("&").strip())
-            if line.endswith("&"):  # a service: started, then waited for
+            if line.endswith("&"):  # a service: started, and waited for only by the README's own lines
+                argv = shlex.split(line.rstrip("&").strip())
                 procs.append(subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=(tmp_path / f"svc{n}.log").open("w"),
                                               stderr=subprocess.STDOUT))
-                if argv[0] == "nvdla-hil":
-                    _wait(lambda: _listening(int(ports["7777"])), "the board emulator listening", procs[-1])
-                elif argv[0] == "labgrid-coordinator":
-                    _wait(lambda: _listening(int(ports["20408"])), "the coordinator listening", procs[-1])
-                elif argv[0] == "labgrid-exporter":
-                    _wait(lambda: "NetworkSerialPort" in subprocess.run(
-                        [str(BIN / "labgrid-client"), "-x", coordinator, "resources"], capture_output=True,
-                        text=True, env=env, timeout=60).stdout, "the exporter publishing its port", procs[-1])
                 continue
-            res = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+            argv = shlex.split(line)
+            res = _run_line(line, tmp_path, env, procs, timeout=1800 if argv[:2] == ["nvdla-hil", "regress"] else 300)
             out = res.stdout + res.stderr
             assert res.returncode == 0, f"{line}\n{out[-3000:]}"
             if argv[:2] == ["nvdla-hil", "regress"]:

@@ -391,14 +391,16 @@ def _external(cmd: Command, work: Path) -> None:
         return
     if tool == "export":
         return
-    pytest.skip(f"external tool {tool}: not run here ({'root' if tool == 'apt-get' else 'network' if tool == 'git' else 'lab tools'})")
+    if tool == "timeout" or tool.startswith("labgrid-"):
+        pytest.skip(f"lab tool {tool}: the lab recipe runs as written in tests/test_lab_readme.py (-m slow)")
+    pytest.skip(f"external tool {tool}: not run here ({'root' if tool == 'apt-get' else 'network'})")
 
 
 def _plan(cmd: Command) -> tuple[str, str]:
     """(kind, reason): run, long, synopsis, external, slow-run."""
     words = _words(cmd.text)
     tool = words[0] if words else ""
-    if tool in ("make", "apt-get", "git", "pip", "export") or tool.startswith("labgrid-"):
+    if tool in ("make", "apt-get", "git", "pip", "export", "timeout") or tool.startswith("labgrid-"):
         return "external", tool
     if tool == "python" and len(words) > 1 and words[1].startswith("bench/"):
         return "long", "a benchmark (minutes): options checked"
