@@ -4,7 +4,10 @@ session that fed no bins says so instead of printing a table of empty bins."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pytest
 
 from nvdla_hil.harness.cli import main
 
@@ -47,3 +50,75 @@ def test_triage_of_a_run_with_injected_bugs_says_so(tmp_path, capsys):
     main(["triage", "test_vector[sdp_cvt/sdp_cvt-s1-000]", "--run", str(run)])
     out = capsys.readouterr().out
     assert "injected model bugs" in out and f"--model-bug '{bug}'" in out, out
+
+
+ROWS, COLUMNS = 40, 100  # one screen: a 100x40 terminal window
+
+
+def _on_a_terminal(argv: list[str], columns: int, env: dict[str, str]) -> tuple[int, list[str]]:
+    """Run ``argv`` on a real pseudo-terminal ``columns`` wide and return (exit code, the screen's
+    rows as a terminal draws them): pyte replays the bytes, so the progress line redrawn in place
+    with ``\\r`` is one row and a long line takes as many rows as it wraps to."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import termios
+
+    import pyte
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 500, columns, 0, 0))
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env={**env, "COLUMNS": str(columns)},
+                            close_fds=True)
+    os.close(slave)
+    screen = pyte.Screen(columns, 500)
+    stream = pyte.ByteStream(screen)
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        stream.feed(chunk)  # the terminal turns \n into \r\n (ONLCR), as a real one does
+    os.close(master)
+    code = proc.wait(timeout=600)  # a hang guard; the run ends on its own
+    rows = [line.rstrip() for line in screen.display]
+    while rows and not rows[-1]:
+        rows.pop()
+    return code, rows
+
+
+@pytest.mark.slow  # the whole make regress (about 30 s): `make test-slow`, CI's second step
+def test_make_regress_fits_one_screen_when_all_pass(tmp_path):
+    """``make regress``'s command (every trace set, nv_full's txn tests, the bundled vectors,
+    loadables and networks on the model target) prints, on a terminal 100 columns wide, at most
+    40 rows with make's 3-line echo of the command when everything passes, and no warning. The figure is the screen as drawn, by pyte."""
+    import os
+    import shutil
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    traces = Path(os.environ.get("NVDLA_TRACE_SETS") or root.parent / "shared" / "nvdla" / "trace_tests")
+    txn = Path(os.environ.get("NVDLA_TXN_TESTS") or root.parent / "shared" / "nvdla" / "traceplayer_v1")
+    if not traces.is_dir() or not txn.is_dir():
+        pytest.skip(f"needs NVDLA's trace tests ({traces}) and nv_full's txn tests ({txn}), as make regress does")
+    tool = shutil.which("nvdla-hil", path=str(Path(sys.executable).parent))
+    assert tool, "nvdla-hil is not installed beside this Python"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    sw = root.parent / "shared" / "nvdla_src" / "sw"
+    if not env.get("NVDLA_SW") and sw.is_dir():  # as the Makefile's default
+        env["NVDLA_SW"] = str(sw)
+    env.update(NVDLA_HIL_RESULTS=str(tmp_path / "results"), NVDLA_HIL_RESULTS_DB=str(tmp_path / "db.sqlite"),
+               TERM="xterm")
+    code, rows = _on_a_terminal([tool, "regress", "--target", "model", "--traces", str(traces), "--txn", str(txn)],
+                                COLUMNS, env)
+    shown = "\n".join(rows)
+    assert code == 0, shown
+    summary = next(r for r in rows if r.startswith("summary: "))
+    assert re.match(r"summary: [1-9]\d* passed, 0 failed", summary), shown
+    assert not [r for r in rows if "warning" in r.lower()], shown
+    assert len(rows) + 3 <= ROWS, f"{len(rows)} rows at {COLUMNS} columns, and make's 3:\n{shown}"
+    print(f"make regress on a {COLUMNS}-column terminal: {len(rows)} rows (+3 for make's echo of the command)")
