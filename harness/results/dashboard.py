@@ -40,6 +40,7 @@ _CSS = """
 body{font:13px/1.4 system-ui,sans-serif;margin:16px;color:#222}
 h1{font-size:18px} h2{font-size:15px;margin-top:26px;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;margin:4px 0} td,th{border:1px solid #ccc;padding:2px 6px;vertical-align:top}
+tr.none td{color:#777;font-style:italic}
 th{background:#eee;text-align:left} code{font:12px monospace}
 .complete{color:#080} .interrupted,.running{color:#b60;font-weight:bold}
 .new{color:#b00;font-weight:bold} .fixed{color:#080} .still{color:#a50} .changed{color:#80b;font-weight:bold}
@@ -223,10 +224,11 @@ def _pass_rate_section(h: History) -> list[str]:
 def _runs_section(h: History, out: Path) -> list[str]:
     """One row per run, with its commit, series, seed, injected bugs, host and build key, linked to its report.html."""
     p: list[str] = []
+    # the verdict (status, exit, counts) beside the run, where a window of any width shows it; the provenance after
     p.append('<h2 id="runs">Runs</h2><table id="runs-table"><tr><th>run</th><th>report</th><th>started (UTC)</th>'
-             "<th>commit</th><th>suite</th><th>target</th><th>profile</th><th>semantics</th><th>seed</th>"
-             "<th>injected bugs</th><th>-k</th><th>host</th><th>build key</th><th>status</th><th>exit</th><th>passed</th>"
-             "<th>failed</th><th>error</th><th>skipped</th><th>note</th></tr>")
+             "<th>commit</th><th>status</th><th>exit</th><th>passed</th><th>failed</th><th>error</th><th>skipped</th>"
+             "<th>note</th><th>suite</th><th>target</th><th>profile</th><th>semantics</th><th>seed</th>"
+             "<th>injected bugs</th><th>-k</th><th>host</th><th>build key</th></tr>")
     for r in h.runs:
         link = _report_link(r, out)
         name = f'<a href="{_e(link)}">{_e(r["id"])}</a>' if link else _e(r["id"])
@@ -234,14 +236,14 @@ def _runs_section(h: History, out: Path) -> list[str]:
         p.append(f'<tr data-run="{_e(r["id"])}" data-status="{_e(r["status"])}" data-commit="{_e(commit_of(r))}">'
                  f"<td><code>{name}</code></td><td>{rep}</td>"
                  f'<td>{when(r["started"])}</td><td><code title="{_e(r.get("version"))}">{_e(commit_of(r))}</code></td>'
+                 f'<td class="{_e(r["status"])}">{_e(r["status"])}</td><td>{_e(r.get("exit_code"))}</td>'
+                 f'<td>{r.get("n_passed") or 0}</td><td>{r.get("n_failed") or 0}</td><td>{r.get("n_error") or 0}</td>'
+                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("note"))}</td>'
                  f'<td>{_e(r.get("suite"))}</td><td>{_e(r.get("target"))}</td>'
                  f'<td class="prof" title="{_e(r.get("profile"))}">{_e(profiles_label(r.get("profile")))}</td>'
                  f'<td>{_e(r.get("semantics"))}</td><td>{_e(r.get("seed"))}</td><td>{_e(r.get("model_bugs"))}</td>'
                  f'<td><code>{_e(r.get("selection"))}</code></td><td>{_e(r.get("host"))}</td>'
-                 f'<td class="prof">{_e(r.get("build_key"))}</td>'
-                 f'<td class="{_e(r["status"])}">{_e(r["status"])}</td><td>{_e(r.get("exit_code"))}</td>'
-                 f'<td>{r.get("n_passed") or 0}</td><td>{r.get("n_failed") or 0}</td><td>{r.get("n_error") or 0}</td>'
-                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("note"))}</td></tr>')
+                 f'<td class="prof">{_e(r.get("build_key"))}</td></tr>')
     p.append("</table>")
     return p
 
@@ -274,8 +276,18 @@ def _changes_section(h: History) -> list[str]:
                          f'<td class="{cls}">{title}</td><td><code>{_e(_short(test))}</code></td>'
                          f'<td><a href="#c-{_e(cid)}"><code>{_e(cid)}</code></a></td><td><code>{_e(was)}</code></td>'
                          f"<td>{_e(lab)}</td></tr>")
+        if not any(getattr(cmp, cls) for cls, _ in _CHANGES):
+            p.append(f'<tr class="none"><td colspan="5">{_none_reason(r, cmp.previous)}</td></tr>')
         p.append(f"</table><p>{_e(cmp.counts)}</p>")
     return p
+
+
+def _none_reason(run: dict, previous: dict | None) -> str:
+    """What an empty change table means: nothing failed, or nothing to compare with."""
+    failing = (run.get("n_failed") or 0) + (run.get("n_error") or 0)
+    if previous is None and not failing:
+        return "none: no failure, and no earlier comparable run"
+    return "none: no failure, as before" if not failing else "none"
 
 
 def _flaky_section(h: History) -> list[str]:
@@ -296,6 +308,8 @@ def _flaky_section(h: History) -> list[str]:
                          f"<td><code>{f.sequence}</code></td><td>{f.flips}</td><td>{f.rate:.0%}</td>"
                          f"<td><code>{_e(f.build)}</code></td>"
                          f"<td title=\"{_e(series_name(key))}\">{_e(series_name(key, compact=True))}</td></tr>")
+    if not shown:
+        p.append('<tr class="none"><td colspan="6">none: no test flipped between comparable runs of one build</td></tr>')
     p.append("</table>")
     return p
 
@@ -377,6 +391,7 @@ def _durations_section(h: History) -> list[str]:
         p.append(f'<div class="plot">{svg}</div>')
     p.append('<table id="durations-table"><tr><th>test</th><th>run</th><th>median before</th><th>newest</th><th>ratio</th></tr>')
     done: set[tuple] = set()
+    slower = 0
     for r in h.runs:  # the newest complete run of each series against the median of the runs before it
         if r["status"] != "complete" or comparable_key(r) in done:
             continue
@@ -385,6 +400,10 @@ def _durations_section(h: History) -> list[str]:
             p.append(f'<tr data-test="{_e(t.test)}" data-run="{_e(r["id"])}"><td><code>{_e(_short(t.test))}</code></td>'
                      f'<td><code>{_e(r["id"])}</code></td><td>{t.median_before:.2f} s</td>'
                      f"<td>{t.last:.2f} s</td><td>x{t.ratio:.1f}</td></tr>")
+            slower += 1
+    if not slower:
+        p.append('<tr class="none"><td colspan="5">none: no test of a series\' newest complete run is slower than '
+                 "its median before</td></tr>")
     p.append("</table>")
     return p
 
