@@ -10,7 +10,9 @@ names that field."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -201,6 +203,16 @@ def test_interrupted_and_killed_runs_are_interrupted(how: str, trace_root: Path,
             # plain progress, not a terminal's status line (no carriage returns or escapes); whether a
             # progress line came before the signal is the run's pace (one every 5 % of the tests)
             assert "tests to run" in out and "\r" not in out and "\x1b[" not in out, out[-2000:]
+            # how much of the run did not happen, in its result line, run.json and the report
+            meta = json.loads((results / "latest" / "run.json").read_text())
+            m = re.search(r"after (\d+) of (\d+) tests \((\d+) not run(?:, (\d+) cut off)?\)", meta["result"])
+            assert m, meta["result"]
+            done, total, left, cut = (int(g or 0) for g in m.groups())
+            ran = sum(run[k] or 0 for k in ("n_passed", "n_failed", "n_error", "n_skipped"))
+            assert total == run["collected"] == meta["tests"]["collected"] and done == ran == meta["tests"]["finished"]
+            assert left > 0 and done + left + cut == total, meta["result"]
+            assert f"nvdla-hil regress: interrupted {m.group(0)}; exit 130" in out, out[-2000:]
+            assert m.group(0) in (results / "latest" / "report.html").read_text()
         else:
             assert "killed" in run["note"] and run["exit_code"] is None
     listing = io_main(["history", "--results-dir", str(results)])
@@ -258,3 +270,21 @@ def test_report_script_runs_in_a_browser(series: dict) -> None:
                               "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=90).stdout
     assert '<span id="shown">3 of 3 tests shown</span>' in dom  # written by the page's script
     assert 'class="sortable"' in dom and dom.count('class="hf"') == 6  # two failing tests, F F P F each (oldest first)
+
+
+def test_a_run_on_workers_is_in_the_same_series_as_one_without(tmp_path: Path) -> None:
+    """Under ``-j 2`` (xdist) the controller collects nothing; the run's suite and test count come
+    from the workers, so it is recorded with the same suite (and compared with) a run without
+    workers. Before, its suite was empty: another series, and ``history`` showed ``-``."""
+    env = {k: v for k, v in os.environ.items() if k not in ENV_KEYS and not k.startswith("PYTEST_")}
+    db_path = tmp_path / "db.sqlite"
+    for jobs in ("1", "2"):
+        proc = subprocess.run([sys.executable, "-m", "nvdla_hil.harness.cli", "regress", "--suite", "vectors",
+                               "-k", "sdp_cvt-s1-00", "-j", jobs, "--results-dir", str(tmp_path / "r"),
+                               "--results-db", str(db_path)], capture_output=True, text=True, env=env, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    with ResultsDB(db_path) as db:
+        h = load_history(db)
+    one, two = sorted(h.runs, key=lambda r: r["started"])
+    assert (one["suite"], one["collected"]) == (two["suite"], two["collected"]) == ("vectors", 10), (one, two)
+    assert h.compare(two).previous is not None and h.compare(two).previous["id"] == one["id"]

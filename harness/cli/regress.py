@@ -196,7 +196,8 @@ def _cmd_regress(args: argparse.Namespace) -> int:
                  "ended": datetime.now(UTC).isoformat(timespec="seconds"),
                  "seconds": round(time.monotonic() - t0, 3), "exit_code": rc, "result": why,
                  "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
-                 "tests": {"failed": watch.failed, "bad_input": watch.bad_input, "infrastructure": watch.infra}})
+                 "tests": {"failed": watch.failed, "bad_input": watch.bad_input, "infrastructure": watch.infra,
+                           "collected": watch.collected, "finished": len(watch.finished)}})
     meta.pop("note", None)
     if unwritten:
         meta["unwritten"] = unwritten
@@ -330,8 +331,9 @@ def _verdict(code: Any, watch: _RunWatch, allow_empty: bool) -> tuple[int, str]:
     import pytest
 
     if watch.interrupted:
-        rc, why = EXIT_INTERRUPTED, "interrupted (Ctrl-C or SIGTERM); the results up to then are kept"
-        print(f"nvdla-hil regress: interrupted; exit {EXIT_INTERRUPTED}", file=sys.stderr)
+        early = watch.not_run()
+        rc, why = EXIT_INTERRUPTED, f"interrupted (Ctrl-C or SIGTERM){' ' + early if early else ''}; the results up to then are kept"
+        print(f"nvdla-hil regress: interrupted{' ' + early if early else ''}; exit {EXIT_INTERRUPTED}", file=sys.stderr)
     elif code == pytest.ExitCode.OK:
         rc, why = 0, "passed"
     elif code == pytest.ExitCode.TESTS_FAILED and watch.failed == 0 and watch.infra:
@@ -413,9 +415,37 @@ class _RunWatch:
         self.unwritten: list[str] = []
         self.session_raised = False
         self.config: Any = None
+        self.collected = 0  # the tests the run set out to run (the workers' collection under xdist)
+        self.finished: set[str] = set()  # tests with a result (a test cut off by a signal has none)
+
+    def pytest_collection_finish(self, session: Any) -> None:
+        self.collected = max(self.collected, len(session.items))
+
+    def not_run(self) -> str:
+        """``"after 15 of 308 tests (293 not run)"`` for a run stopped early; "" when it is not known."""
+        from ..plugin.junit import CUT_OFF_KEY
+
+        done = len(self.finished)
+        cut = len(self.config.stash.get(CUT_OFF_KEY, [])) if self.config is not None else 0
+        left = self.collected - done - cut
+        if left <= 0:
+            return ""
+        return (f"after {done} of {self.collected} tests ({left} not run"
+                + (f", {cut} cut off" if cut else "") + ")")
 
     def pytest_configure(self, config: Any) -> None:
         self.config = config
+        if config.pluginmanager.hasplugin("xdist"):
+            import pytest
+
+            watch = self
+
+            class _WorkersCollected:  # under xdist the controller collects nothing: the workers' count
+                @pytest.hookimpl(optionalhook=True)
+                def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+                    watch.collected = max(watch.collected, len(ids))
+
+            config.pluginmanager.register(_WorkersCollected(), "nvdla-hil-run-watch-xdist")
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         # pytest stops a session it was told to stop (a dead board: session.shouldstop, or -x) with
@@ -426,6 +456,8 @@ class _RunWatch:
             self.interrupted = True
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            self.finished.add(report.nodeid)  # a result: passed, failed or skipped
         if report.failed:
             if getattr(report, "nvdla_bad_input", None):
                 self.bad_input += 1

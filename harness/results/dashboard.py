@@ -238,7 +238,7 @@ def _runs_section(h: History, out: Path) -> list[str]:
                  f'<td>{when(r["started"])}</td><td><code title="{_e(r.get("version"))}">{_e(commit_of(r))}</code></td>'
                  f'<td class="{_e(r["status"])}">{_e(r["status"])}</td><td>{_e(r.get("exit_code"))}</td>'
                  f'<td>{r.get("n_passed") or 0}</td><td>{r.get("n_failed") or 0}</td><td>{r.get("n_error") or 0}</td>'
-                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(r.get("note"))}</td>'
+                 f'<td>{r.get("n_skipped") or 0}</td><td>{_e(_note(r))}</td>'
                  f'<td>{_e(r.get("suite"))}</td><td>{_e(r.get("target"))}</td>'
                  f'<td class="prof" title="{_e(r.get("profile"))}">{_e(profiles_label(r.get("profile")))}</td>'
                  f'<td>{_e(r.get("semantics"))}</td><td>{_e(r.get("seed"))}</td><td>{_e(r.get("model_bugs"))}</td>'
@@ -246,6 +246,14 @@ def _runs_section(h: History, out: Path) -> list[str]:
                  f'<td class="prof">{_e(r.get("build_key"))}</td></tr>')
     p.append("</table>")
     return p
+
+
+def _note(r: dict) -> str:
+    """The run's note, with how many of its tests never ran when it stopped early."""
+    ran = sum(r.get(k) or 0 for k in ("n_passed", "n_failed", "n_error", "n_skipped"))
+    left = (r.get("collected") or 0) - ran
+    early = f"{left} of {r['collected']} not run" if r["status"] != "complete" and left > 0 else ""
+    return "; ".join(x for x in (str(r.get("note") or ""), early) if x)
 
 
 _CHANGES = (("new", "new failure"), ("fixed", "fixed"), ("still", "still failing"), ("changed", "CAUSE CHANGED"))

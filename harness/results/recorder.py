@@ -194,6 +194,8 @@ class Recorder:
             raise pytest.UsageError(f"--nvdla-results-db: {e}") from None
         self.pending: dict[str, dict[str, Any]] = {}
         self.collected = 0
+        self.suites: set[str] = set()  # under xdist: the suites the results came from
+        self.from_workers = False  # xdist: the controller collects nothing, results come from workers
         self.done: set[str] = set()
         self.interrupted = ""
         self.stop = stop  # the run's signal handling (what stopped it), harness/results/stopping.py
@@ -229,9 +231,33 @@ class Recorder:
                           command=" ".join(argv)[:4000], run_dir=str(self.run_dir) if self.run_dir else None)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.collected = len(session.items)
+        if session.items or not self.collected:  # under xdist the controller collects nothing: see below
+            self._collected(len(session.items), _suite_of(session.items))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """Under xdist the run's tests are the workers' collection (each collects the same); its
+        suite comes from the results' files (:meth:`_suite_from`), since node ids may not name them."""
+        self.from_workers = True
+        if len(ids) > self.collected:
+            self.collected = len(ids)
+            self._update(collected=self.collected)
+
+    def _collected(self, n: int, suite: str) -> None:
+        self.collected = n
+        self._update(collected=n, suite=suite or None)
+
+    def _suite_from(self, report: pytest.TestReport) -> None:
+        """A suite named by a result's file (``harness/suites/test_vectors.py`` -> vectors), for a run
+        whose controller collected nothing (xdist, a cluster)."""
+        base = Path(str(report.location[0])).stem.removeprefix("test_") if report.location else ""
+        if base and base not in self.suites:
+            self.suites.add(base)
+            self._update(suite=",".join(sorted(self.suites))[:200])
+
+    def _update(self, **fields: Any) -> None:
         try:
-            self.db.update_run(self.run_id, collected=self.collected, suite=_suite_of(session.items))
+            self.db.update_run(self.run_id, **fields)
         except ResultsDBError as e:
             self.db_error = str(e)
 
@@ -252,6 +278,8 @@ class Recorder:
         p = self.pending.setdefault(report.nodeid, {"duration": 0.0, "outcome": "passed", "info": None})
         p["duration"] += float(report.duration or 0.0)
         if report.when == "call" or (report.when == "setup" and not report.passed) or report.failed:
+            if self.from_workers:
+                self._suite_from(report)
             outcome = "error" if report.when != "call" and report.failed else report.outcome
             if not (p.get("set") and outcome == "passed"):
                 p["outcome"] = outcome
