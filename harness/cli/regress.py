@@ -197,7 +197,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
                  "seconds": round(time.monotonic() - t0, 3), "exit_code": rc, "result": why,
                  "pytest_exit_code": int(code), "junit": str(junit), "logs": str(logs),
                  "tests": {"failed": watch.failed, "bad_input": watch.bad_input, "infrastructure": watch.infra,
-                           "collected": watch.collected, "finished": len(watch.finished)}})
+                           "collected": watch.collected, "finished": watch.finished}})
     meta.pop("note", None)
     if unwritten:
         meta["unwritten"] = unwritten
@@ -415,37 +415,20 @@ class _RunWatch:
         self.unwritten: list[str] = []
         self.session_raised = False
         self.config: Any = None
-        self.collected = 0  # the tests the run set out to run (the workers' collection under xdist)
-        self.finished: set[str] = set()  # tests with a result (a test cut off by a signal has none)
-
-    def pytest_collection_finish(self, session: Any) -> None:
-        self.collected = max(self.collected, len(session.items))
+        # from the run's recorder at the end (harness/results/recorder.py, which counts the workers'
+        # collection under xdist): the tests the run set out to run, those with a result, those cut off
+        self.collected = self.finished = self.cut_off = 0
 
     def not_run(self) -> str:
         """``"after 15 of 308 tests (293 not run)"`` for a run stopped early; "" when it is not known."""
-        from ..plugin.junit import CUT_OFF_KEY
-
-        done = len(self.finished)
-        cut = len(self.config.stash.get(CUT_OFF_KEY, [])) if self.config is not None else 0
-        left = self.collected - done - cut
+        left = self.collected - self.finished - self.cut_off
         if left <= 0:
             return ""
-        return (f"after {done} of {self.collected} tests ({left} not run"
-                + (f", {cut} cut off" if cut else "") + ")")
+        return (f"after {self.finished} of {self.collected} tests ({left} not run"
+                + (f", {self.cut_off} cut off" if self.cut_off else "") + ")")
 
     def pytest_configure(self, config: Any) -> None:
         self.config = config
-        if config.pluginmanager.hasplugin("xdist"):
-            import pytest
-
-            watch = self
-
-            class _WorkersCollected:  # under xdist the controller collects nothing: the workers' count
-                @pytest.hookimpl(optionalhook=True)
-                def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
-                    watch.collected = max(watch.collected, len(ids))
-
-            config.pluginmanager.register(_WorkersCollected(), "nvdla-hil-run-watch-xdist")
 
     def pytest_keyboard_interrupt(self, excinfo: Any) -> None:
         # pytest stops a session it was told to stop (a dead board: session.shouldstop, or -x) with
@@ -456,8 +439,6 @@ class _RunWatch:
             self.interrupted = True
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            self.finished.add(report.nodeid)  # a result: passed, failed or skipped
         if report.failed:
             if getattr(report, "nvdla_bad_input", None):
                 self.bad_input += 1
@@ -467,10 +448,15 @@ class _RunWatch:
                 self.failed += 1
 
     def pytest_unconfigure(self, config: Any) -> None:
+        from ..plugin.junit import CUT_OFF_KEY
         from ..plugin.keys import UNWRITTEN_KEY
-        from ..plugin.results import STOP_NAME
+        from ..plugin.results import RECORDER_NAME, STOP_NAME
 
         self.unwritten.extend(config.stash.get(UNWRITTEN_KEY, []))
+        recorder = config.pluginmanager.get_plugin(RECORDER_NAME)
+        if recorder is not None:  # its rows include the tests cut off, recorded as interrupted
+            self.cut_off = len(config.stash.get(CUT_OFF_KEY, []))
+            self.collected, self.finished = recorder.collected, len(recorder.done) - self.cut_off
         stop = config.pluginmanager.get_plugin(STOP_NAME)
         if stop is not None and stop.reason:  # a signal, even one held until the session had ended
             self.interrupted = True
