@@ -51,8 +51,9 @@ RUN_MAX = (1 << 32) - 1
 
 
 class _Server:
-    def __init__(self, dut: Any, sock: socket.socket) -> None:
+    def __init__(self, dut: Any, sock: socket.socket, *, clock_gating: bool | None = None) -> None:
         self.dut = dut
+        self.clock_gating = clock_gating  # NVDLA's SLCG as set at start-up (None: the top has none)
         self.sock = sock
         self.rfile = sock.makefile("rb")
         self.csb = CsbDriver(CsbSignals.from_top(dut))
@@ -162,7 +163,7 @@ class _Server:
         raise ValueError(f"unknown op {op!r}")
 
     async def serve(self) -> None:
-        self.reply({"hello": self.dut._name, "reads": 0})
+        self.reply({"hello": self.dut._name, "reads": 0, "clock_gating": self.clock_gating})
         while True:
             line = self.rfile.readline()  # blocks the simulator: time stands still
             if not line:
@@ -208,10 +209,16 @@ async def serve(dut: Any) -> None:
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     dut.rstn.value = 0
+    # NVDLA's second-level clock gating (nvdla_hil_top.sv): on unless the host asks for it off;
+    # the CSB fixture has none (None in the hello)
+    gating = None
+    if hasattr(dut, "clock_gating_off"):
+        gating = os.environ.get("NVDLA_HIL_CLOCK_GATING", "on") != "off"
+        dut.clock_gating_off.value = int(not gating)
     # The clock runs in C++ (hdl/nvdla_hil_main.cpp, CLOCK_PERIOD_NS apart, starting low): no
     # cocotb Clock, so no VPI call per half cycle.
     await RisingEdge(dut.clk)
-    server = _Server(dut, sock)
+    server = _Server(dut, sock, clock_gating=gating)
     try:
         await server.serve()
     except (BrokenPipeError, ConnectionResetError):

@@ -31,7 +31,8 @@ BUG = "SDP.D_CVT_OFFSET.CVT_OFFSET+1"
 #: keep their outputs under it (README there)
 HIT_BY_BUG = ("lenet-nv_full-int8", "lenet-nv_small-int8", "resnet_block-nv_full-int8", "resnet_block-nv_small-int8",
               "bn_scale-nv_full-int8", "conv_dilation-nv_full-int8", "eltwise-nv_full-int8", "lenet-nv_full-int8-nhwc",
-              "pooling-nv_full-int8", "deconv-nv_full-int8")
+              "pooling-nv_full-int8", "deconv-nv_full-int8", "lenet-nv_small-int8-nhwc", "bn_scale-nv_small-int8",
+              "conv_dilation-nv_small-int8", "eltwise-nv_small-int8", "pooling-nv_small-int8")
 #: where the bug first shows when not in the first SDP (operation 1): the deconvolution network's
 #: first SDP keeps its output under it (observed); its first split's SDP (operation 3) does not
 FIRST_WRONG = {"deconv-nv_full-int8": 3}

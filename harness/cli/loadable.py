@@ -16,6 +16,7 @@ import stat
 import sys
 from pathlib import Path
 
+from ..targets import firmware_spec
 from .options import add_target_options, target_spec
 
 __all__ = ["add_subcommands", "show_text"]
@@ -202,7 +203,7 @@ def _cmd_run(args: argparse.Namespace) -> int:  # long: the checks of every file
         prof = args.profile.split(",")[0] if args.profile else profile_for_loadable(read_loadable(args.file))
     except LoadableError as e:
         raise with_file(args.file, e) from None
-    spec = with_bugs(target_spec(args, prof), args.model_bug if args.target == "model" else None)
+    spec = with_bugs(firmware_spec(target_spec(args, prof)), args.model_bug if args.target == "model" else None)
     t0 = time.monotonic()
     v = check_loadable(args.file, spec=spec, nvdla_sw=args.nvdla_sw, golden=golden, input_path=args.input,
                        log=lambda s: print(f"  {s}"))

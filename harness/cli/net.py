@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from ..networks.compiler import CONFIGS, INFORMATS, PRECISIONS
+from ..targets import firmware_spec
 from .options import add_target_options, target_spec
 
 __all__ = ["add_subcommands"]
@@ -161,7 +162,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     named = m.group(1) if m else None
     prof = args.profile.split(",")[0] if args.profile else named or profile_for_loadable(read_loadable(loadable))
     t0 = time.monotonic()
-    r = run_network(loadable, files, spec=target_spec(args, prof), nvdla_sw=args.nvdla_sw,
+    r = run_network(loadable, files, spec=firmware_spec(target_spec(args, prof)), nvdla_sw=args.nvdla_sw,
                     log=lambda s: print(f"  {s}"))
     if args.dump and r.dump:
         write_output(args.dump, r.dump, "--dump", files, loadable, raw, force=args.force)

@@ -1,5 +1,5 @@
 """The target options every subcommand that runs something shares, defined once: ``--target``,
-``--profile``/``--nvdla-config``, ``--model-semantics``, ``--nvdla-hw``, ``--waves``,
+``--profile``/``--nvdla-config``, ``--model-semantics``, ``--nvdla-hw``, ``--waves``, ``--rtl-clock-gating``,
 ``--lab``/``--board`` and the labgrid place options (``--lg-place``, ``--lg-env``,
 ``--lg-coordinator``); and the :class:`~nvdla_hil.harness.targets.TargetSpec` built from them.
 
@@ -15,7 +15,7 @@ import argparse
 import os
 from collections.abc import Collection, Sequence
 
-from ..targets import TARGETS, TargetSpec
+from ..targets import TARGETS, TargetSpec, clock_gating_spec
 from .exits import BadInput
 
 __all__ = ["ALL_TARGET_OPTIONS", "add_target_options", "target_spec", "labgrid_lab"]
@@ -54,6 +54,12 @@ def add_target_options(p: argparse.ArgumentParser, *, kinds: Sequence[str] = TAR
                        help=hw_help or "nvdla/hw checkout (verilator and cmod targets)")
     if "waves" in include:
         g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
+        g.add_argument("--rtl-clock-gating", choices=("auto", "on", "off"),
+                       default=os.environ.get("NVDLA_HIL_RTL_CLOCK_GATING", "auto"),
+                       help="verilator target: NVDLA's second-level clock gating, on as the RTL ships, or off, which "
+                            "works round nvdla/hw#183 (back-to-back convolutions of compiled networks hang with it "
+                            "on); auto (default; NVDLA_HIL_RTL_CLOCK_GATING): off for loadables and networks, on "
+                            "for everything else")
     if "lab" in include:
         g.add_argument("--lab", default=os.environ.get("NVDLA_HIL_LAB"), help="lab file (serial target)")
         g.add_argument("--board", default=os.environ.get("NVDLA_HIL_BOARD"), help="board name (serial target)")
@@ -76,9 +82,13 @@ def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_m
         from ..targets.serial import BoardMemoryBook
 
         book = BoardMemoryBook()
-    return TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
+    spec = TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
                       nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
                       lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book)
+    try:  # NVDLA_HIL_RTL_CLOCK_GATING is the option's default, which argparse does not check
+        return clock_gating_spec(spec, getattr(args, "rtl_clock_gating", "auto"))
+    except ValueError as e:
+        raise BadInput(f"--rtl-clock-gating / NVDLA_HIL_RTL_CLOCK_GATING: {e}") from None
 
 
 def labgrid_lab(args: argparse.Namespace) -> None:

@@ -271,6 +271,8 @@ def _pytest_argv(args: argparse.Namespace, suites: list[str], traces: str | None
             argv += [flag, val]
     if args.waves:
         argv.append("--nvdla-waves")
+    if getattr(args, "rtl_clock_gating", "auto") != "auto":
+        argv += ["--nvdla-rtl-clock-gating", args.rtl_clock_gating]
     if args.poison:
         argv.append("--nvdla-poison")
     if args.allow_empty:

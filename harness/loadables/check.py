@@ -238,6 +238,7 @@ def _check(path: str | os.PathLike[str], *, spec, nvdla_sw: str | None, golden: 
         inp = input_from_file(input_path, tensor, read_regular(input_path, "input", min(MAX_INPUT, tensor.size + (1 << 20))))
     fw = Firmware(build_firmware(nvdla_sw, prof.generation), name=name)
     bugs = spec.extra.get("model_bugs") if spec.kind == "model" else None
+    partial: RunResult | None = None
     with fw:
         try:
             with opener(spec) as target:
@@ -245,6 +246,7 @@ def _check(path: str | os.PathLike[str], *, spec, nvdla_sw: str | None, golden: 
             status, msg = "passed", ""
         except FirmwareError as e:
             res, status, msg = None, "failed", str(e)
+            partial = getattr(e, "partial", None)  # the operations that completed before it failed
         v = Verdict(name, prof.name, spec.kind, status, res.seconds if res else 0.0, msg, result=res)
         if res is not None:
             from .dimg import md5
@@ -267,7 +269,16 @@ def _check(path: str | os.PathLike[str], *, spec, nvdla_sw: str | None, golden: 
             except FirmwareError as e:  # the firmware fails on the model too: nothing to localise against
                 v.message += f"\n(not localised: on the reference model too, {e})"
                 return v
-            v.layer = first_difference(res.snapshots if res else [], ref_res.snapshots, prof.atom_bytes)
+            if res is None:  # the run did not finish: the operations it completed, against the reference
+                done = partial.snapshots if partial is not None else []
+                keys = {(s.task, s.op.index) for s in done}
+                v.layer = first_difference(done, [s for s in ref_res.snapshots if (s.task, s.op.index) in keys],
+                                           prof.atom_bytes)
+                if v.layer is None:
+                    v.message += (f"\n(the {len(keys)} operation(s) that completed agree with the reference model)"
+                                  if keys else "\n(no operation completed)")
+            else:
+                v.layer = first_difference(res.snapshots, ref_res.snapshots, prof.atom_bytes)
             if v.layer is not None:  # first: a summary table shows a failure's first line
                 v.message = v.layer.summary() + ("\n" + v.message if v.message else "")
     return v

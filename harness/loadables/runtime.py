@@ -370,7 +370,11 @@ def run_loadable(ld: Loadable, profile: HardwareProfile, target: Transport, firm
         for tid in s.task_ids:
             t = ld.tasks[tid]
             if t.interface == IFACE_DLA1:
-                _run_dla(ld, tid, profile, target, firmware, placement, timeout, result, snapshot, lines, say)
+                try:
+                    _run_dla(ld, tid, profile, target, firmware, placement, timeout, result, snapshot, lines, say)
+                except FirmwareError as e:  # what completed before it is kept for localisation
+                    e.partial = result  # type: ignore[attr-defined]
+                    raise
             elif t.interface == IFACE_EMU1:
                 _run_emu(ld, tid, target, placement, say)
             else:
@@ -460,8 +464,9 @@ def _run_dla(ld: Loadable, tid: int, profile: HardwareProfile, target: Transport
             for _ in range(MAX_EVENTS):
                 if not target.wait_irq(wait):
                     done_ops = sorted({s.op.index for s in result.snapshots if s.task == tid})
+                    hint = getattr(target, "hang_hint", lambda units: "")({o.name for o in ops if o.index not in done_ops})
                     raise FirmwareError(f"task {t.id}: no interrupt within {wait:.0f} s; operations completed so far: "
-                                        f"{done_ops or 'none'} of {len(ops)}")
+                                        f"{done_ops or 'none'} of {len(ops)}" + (f"; {hint}" if hint else ""))
                 fw.isr()
                 check("dla_isr_handler")
                 err, complete = fw.process_events()

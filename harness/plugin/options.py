@@ -66,6 +66,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="poison checked output regions before each trace")
     g.addoption("--nvdla-waves", action="store_true", default=False, dest="nvdla_waves",
                 help="verilator target: dump FST waves of every test")
+    g.addoption("--nvdla-rtl-clock-gating", choices=("auto", "on", "off"), default=None,
+                help="verilator target: NVDLA's second-level clock gating on as the RTL ships, or off, which works "
+                     "round nvdla/hw#183; auto (default): off for loadables and networks, on for the rest (or "
+                     "NVDLA_HIL_RTL_CLOCK_GATING)")
     g.addoption("--nvdla-failure-waves", choices=("rerun", "off"), default="rerun",
                 help="verilator target: re-run a failed test once with waves and link the wave file (default rerun)")
     g.addoption("--nvdla-waves-dir", default=None,

@@ -21,7 +21,7 @@ import pytest
 from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.transport import Transport
 from ..analysis.coverage import Coverage
-from ..targets import TARGETS, TargetSpec
+from ..targets import TARGETS, TargetSpec, clock_gating_spec
 from .boards import configure_boards, labgrid_lab
 from .coverage import coverage_for_session, session_sink
 from .junit import set_junit_family
@@ -89,6 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
         memory_book=_memory_book() if kind == "serial" else None,
         rtl_coverage=rtl_cov,
     )
+    gating = env_option(config, "--nvdla-rtl-clock-gating", "NVDLA_HIL_RTL_CLOCK_GATING", "auto") or "auto"
+    try:  # nvdla/hw#183 (harness/targets/verilator.py SLCG_WEIGHT_LEAK)
+        config.stash[SPEC_KEY] = clock_gating_spec(config.stash[SPEC_KEY], gating)
+    except ValueError as e:
+        raise pytest.UsageError(f"--nvdla-rtl-clock-gating / NVDLA_HIL_RTL_CLOCK_GATING: {e}") from None
     config.stash[BOARD_DEAD_KEY] = {"run": 0, "session": None}
     _register_plugins(config, kind, opts, summary, cov)
 

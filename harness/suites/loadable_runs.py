@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from nvdla_hil.harness.plugin import SKIP_LACKS, configured_profiles, suite_spec
-from nvdla_hil.harness.targets import open_target
+from nvdla_hil.harness.targets import firmware_spec, open_target
 
 __all__ = ["SKIP_NO_SW", "firmware_checkout", "run_on_its_profile"]
 
@@ -48,7 +48,9 @@ def run_on_its_profile(name: str, path: Path, golden: Path | None, config: pytes
                     f"{', '.join(configured_profiles(config))}")
     prof = load_profile(prof_name)
     record_property("profile", prof.name)
-    spec = suite_spec(config, prof)
+    spec = firmware_spec(suite_spec(config, prof))  # back-to-back convolutions: nvdla/hw#183 (clock gating "auto")
+    if spec.extra.get("clock_gating") is False:
+        record_property("rtl_clock_gating", "off")
 
     @contextlib.contextmanager
     def open_in_reset_state(s):  # noqa: ANN001, ANN202 - a TargetSpec; a target

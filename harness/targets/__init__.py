@@ -21,7 +21,7 @@ from .builds import BuildCache
 if TYPE_CHECKING:
     from .verilator import WarmSimulators
 
-__all__ = ["TargetSpec", "TARGETS", "open_target", "layer_timeout"]
+__all__ = ["TargetSpec", "TARGETS", "clock_gating_spec", "firmware_spec", "open_target", "layer_timeout"]
 
 TARGETS = ("model", "verilator", "serial", "cmod")
 
@@ -35,6 +35,9 @@ class TargetSpec:
     semantics: str = "rtl"  # model target: follow the RTL or the C model on every [DIFF]
     nvdla_hw: str | None = None  # verilator: path of the user's nvdla/hw checkout
     waves: bool = False  # verilator: dump FST waves
+    #: verilator: NVDLA's second-level clock gating, "on" as the RTL ships, "off" (nvdla/hw#183), or
+    #: "auto": on, except for firmware-driven runs (:func:`firmware_spec`); "off" is also in ``extra``
+    rtl_clock_gating: str = "auto"
     lab: str | None = None  # serial: lab file
     board: str | None = None  # serial: board name in the lab file
     extra: dict[str, Any] = field(default_factory=dict)
@@ -60,6 +63,26 @@ class TargetSpec:
 
     def with_profile(self, profile: str) -> TargetSpec:
         return replace(self, profile=profile)
+
+
+def firmware_spec(spec: TargetSpec) -> TargetSpec:
+    """The spec a firmware-driven run (a loadable, a compiled network: convolutions back to back)
+    uses: on the verilator target with clock gating "auto", NVDLA's clock gating off, since with
+    it on nvdla/hw#183 hangs the RTL after a convolution that fills its weight banks
+    (:data:`~.verilator.SLCG_WEIGHT_LEAK`); single layers (traces, vectors, fuzz) keep it on."""
+    if spec.kind != "verilator" or spec.rtl_clock_gating != "auto":
+        return spec
+    return replace(spec, extra={**spec.extra, "clock_gating": False})
+
+
+def clock_gating_spec(spec: TargetSpec, choice: str) -> TargetSpec:
+    """``spec`` with ``--rtl-clock-gating`` ``choice`` (on, off, auto; meaningful for verilator)."""
+    if choice not in ("on", "off", "auto"):
+        raise ValueError(f"RTL clock gating {choice!r}: expected on, off or auto")
+    extra = {k: v for k, v in spec.extra.items() if k != "clock_gating"}
+    if spec.kind == "verilator" and choice == "off":
+        extra["clock_gating"] = False
+    return replace(spec, rtl_clock_gating=choice, extra=extra)
 
 
 def open_target(spec: TargetSpec, warm: WarmSimulators | None = None) -> Transport:

@@ -60,6 +60,15 @@ class SimulatorCrashed(TransportError):
     """The simulator process exited or broke the protocol."""
 
 
+#: nvdla/hw#183 (open; #235 its duplicate), measured here on nv_small with NVDLA's compiled LeNet
+SLCG_WEIGHT_LEAK = (
+    "known RTL bug nvdla/hw#183: CDMA's weight-entry counter (NV_NVDLA_CDMA_wt.v wt_wr_dmatx_cnt) runs on the "
+    "gated clock, so the weight entries CSC releases after CDMA's fetch is done are never subtracted; after a "
+    "convolution whose weights filled most of its weight banks, the next convolution waits for CBUF room forever. "
+    "It does not hang with NVDLA's second-level clock gating off: rerun with --rtl-clock-gating off "
+    "(the RTL otherwise the same; FPGA builds of NVDLA commonly bypass clock gating too)")
+
+
 class VerilatorTarget(SimProcessTarget):
     """Transport onto a Verilator simulation of NVDLA RTL (or of the project's CSB fixture).
 
@@ -81,6 +90,10 @@ class VerilatorTarget(SimProcessTarget):
             checked on every open against the on-disk cache).
         rtl_coverage: a :class:`RtlCoverageFolder`: run the instrumented build of its kinds and
             write the counts there when the target closes (``None``: the plain build).
+        clock_gating: NVDLA's second-level clock gating (SLCG) on, as the RTL ships and as
+            NVDLA's own player runs it; off (``tmc2slcg_disable_clock_gating`` high from time 0)
+            works round nvdla/hw#183 (:data:`SLCG_WEIGHT_LEAK`), which hangs back-to-back
+            convolutions of compiled networks. Same results and cycle counts otherwise.
     """
 
     #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
@@ -99,8 +112,10 @@ class VerilatorTarget(SimProcessTarget):
                  request_timeout: float = 60.0, irq_max_cycles: int = 200_000_000,
                  startup_timeout: float = 120.0, run_dir: str | os.PathLike[str] | None = None,
                  reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256,
-                 build_cache: BuildCache | None = None, rtl_coverage: RtlCoverageFolder | None = None) -> None:
+                 build_cache: BuildCache | None = None, rtl_coverage: RtlCoverageFolder | None = None,
+                 clock_gating: bool = True) -> None:
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
+        self.clock_gating = clock_gating
         self._build_arg = build
         self._build_cache = build_cache
         self._nvdla_hw = nvdla_hw
@@ -151,6 +166,7 @@ class VerilatorTarget(SimProcessTarget):
             "COCOTB_TRUST_INERTIAL_WRITES": "1",
             "COCOTB_RESULTS_FILE": str(self._in_run_dir("results.xml")),
             "COCOTB_LOG_LEVEL": env.get("COCOTB_LOG_LEVEL", "WARNING"),
+            "NVDLA_HIL_CLOCK_GATING": "on" if self.clock_gating else "off",  # tb_server.serve
         })
         return env
 
@@ -176,7 +192,15 @@ class VerilatorTarget(SimProcessTarget):
         self._spawn()
         hello = self._recv(self.startup_timeout, "simulator start-up")
         self.cycles = int(hello.get("cycles", 0))
+        if not self.clock_gating and hello.get("clock_gating") is not False:
+            raise TransportError(f"{self.build.toplevel}: NVDLA's clock gating cannot be turned off in this simulator "
+                                 "(its top has no clock_gating_off port)")
         self._do_reset(self.startup_timeout)
+
+    def hang_hint(self, units: set[str]) -> str:
+        """What is known to hang these units (a layer's, or a network's operations that did not
+        finish) on this simulator: nvdla/hw#183 for a convolution with clock gating on."""
+        return SLCG_WEIGHT_LEAK if self.clock_gating and "CONV" in units else ""
 
     def _spawn(self) -> None:
         args = [self.build.executable]

@@ -6,7 +6,9 @@
 // (nvdla_hil.sims.csb) asks for one access at a time through the host_* ports. DBBIF (and CVIF
 // when the configuration has it, `define NVDLA_HIL_CVIF) are ports of this top, answered by the
 // AXI memory that the simulator's main loop runs in C++ (nvdla_hil_axi_mem.h), as NVDLA's own
-// C++ trace player does.
+// C++ trace player does. clock_gating_off drives NV_nvdla's tmc2slcg_disable_clock_gating (its
+// second-level clock gating, SLCG, off), held from time 0 by the testbench (sims/tb_server.py):
+// low runs the RTL as NVDLA ships it and as NVDLA's own player does.
 `include "nvdla_hil_ports.svh"
 
 module nvdla_hil_top #(
@@ -18,6 +20,7 @@ module nvdla_hil_top #(
     parameter int CVIF_LW = 4
 ) (
     `NVDLA_HIL_HOST_PORTS,
+    input logic clock_gating_off,
     `NVDLA_HIL_AXI_PORTS(dbb_, DBB_DW, DBB_AW, DBB_LW)  // DBBIF
 `ifdef NVDLA_HIL_CVIF
     , `NVDLA_HIL_AXI_PORTS(cv_, CVIF_DW, CVIF_AW, CVIF_LW)  // CVIF (on-chip SRAM port)
@@ -29,7 +32,7 @@ module nvdla_hil_top #(
         .dla_core_clk                  (clk),
         .dla_csb_clk                   (clk),
         .global_clk_ovr_on             (1'b0),
-        .tmc2slcg_disable_clock_gating (1'b0),
+        .tmc2slcg_disable_clock_gating (clock_gating_off),
         .dla_reset_rstn                (rstn),
         .direct_reset_                 (rstn),
         .test_mode                     (1'b0),
