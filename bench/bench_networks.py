@@ -1,8 +1,10 @@
 """Whole networks of the zoo through NVDLA's own compiler, timed: per network, configuration,
 precision and input format the compile time, the model target's wall and CPU time and peak
-memory, its agreement with the float forward pass, and (``--cmod``, nv_full only) NVDLA's C
-model's wall and CPU time on the same loadable and input, the ratio of the two, and whether the
-two output dumps are byte-identical (the C model is the oracle; the float pass a sanity check).
+memory, its agreement with the float forward pass, and its oracle's wall and CPU time on the
+same loadable and input, the ratio of the two, and whether the two output dumps are
+byte-identical: ``--cmod`` NVDLA's C model for nv_full, ``--rtl`` NVDLA's RTL under Verilator for
+nv_small and nv_large (clock gating off, as ``--rtl-clock-gating auto`` runs networks: nvdla/hw#183).
+The float pass is a sanity check, never the oracle.
 
 Every step is the CLI a user runs, in a child process timed by ``os.wait4`` (its CPU time is
 user + system of the child and the children it waited for: the firmware child, the compiler,
@@ -13,9 +15,13 @@ the C model; peak memory is the largest resident set among them):
     nvdla-hil net run DIR/NAME/C-P.nvdla --target model --dump ...model.dimg
     nvdla-hil loadable run DIR/NAME/C-P.nvdla --input ....input.raw --target cmod \\
         --nvdla-hw $NVDLA_HW_V1 --profile nv_full --model-semantics cmod --dump ...cmod.dimg
+    nvdla-hil loadable run DIR/NAME/C-P.nvdla --input ....input.raw --target verilator \
+        --nvdla-hw $NVDLA_HW --profile C --dump ...rtl.dimg            (--rtl; C nv_small or nv_large)
 
     NVDLA_SW=~/nvdla-sw NVDLA_HW_V1=~/nvdla-hw-v1 NVDLA_HW=~/nvdla-hw \\
         .venv/bin/python bench/bench_networks.py resnet18 --configs nv_full --precisions int8,fp16 [--cmod]
+    NVDLA_SW=~/nvdla-sw NVDLA_HW=~/nvdla-hw .venv/bin/python bench/bench_networks.py lenet,resnet18 \
+        --configs nv_small --precisions int8 --rtl
 
 ``NAME`` may be several (comma-separated) or ``features`` (every feature-table network of the
 zoo) or ``all``. ``--profile N`` runs each model run once more under ``cProfile`` with a CPU-time
@@ -90,6 +96,7 @@ class Row:
     model: dict[str, float] = field(default_factory=dict)
     model_status: str = ""
     agreement: str = ""
+    oracle_kind: str = ""  # cmod or rtl: which oracle ran (the fields below)
     cmod: dict[str, float] = field(default_factory=dict)
     cmod_status: str = ""
     identical: bool | None = None
@@ -135,17 +142,29 @@ def run_one(args: argparse.Namespace, env: dict[str, str], name: str, config: st
     row.agreement = _last(m.out, "correlation") or _last(m.out)
     if args.profile:
         row.profile = profile(args, env, loadable)
-    if args.cmod and config == "nv_full" and (folder / f"{tag}.nvdla.input.raw").is_file():
-        cdump = folder / f"{tag}.cmod.dimg"
+    oracle = _oracle(args, config)
+    if oracle and (folder / f"{tag}.nvdla.input.raw").is_file():
+        kind, target = oracle
+        cdump = folder / f"{tag}.{kind}.dimg"
         k = timed([*cli, "loadable", "run", str(loadable), "--input", str(folder / f"{tag}.nvdla.input.raw"),
-                   "--target", "cmod", "--nvdla-hw", args.nvdla_hw_v1, "--profile", "nv_full", "--model-semantics",
-                   "cmod", "--dump", str(cdump), "--force"], env, folder / f"{tag}.cmod.log", args.cmod_timeout)
+                   *target, "--dump", str(cdump), "--force"], env, folder / f"{tag}.{kind}.log", args.cmod_timeout)
+        row.oracle_kind = kind
         row.cmod = {"wall": round(k.wall, 2), "cpu": round(k.cpu, 2), "maxrss_mb": round(k.maxrss_mb)}
         row.cmod_status = "ran" if cdump.is_file() and k.rc in (0, 1) else f"exit {k.rc}: {_last(k.out)[:120]}"
         mdump = folder / f"{tag}.model.dimg"
         if cdump.is_file() and mdump.is_file():
             row.identical = cdump.read_bytes() == mdump.read_bytes()
     return row
+
+
+def _oracle(args: argparse.Namespace, config: str) -> tuple[str, list[str]] | None:
+    """The oracle ``config``'s networks run on, when asked for: (kind, the target options)."""
+    if args.cmod and config == "nv_full":
+        return "cmod", ["--target", "cmod", "--nvdla-hw", args.nvdla_hw_v1, "--profile", "nv_full",
+                        "--model-semantics", "cmod"]
+    if args.rtl and config in ("nv_small", "nv_large"):
+        return "rtl", ["--target", "verilator", "--nvdla-hw", args.nvdla_hw, "--profile", config]
+    return None
 
 
 PROFILER = """
@@ -185,7 +204,7 @@ def _fmt(r: Row) -> str:
          f"wall {m.get('wall', 0):7.2f} s cpu {m.get('cpu', 0):7.2f} s {m.get('maxrss_mb', 0):5.0f} MB")
     if r.cmod:
         ratio = r.cmod["cpu"] / m["cpu"] if m.get("cpu") else 0.0
-        s += (f" | cmod {r.cmod_status} wall {r.cmod['wall']:8.1f} s cpu {r.cmod['cpu']:8.1f} s (x{ratio:.0f} the "
+        s += (f" | {r.oracle_kind} {r.cmod_status} wall {r.cmod['wall']:8.1f} s cpu {r.cmod['cpu']:8.1f} s (x{ratio:.0f} the "
               f"model's CPU) {'byte-identical' if r.identical else 'DIFFERENT' if r.identical is False else '-'}")
     s += f"\n{'':40}{r.agreement}"
     return s + "".join(f"\n{'':40}{ln}" for ln in r.profile)
@@ -200,10 +219,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dir", type=Path, default=None, help="work folder (default: the bench's private cache folder)")
     ap.add_argument("--cmod", action="store_true", help="also run nv_full loadables on NVDLA's C model")
+    ap.add_argument("--rtl", action="store_true",
+                    help="also run nv_small and nv_large loadables on NVDLA's RTL under Verilator ($NVDLA_HW)")
+    ap.add_argument("--nvdla-hw", default=benchenv.default("NVDLA_HW"))
     ap.add_argument("--nvdla-sw", default=benchenv.default("NVDLA_SW"))
     ap.add_argument("--nvdla-hw-v1", default=benchenv.default("NVDLA_HW_V1"))
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per model run")
-    ap.add_argument("--cmod-timeout", type=float, default=1800.0, help="seconds per C model run (the issue's 30 min)")
+    ap.add_argument("--cmod-timeout", type=float, default=1800.0,
+                    help="seconds per C model or RTL run (the issue's 30 min)")
     ap.add_argument("--json", type=Path, help="append one JSON object per run here")
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="run each model run again under cProfile: CPU of the model process and the firmware "
@@ -212,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     sw = benchenv.need(args.nvdla_sw, "NVDLA_SW", "--nvdla-sw")
     if args.cmod:
         args.nvdla_hw_v1 = benchenv.need(args.nvdla_hw_v1, "NVDLA_HW_V1", "--nvdla-hw-v1")
+    if args.rtl:
+        args.nvdla_hw = benchenv.need(args.nvdla_hw, "NVDLA_HW", "--nvdla-hw")
     args.dir = args.dir or benchenv.private_folder("networks")
     args.dir.mkdir(parents=True, exist_ok=True)
     names = {"features": list(FEATURES), "all": list(ALL)}.get(args.networks, args.networks.split(","))
