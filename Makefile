@@ -47,8 +47,8 @@ regress: install
 	  $(if $(wildcard $(NVDLA_TXN_TESTS)),--txn $(NVDLA_TXN_TESTS))
 
 # NVDLA's oracles, built once into the cache (~/.cache/nvdla-hil, or NVDLA_HIL_CACHE) from the
-# checkouts above: nv_small's and nv_small_256_full's simulators of the RTL (NVDLA's tmake flow, in a
-# cache copy of a read-only checkout; about 1 min each), nv_full's C model (about 2 min on 2 cores)
+# checkouts above: nv_small's, nv_small_256_full's and nv_large's simulators of the RTL (NVDLA's tmake flow,
+# in a cache copy of a read-only checkout; 1-2 min each), nv_full's C model (about 2 min on 2 cores)
 # and NVDLA's compiler from NVDLA_SW (protobuf 2.6.1 + nvdla_compiler, about 2 min). The tests
 # build what they need on first use; `make -j2 oracles` first (as CI does) keeps that out of the
 # test run. Every step names what is missing (apt packages) when it cannot.
@@ -62,6 +62,9 @@ oracle-rtl: install
 	$(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_small_256_full --no-tmake >/dev/null 2>&1 \
 	  || $(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_small_256_full --apply-fixes
 	$(BIN)/nvdla-hil sim build --nvdla-hw $(NVDLA_HW) --config nv_small_256_full
+	$(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_large --no-tmake >/dev/null 2>&1 \
+	  || $(BIN)/nvdla-hil sim setup --nvdla-hw $(NVDLA_HW) --config nv_large
+	$(BIN)/nvdla-hil sim build --nvdla-hw $(NVDLA_HW) --config nv_large
 
 oracle-cmod: install
 	NVDLA_HW=$(NVDLA_HW) $(BIN)/python -m nvdla_hil.harness.targets.cmod --nvdla-hw $(NVDLA_HW_V1)

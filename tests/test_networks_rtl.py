@@ -1,8 +1,9 @@
-"""The bundled nv_small networks on NVDLA's nv_small RTL under Verilator: NVDLA's compiler's
-loadables, through NVDLA's firmware, byte for byte against their RTL goldens (testvectors/networks),
-and nvdla/hw#183, the RTL bug that hangs them when NVDLA's clock gating is on, named when it does.
+"""The bundled nv_small and nv_large networks on NVDLA's RTL of their configuration under
+Verilator: NVDLA's compiler's loadables, through NVDLA's firmware, byte for byte against their RTL
+goldens (testvectors/networks), and nvdla/hw#183, the RTL bug that hangs them when NVDLA's clock
+gating is on, named when it does.
 
-Slow (a simulator per network, about 5 s each, and one 30 s hang): ``make test-slow``. Needs an
+Slow (a simulator per network, 5-10 s each, and one 60 s hang): ``make test-slow``. Needs an
 nvdla/hw checkout (``NVDLA_HW``, by default ../shared/nvdla_src/hw) and an nvdla/sw one (``NVDLA_SW``).
 """
 
@@ -23,8 +24,7 @@ pytestmark = pytest.mark.slow
 ROOT = bundled_root() / "networks"
 
 
-@pytest.fixture(scope="module")
-def nvdla_hw() -> str:
+def _rtl(config: str) -> str:
     hw = os.environ.get("NVDLA_HW")
     if not hw or not Path(hw).is_dir():
         pytest.skip("no nvdla/hw checkout: set NVDLA_HW (default ../shared/nvdla_src/hw)")
@@ -32,23 +32,38 @@ def nvdla_hw() -> str:
 
     from nvdla_hil.sims import build as simbuild
 
-    generated_rtl(hw, "nv_small")  # NVDLA's flow, once, in the cache's copy of a read-only checkout
+    generated_rtl(hw, config)  # NVDLA's flow, once, in the cache's copy of a read-only checkout
     try:
-        simbuild.build_nvdla(hw, "nv_small")
+        simbuild.build_nvdla(hw, config)
     except simbuild.BuildError as e:
-        pytest.skip(f"cannot build the nv_small simulator: {e}")
+        pytest.skip(f"cannot build the {config} simulator: {e}")
     return hw
 
 
-def _small_networks() -> set[str]:
-    return {name for name, path, _ in find_loadables(ROOT) if profile_for_loadable(read_loadable(path)) == "nv_small"}
+@pytest.fixture(scope="module")
+def nvdla_hw() -> str:
+    return _rtl("nv_small")
 
 
-def test_the_nv_small_networks_match_their_rtl_goldens_on_the_rtl(nvdla_hw: str, nvdla_sw: str, tmp_path: Path,
-                                                                  capsys) -> None:  # noqa: ANN001
-    small = _small_networks()
-    assert len(small) >= 9, small
-    code = main(["regress", "--suite", "networks", "--target", "verilator", "--nvdla-hw", nvdla_hw, "--profile", "nv_small",
+def _networks_of(config: str) -> set[str]:
+    """The bundled networks whose golden was made on ``config``'s RTL."""
+    import yaml
+
+    out = set()
+    for name, path, golden in find_loadables(ROOT):
+        gs = yaml.safe_load(golden.with_name("golden.yaml").read_text())["golden_source"] if golden else {}
+        if (gs.get("config") or profile_for_loadable(read_loadable(path))) == config:
+            out.add(name)
+    return out
+
+
+@pytest.mark.parametrize(("config", "count"), [("nv_small", 9), ("nv_large", 7)])
+def test_the_networks_match_their_rtl_goldens_on_the_rtl(config: str, count: int, nvdla_sw: str, tmp_path: Path,
+                                                         capsys) -> None:  # noqa: ANN001
+    hw = _rtl(config)
+    small = _networks_of(config)
+    assert len(small) >= count, small
+    code = main(["regress", "--suite", "networks", "--target", "verilator", "--nvdla-hw", hw, "--profile", config,
                  "--nvdla-sw", nvdla_sw, "--results-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0, out[-3000:]
@@ -59,8 +74,8 @@ def test_the_nv_small_networks_match_their_rtl_goldens_on_the_rtl(nvdla_hw: str,
         bad = next((c for c in tc if c.tag in ("failure", "error", "skipped")), None)
         props = {p.get("name"): p.get("value") for p in tc.iter("property")}
         ran[ident] = (bad.tag if bad is not None else "passed", props)
-    # every nv_small network passed on the RTL with clock gating off (auto: nvdla/hw#183), every other was
-    # written for another configuration
+    # every network of this configuration passed on its RTL with clock gating off (auto: nvdla/hw#183),
+    # every other was written for another configuration
     assert {n for n, (outcome, _) in ran.items() if outcome == "passed"} == small, ran
     assert all(props.get("rtl_clock_gating") == "off" for n, (_, props) in ran.items() if n in small), ran
     assert all(outcome == "skipped" for n, (outcome, _) in ran.items() if n not in small), ran

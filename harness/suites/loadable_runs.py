@@ -37,12 +37,13 @@ def firmware_checkout(config: pytest.Config, name: str) -> str:
 
 def run_on_its_profile(name: str, path: Path, golden: Path | None, config: pytest.Config,
                        record_property: Callable[[str, object], None], warm_pool: Any, sw: str,
-                       input_path: Path | None = None) -> tuple[Any, Any, Any]:  # fmt: skip
-    """(verdict, target spec, profile) of ``path`` run on the profile it was written for."""
+                       input_path: Path | None = None, profile: str | None = None) -> tuple[Any, Any, Any]:  # fmt: skip
+    """(verdict, target spec, profile) of ``path`` run on the profile it was written for
+    (``profile``, else the one :func:`~nvdla_hil.harness.loadables.check.profile_for_loadable` reads)."""
     from nvdla_hil.drivers.profiles import load_profile
     from nvdla_hil.harness.loadables.check import check_loadable, profile_for_loadable, read_loadable
 
-    prof_name = profile_for_loadable(read_loadable(path))
+    prof_name = profile or profile_for_loadable(read_loadable(path))
     if prof_name not in configured_profiles(config):
         pytest.skip(f"{SKIP_LACKS}: {name} was written for {prof_name}; the run may use "
                     f"{', '.join(configured_profiles(config))}")

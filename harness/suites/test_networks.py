@@ -119,7 +119,10 @@ def test_network(network_case: tuple[str, Path, Path | None] | None, pytestconfi
     gs, inp = golden_meta(name, path, golden)
     request.node.stash[GOLDEN_KEY] = str(gs["kind"])
     record_property("golden_source", str(gs["kind"]))
+    # the configuration the golden was made on: nv_large's loadables have nv_full's atoms, so the
+    # loadable alone does not tell them apart
+    config = gs.get("config") if isinstance(gs.get("config"), str) else None
     v, spec, prof = run_on_its_profile(name, path, golden, pytestconfig, record_property, nvdla_warm_pool, sw,
-                                       input_path=inp)
+                                       input_path=inp, profile=config)
     if v.status != "passed":
         pytest.fail(f"{name} on {spec.kind} ({prof.name}), golden from {gs['kind']}: {v.message}", pytrace=False)
