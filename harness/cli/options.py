@@ -52,6 +52,9 @@ def add_target_options(p: argparse.ArgumentParser, *, kinds: Sequence[str] = TAR
     if "hw" in include:
         g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"),
                        help=hw_help or "nvdla/hw checkout (verilator and cmod targets)")
+        g.add_argument("--layer-timeout", type=float, default=None, metavar="SECONDS",
+                       help="verilator and cmod targets: wall-clock seconds one layer may take (default 600 on "
+                            "the RTL, 900 on the C model; ResNet-18 at 224x224 needs hours on the C model)")
     if "waves" in include:
         g.add_argument("--waves", action="store_true", help="verilator target: dump FST waves")
         g.add_argument("--rtl-clock-gating", choices=("auto", "on", "off"),
@@ -82,9 +85,13 @@ def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_m
         from ..targets.serial import BoardMemoryBook
 
         book = BoardMemoryBook()
+    layer = getattr(args, "layer_timeout", None)
+    if layer is not None and not 0 < layer < 1e7:
+        raise BadInput(f"--layer-timeout {layer:g}: expected seconds above 0")
+    extra = {"layer_timeout": layer} if layer is not None and args.target in ("verilator", "cmod") else {}
     spec = TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
                       nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
-                      lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book)
+                      lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book, extra=extra)
     try:  # NVDLA_HIL_RTL_CLOCK_GATING is the option's default, which argparse does not check
         return clock_gating_spec(spec, getattr(args, "rtl_clock_gating", "auto"))
     except ValueError as e:

@@ -467,7 +467,10 @@ class CmodTarget(SimProcessTarget):
                  request_timeout: float = 900.0, irq_max_ns: int = 1_000_000, irq_settle_ns: int = 100,
                  csb_ns: float = 1.0, startup_timeout: float = 60.0,
                  run_dir: str | os.PathLike[str] | None = None, jobs: int | None = None,
-                 build_cache: BuildCache | None = None) -> None:
+                 build_cache: BuildCache | None = None, layer_timeout: float | None = None) -> None:
+        if layer_timeout is not None:  # --layer-timeout: a request computes a whole layer here
+            request_timeout = max(request_timeout, layer_timeout)
+            self.suggested_layer_timeout = layer_timeout
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         self._build_arg = build
         self._build_cache = build_cache

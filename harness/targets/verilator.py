@@ -90,6 +90,7 @@ class VerilatorTarget(SimProcessTarget):
             checked on every open against the on-disk cache).
         rtl_coverage: a :class:`RtlCoverageFolder`: run the instrumented build of its kinds and
             write the counts there when the target closes (``None``: the plain build).
+        layer_timeout: wall-clock seconds a layer may take (default :attr:`suggested_layer_timeout`).
         clock_gating: NVDLA's second-level clock gating (SLCG) on, as the RTL ships and as
             NVDLA's own player runs it; off (``tmc2slcg_disable_clock_gating`` high from time 0)
             works round nvdla/hw#183 (:data:`SLCG_WEIGHT_LEAK`), which hangs back-to-back
@@ -113,8 +114,10 @@ class VerilatorTarget(SimProcessTarget):
                  startup_timeout: float = 120.0, run_dir: str | os.PathLike[str] | None = None,
                  reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256,
                  build_cache: BuildCache | None = None, rtl_coverage: RtlCoverageFolder | None = None,
-                 clock_gating: bool = True) -> None:
+                 clock_gating: bool = True, layer_timeout: float | None = None) -> None:
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
+        if layer_timeout is not None:  # --layer-timeout: how long a layer may take here
+            self.suggested_layer_timeout = layer_timeout
         self.clock_gating = clock_gating
         self._build_arg = build
         self._build_cache = build_cache
