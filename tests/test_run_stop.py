@@ -11,6 +11,7 @@ purpose: a signal raised inside each bookkeeping hook, and inside that finalize 
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -204,3 +205,36 @@ def _entries(tb: types.TracebackType | None) -> list[types.TracebackType]:
         out.append(tb)
         tb = tb.tb_next
     return out
+
+
+def test_sigterm_while_regress_writes_its_results_is_held_then_exit_130_with_whole_results(
+        trace_root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """After the tests: a scheduler's kill while ``regress`` writes run.json, the report and
+    ``latest`` (it used to end the process there, exit 143, run.json left "running")."""
+    from nvdla_hil.harness.cli import main
+    from nvdla_hil.harness.cli import regress as cli_regress
+
+    for k in ENV_KEYS:
+        monkeypatch.delenv(k, raising=False)
+    real = cli_regress._write_report
+
+    def report_then_killed(run: Path, db: object) -> None:
+        signal.raise_signal(signal.SIGTERM)  # held: the report is still written
+        real(run, db)
+
+    monkeypatch.setattr(cli_regress, "_write_report", report_then_killed)
+    before = signal.getsignal(signal.SIGTERM)
+    results = tmp_path / "results"
+    code = main(["regress", "--suite", "traces", "--traces", str(trace_root), "--results-dir", str(results),
+                 "-k", "sdp_3x3x33 or cdp_8x8x32"])
+    err = capsys.readouterr().err
+    assert code == 130, err[-2000:]
+    assert "SIGTERM while the results were written: they are whole" in err, err
+    assert signal.getsignal(signal.SIGTERM) == before  # given back as it was
+    run_dir = (results / "latest").resolve()
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert (meta["status"], meta["exit_code"]) == ("interrupted", 130), meta
+    assert meta["tests"]["finished"] == meta["tests"]["collected"] > 0, meta  # every test ran and is recorded
+    assert (run_dir / "report.html").is_file() and ET.parse(run_dir / "junit.xml").getroot() is not None
+    with ResultsDB(results / "results.sqlite") as db:
+        assert db.runs()[0]["exit_code"] == 130

@@ -11,6 +11,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import signal
 import socket
 import sys
 import time
@@ -189,6 +190,36 @@ def _cmd_regress(args: argparse.Namespace) -> int:
     argv = _pytest_argv(args, suites, traces, run, logs, junit_part)
     t0 = time.monotonic()
     code, watch = _run_pytest(argv, run)
+    from ..boards.labgrid_place import DeferredSignals
+
+    # a signal now (a scheduler's kill just as the tests ended) is held until the results are all
+    # written, then makes the exit 130 with run.json saying so: the results stay whole
+    held = DeferredSignals()
+    with held:
+        held.then = {signum: signal.SIG_IGN for signum in held.saved}  # re-raised into nothing: handled below
+        rc = _finish_run(args, run, meta, argv, code, watch, junit, junit_part, logs, t0)
+    for signum, old in held.saved.items():
+        signal.signal(signum, old)  # type: ignore[arg-type]
+    if held.pending:
+        name = signal.Signals(held.pending[0]).name
+        print(f"nvdla-hil regress: {name} while the results were written: they are whole; exit 130", file=sys.stderr)
+        meta.update({"status": "interrupted", "exit_code": 130,
+                     "result": f"{meta.get('result', '')}; then {name} while the results were written (they are whole)"})
+        try:
+            write_atomic(run / "run.json", json.dumps(meta, indent=2) + "\n")
+        except ResultsError as e:
+            print(f"nvdla-hil regress: results not written: {e}", file=sys.stderr)
+        from ..results.recorder import record_exit
+
+        record_exit(argv, 130)
+        return 130
+    return rc
+
+
+def _finish_run(args: argparse.Namespace, run: Path, meta: dict[str, Any], argv: list[str], code: Any,
+                watch: _RunWatch, junit: Path, junit_part: Path, logs: Path, t0: float) -> int:
+    """After the tests: junit.xml, run.json, the database's exit code, the report and ``latest``;
+    the command's exit code."""
     rc, why = _verdict(code, watch, args.allow_empty)
     unwritten = list(watch.unwritten)
     unwritten += _keep_junit(args, run, junit, junit_part, code, rc, watch)
