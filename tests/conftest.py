@@ -45,3 +45,15 @@ def nvdla_sw() -> str:
         if sw and (Path(sw) / "kmd" / "firmware" / "scheduler.c").is_file():
             return sw
     pytest.skip("no nvdla/sw checkout (NVDLA_SW, or ../shared/nvdla_src/sw) whose kmd/firmware runs the loadables")
+
+
+@pytest.fixture(scope="session")
+def sim_pool():  # noqa: ANN201 - a WarmSimulators
+    """Warm simulators shared by this worker's RTL tests (``sim_pool.open_build(build)``: an open
+    target reset to the state of a fresh start, about 40 ms, where a fresh simulator takes about
+    3 s to start), as ``regress`` runs its RTL suites; a test of the simulator's own life cycle
+    (crash, start-up, waves) opens a fresh ``VerilatorTarget`` instead."""
+    from nvdla_hil.harness.targets.verilator import WarmSimulators
+
+    with WarmSimulators() as pool:
+        yield pool

@@ -200,6 +200,7 @@ def load_lab_text_default():
         return load_lab(p).board("b")
 
 
+@pytest.mark.slow  # a board probed until its window times out: `make test-slow`
 def test_window_the_board_does_not_map_is_a_configuration_error(tmp_path):
     """A board serving 256 MiB while the lab says 1 GiB: opening the board (and the regression's
     pre-flight, probe_board) raises LabError naming both windows, never a link integrity error."""

@@ -232,6 +232,7 @@ def _wait_for_holder(lock_dir: Path, pid: int, proc: subprocess.Popen, timeout: 
     raise AssertionError("the first regression never took the board")
 
 
+@pytest.mark.slow  # two regressions on one emulated board: `make test-slow`
 def test_second_regression_on_a_held_board_is_refused(board_emu, tmp_path, trace_root):
     """Run A (two xdist workers) holds the board as 'emu-a' on socket://localhost:PORT; run B names
     it 'emu-b' on socket://127.0.0.1:PORT: the same board, so B exits 2 at once naming A; A passes.

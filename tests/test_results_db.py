@@ -232,6 +232,7 @@ def test_live_progress_on_a_terminal_and_no_warnings(trace_root: Path, tmp_path:
     assert "warnings summary" not in out and "Warning" not in out
 
 
+@pytest.mark.slow  # a Dask cluster: `make test-slow`
 def test_dask_workers_results_land_in_the_owning_run(series: dict, trace_root: Path, tmp_path: Path) -> None:
     """A regression on a real Dask cluster (scheduler and a worker process on 127.0.0.1): the workers'
     sessions record nothing of their own (even with NVDLA_HIL_RESULTS_DB set); the controller records

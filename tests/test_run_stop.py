@@ -67,6 +67,7 @@ INJECTOR = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.slow  # a signal campaign, a regression per case: `make test-slow`
 @pytest.mark.parametrize(("where", "nth"), [("junit_finalize", 3), ("logreport", 3), ("collection_finish", 1),
                                             ("sessionfinish", 1), ("runtest_call", 3)])
 def test_sigterm_inside_the_bookkeeping_stops_the_run_with_130_and_whole_results(

@@ -214,6 +214,7 @@ print(b.directory)
 """
 
 
+@pytest.mark.slow  # two concurrent simulator builds: `make test-slow`
 def test_corrupted_entry_is_rebuilt_once_by_two_concurrent_builders(
         fixture_build: simbuild.SimBuild, tmp_path: Path) -> None:
     root = tmp_path / "shared" / "sim"

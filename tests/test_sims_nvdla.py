@@ -73,31 +73,30 @@ def _trace_names(trace_root: Path, build) -> list[str]:
     return names
 
 
-def _run(trace_dir: Path, build) -> None:
-    from nvdla_hil.harness.targets.verilator import VerilatorTarget
+def _run(trace_dir: Path, build, pool) -> None:  # noqa: ANN001 - a SimBuild, a WarmSimulators
     from nvdla_hil.harness.traces import run_trace
 
-    with VerilatorTarget(build) as t:
+    with pool.open_build(build) as t:  # a warm simulator, reset to the state of a fresh start
         r = run_trace(trace_dir, t, poison=True, timeout=600.0)
     assert r.status == "passed", f"{trace_dir.name}: {r.status} {r.message}\n" + \
         "\n".join(ck.describe() for ck in r.checks if not ck.passed)
 
 
 @pytest.mark.parametrize("name", REPRESENTATIVE)
-def test_trace_on_rtl(name: str, nvdla_build, trace_root: Path) -> None:
+def test_trace_on_rtl(name: str, nvdla_build, trace_root: Path, sim_pool) -> None:  # noqa: ANN001
     d = trace_root / name
     if not d.is_dir():
         pytest.skip(f"trace {name} not in {trace_root}")
-    _run(d, nvdla_build)
+    _run(d, nvdla_build, sim_pool)
 
 
-def test_all_traces_on_rtl(nvdla_build, trace_root: Path) -> None:
+def test_all_traces_on_rtl(nvdla_build, trace_root: Path, sim_pool) -> None:  # noqa: ANN001
     if os.environ.get("NVDLA_HIL_SIM_ALL") != "1":
         pytest.skip("set NVDLA_HIL_SIM_ALL=1 to run every trace on the RTL (tens of minutes)")
     failures = []
     for name in _trace_names(trace_root, nvdla_build):
         try:
-            _run(trace_root / name, nvdla_build)
+            _run(trace_root / name, nvdla_build, sim_pool)
         except AssertionError as e:
             failures.append(str(e))
     assert not failures, "\n".join(failures)

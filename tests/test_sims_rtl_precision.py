@@ -56,11 +56,9 @@ CFG = LutConfig(le_function="linear", le_index_offset=-7, le_index_select=3, lo_
                 lo_slope_oflow_shift=-1, uflow_priority="LO", oflow_priority="LE", hybrid_priority="LO")
 
 
-def test_cdp_lut_tables_and_registers_on_nv_small_rtl(small):
-    from nvdla_hil.harness.targets.verilator import VerilatorTarget
-
+def test_cdp_lut_tables_and_registers_on_nv_small_rtl(small, sim_pool):  # noqa: ANN001
     le, lo = _tables(5)
-    with VerilatorTarget(small) as t:
+    with sim_pool.open_build(small) as t:
         drv = NvdlaDriver(t, "nv_small")
         drv.precision.load_lut("CDP", "LE", le)
         drv.precision.load_lut("CDP", "LO", lo)
@@ -73,11 +71,9 @@ def test_cdp_lut_tables_and_registers_on_nv_small_rtl(small):
         assert not drv.precision.read_lut("SDP", "LE", force=True).any()
 
 
-def test_sdp_lut_tables_and_registers_on_nv_small_256_full_rtl(full):
-    from nvdla_hil.harness.targets.verilator import VerilatorTarget
-
+def test_sdp_lut_tables_and_registers_on_nv_small_256_full_rtl(full, sim_pool):  # noqa: ANN001
     le, lo = _tables(6)
-    with VerilatorTarget(full) as t:
+    with sim_pool.open_build(full) as t:
         drv = NvdlaDriver(t, "nv_small_256_full")
         drv.precision.load_lut("SDP", "LE", le)
         drv.precision.load_lut("SDP", "LO", lo)
@@ -89,13 +85,12 @@ def test_sdp_lut_tables_and_registers_on_nv_small_256_full_rtl(full):
 
 
 @pytest.mark.parametrize("trace", ["cdp_8x8x32_lrn3_int8_2", "cdp_8x8x64_lrn3_int8_5"])
-def test_cdp_statistics_rtl_equal_model(small, trace_root, trace):
+def test_cdp_statistics_rtl_equal_model(small, trace_root, trace, sim_pool):  # noqa: ANN001
     """The CDP LUT counters are exact per-element counts on the RTL (semantics doc 13)."""
-    from nvdla_hil.harness.targets.verilator import VerilatorTarget
     from nvdla_hil.harness.traces import run_trace
 
     stats = {}
-    for name, target in (("rtl", VerilatorTarget(small)), ("model", ModelTarget("nv_small"))):
+    for name, target in (("rtl", sim_pool.open_build(small)), ("model", ModelTarget("nv_small"))):
         with target as t:
             drv = NvdlaDriver(t, "nv_small")
             assert run_trace(trace_root / trace, t, driver=drv, timeout=600).passed
@@ -106,17 +101,15 @@ def test_cdp_statistics_rtl_equal_model(small, trace_root, trace):
     assert sum(cmp.matched[k] for k in ("lut_le_hit", "lut_lo_hit", "lut_hybrid", "lut_uflow", "lut_oflow")) > 0
 
 
-def test_sdp_lut_statistics_rtl_vs_model(full):
+def test_sdp_lut_statistics_rtl_vs_model(full, sim_pool):  # noqa: ANN001
     """The hand-worked SDP EW-LUT layer of test_statistics on the RTL: outputs and the output
     saturation counter equal the model's (exact); the RTL's SDP LUT counters count clock
     cycles, so the comparison reports them as not comparable rather than failing."""
     from test_statistics import _sdp_lut_layer
 
-    from nvdla_hil.harness.targets.verilator import VerilatorTarget
-
     x = np.array([-5, 0, 3, 10, 64, 70, 100, 51])
     out, stats = {}, {}
-    for name, target in (("rtl", VerilatorTarget(full)), ("model", ModelTarget("nv_small_256_full"))):
+    for name, target in (("rtl", sim_pool.open_build(full)), ("model", ModelTarget("nv_small_256_full"))):
         with target as t:
             drv = NvdlaDriver(t, "nv_small_256_full")
             out[name] = _sdp_lut_layer(drv, x).tolist()
