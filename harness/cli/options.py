@@ -93,7 +93,8 @@ def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_m
                       nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
                       lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book, extra=extra)
     try:  # NVDLA_HIL_RTL_CLOCK_GATING is the option's default, which argparse does not check
-        return clock_gating_spec(spec, getattr(args, "rtl_clock_gating", "auto"))
+        return clock_gating_spec(spec, getattr(args, "rtl_clock_gating", None)
+                                 or os.environ.get("NVDLA_HIL_RTL_CLOCK_GATING", "auto"))  # a command without the option
     except ValueError as e:
         raise BadInput(f"--rtl-clock-gating / NVDLA_HIL_RTL_CLOCK_GATING: {e}") from None
 
