@@ -239,3 +239,33 @@ def test_a_coverage_folder_of_an_earlier_run_is_refused(tmp_path: Path) -> None:
     assert r.returncode == 4, r.stdout + r.stderr
     assert "already holds the coverage of an earlier run" in r.stderr
     assert (old / "a.npz").read_bytes() == b"x"  # nothing touched
+
+
+def test_nights_merge_into_their_union_and_each_says_what_only_it_hit(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    """Two nights of one build: the union's counts are the sum, every point either hit, and each
+    night's share (points only it hit) is said; the CLI prints the same."""
+    mon, tue = tmp_path / "20261130T010000Z-1-aaaaaa", tmp_path / "20261201T010000Z-1-bbbbbb"
+    write_test(mon / "rtl-coverage" / "tests", "t1.1.0", "suite::t1", TESTS["t1"])
+    write_test(tue / "rtl-coverage" / "tests", "t2.1.0", "suite::t2", TESTS["t2"])
+    runs = rc.merge_runs([(mon / "rtl-coverage" / "tests", mon.name), (tue / "rtl-coverage" / "tests", tue.name)])
+    union = runs["nv_small"]
+    assert union.counts.tolist() == [3, 1, 0, 3, 1, 0, 10, 0]
+    assert union.tests == [f"{mon.name}::suite::t1", f"{tue.name}::suite::t2"]
+    one = rc.merge_folder(mon / "rtl-coverage" / "tests")["nv_small"].unit_table()
+    assert union.unit_table()["total"]["branch"][0] >= one["total"]["branch"][0]
+    share = rc.per_label(union)
+    assert share[mon.name]["only"] >= 1 and share[tue.name]["only"] >= 1  # each night hit something the other did not
+    from nvdla_hil.harness.cli import main
+
+    assert main(["coverage", "rtl", str(mon), str(tue)]) == 0
+    out = capsys.readouterr().out
+    assert "nv_small: 2 runs, 2 tests" in out and f"{tue.name}: {share[tue.name]['hit']} design points hit" in out, out
+
+
+def test_nights_of_different_builds_are_not_merged(tmp_path: Path) -> None:
+    write_test(tmp_path / "a", "t1.1.0", "suite::t1", TESTS["t1"])
+    raw = tmp_path / "b.dat"
+    raw.write_bytes(dat(TESTS["t2"]).replace(b"pdp_en", b"pdp_on"))
+    rc.compact(raw, tmp_path / "b", test="suite::t2", config="nv_small", build="nvdla-nv_small-k-cov")
+    with pytest.raises(InputError, match="another simulator build's points"):
+        rc.merge_runs([(tmp_path / "a", "a"), (tmp_path / "b", "b")])

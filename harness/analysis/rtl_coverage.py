@@ -316,37 +316,57 @@ def merge_build(where: str | Path, *, seconds: Mapping[str, float] | None = None
     """Merge the per-test files of one build's folder (``<folder>/<build>/``: its catalogue
     and ``*.npz``, read in name order so the result does not depend on which worker wrote
     what first). Files of one test (a test that opened its target twice) are one row."""
-    where = Path(where)
-    cat_data = gzip.decompress(read_regular(where / CATALOGUE, DAT_LIMIT))
-    fingerprint, _ = parse_counts(cat_data, where / CATALOGUE)
-    points = Points.from_file(read_dat(where / CATALOGUE, data=cat_data))
+    return merge_builds([(Path(where), "")], seconds=seconds)
+
+
+def merge_builds(wheres: Sequence[tuple[Path, str]], *, seconds: Mapping[str, float] | None = None) -> RunCoverage:
+    """:func:`merge_build` of several folders of one simulator build (several runs: nights), each
+    with a label that prefixes its tests (``label::test``; "" for none). Every folder's catalogue
+    must be the first one's: points of two builds are not the same points."""
+    first = wheres[0][0]
+    cat_data = gzip.decompress(read_regular(first / CATALOGUE, DAT_LIMIT))
+    fingerprint, _ = parse_counts(cat_data, first / CATALOGUE)
+    points = Points.from_file(read_dat(first / CATALOGUE, data=cat_data))
     nbytes = (len(points) + 7) // 8
     tests: list[str] = []
     rows: dict[str, np.ndarray] = {}
     counts = np.zeros(len(points), dtype=np.uint64)
-    files = sorted(where.glob("*.npz"))
     config = build = ""
-    for path in files:
-        index, count = _load_npz(path, len(points), fingerprint)
-        counts[index] += count  # indices are unique within a file
-        side = _sidecar(path)
-        test = str(side.get("test") or path.stem)
-        config, build = str(side.get("config") or config), str(side.get("build") or build)
-        if test not in rows:
-            tests.append(test)
-            rows[test] = np.zeros(len(points), dtype=bool)
-        rows[test][index[count > 0]] = True
+    nfiles = 0
+    for where, label in wheres:
+        if where != first:
+            other, _ = parse_counts(gzip.decompress(read_regular(where / CATALOGUE, DAT_LIMIT)), where / CATALOGUE)
+            if other != fingerprint:
+                raise InputError(f"{where / CATALOGUE}: another simulator build's points than {first / CATALOGUE}: "
+                                 "coverage of different builds cannot be merged (merge each build's runs apart)")
+        files = sorted(where.glob("*.npz"))
+        nfiles += len(files)
+        for path in files:
+            index, count = _load_npz(path, len(points), fingerprint)
+            counts[index] += count  # indices are unique within a file
+            side = _sidecar(path)
+            test = str(side.get("test") or path.stem)
+            test = f"{label}::{test}" if label else test
+            config, build = str(side.get("config") or config), str(side.get("build") or build)
+            if test not in rows:
+                tests.append(test)
+                rows[test] = np.zeros(len(points), dtype=bool)
+            rows[test][index[count > 0]] = True
     hits = np.stack([np.packbits(rows[t]) for t in tests]) if tests else np.zeros((0, nbytes), dtype=np.uint8)
     secs = {t: float(seconds[t]) for t in tests if seconds and t in seconds}
-    return RunCoverage(points, tests, hits, counts, secs, len(files), config=config or where.name,
-                       build=build or where.name)
+    return RunCoverage(points, tests, hits, counts, secs, nfiles, config=config or first.name,
+                       build=build or first.name)
+
+
+def _builds_in(folder: Path) -> list[Path]:
+    return sorted(d for d in folder.glob("*") if d.is_dir() and (d / CATALOGUE).is_file()) if folder.is_dir() else []
 
 
 def merge_folder(folder: str | Path, *, seconds: Mapping[str, float] | None = None) -> dict[str, RunCoverage]:
     """Every build's merged coverage in ``folder`` (the run's ``rtl-coverage/tests/``), by
     configuration; an :class:`InputError` when there is none."""
     folder = Path(folder)
-    builds = sorted(d for d in folder.glob("*") if d.is_dir() and (d / CATALOGUE).is_file()) if folder.is_dir() else []
+    builds = _builds_in(folder)
     if not builds:
         raise InputError(f"{folder}: no per-test RTL coverage: did the run use an instrumented simulator "
                          f"(regress --rtl-coverage line,toggle)?")
@@ -354,6 +374,46 @@ def merge_folder(folder: str | Path, *, seconds: Mapping[str, float] | None = No
     for where in builds:
         run = merge_build(where, seconds=seconds)
         out[run.config if run.config not in out else f"{run.config}:{run.build}"] = run
+    return out
+
+
+def merge_runs(folders: Sequence[tuple[Path, str]]) -> dict[str, RunCoverage]:
+    """The union of several runs' coverage (nights: ``(tests folder, run label)``), one per
+    simulator build (the build folder's name): a run's tests are ``label::test``, so the ranking
+    says which night's tests keep the union. A run without coverage is an :class:`InputError`."""
+    by_build: dict[str, list[tuple[Path, str]]] = {}
+    for folder, label in folders:
+        builds = _builds_in(folder)
+        if not builds:
+            raise InputError(f"{folder}: no per-test RTL coverage (regress --rtl-coverage line,toggle)")
+        for where in builds:
+            by_build.setdefault(where.name, []).append((where, label))
+    out: dict[str, RunCoverage] = {}
+    for wheres in by_build.values():
+        run = merge_builds(wheres)
+        out[run.config if run.config not in out else f"{run.config}:{run.build}"] = run
+    return out
+
+
+def per_label(run: RunCoverage) -> dict[str, dict[str, int]]:
+    """label (a run, in :func:`merge_runs`) -> design points its tests hit, and those no other
+    run's tests hit."""
+    design = run.points.design_mask()
+    labels = sorted({t.split("::", 1)[0] for t in run.tests if "::" in t})
+    masks = {}
+    for lab in labels:
+        rows = [r for t, r in zip(run.tests, run.hits, strict=True) if t.startswith(lab + "::")]
+        hit = np.zeros(len(run.points), dtype=bool)
+        for r in rows:
+            hit |= np.unpackbits(r, count=len(run.points)).astype(bool)
+        masks[lab] = hit & design
+    out = {}
+    for lab, m in masks.items():
+        others = np.zeros(len(run.points), dtype=bool)
+        for other, om in masks.items():
+            if other != lab:
+                others |= om
+        out[lab] = {"hit": int(np.count_nonzero(m)), "only": int(np.count_nonzero(m & ~others))}
     return out
 
 

@@ -136,11 +136,11 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
     from ...drivers.files import InputError
     from ..analysis import rtl_coverage as rc
 
-    run = Path(args.run)
-    base = run / "rtl-coverage" if (run / "rtl-coverage").is_dir() else run
-    tests = base / "tests" if (base / "tests").is_dir() else base
+    if len(args.run) > 1:
+        return _rtl_coverage_of_runs(args)
+    run = Path(args.run[0])
+    tests, junit = _rtl_coverage_tests(run)
     seconds: dict[str, float] = {}
-    junit = (run if run.name != "rtl-coverage" else run.parent) / "junit.xml"
     if junit.is_file():  # each test's time, for the ranking's run time (JUnit names the test's last part)
         from ..analysis.junit import parse_junit
 
@@ -172,6 +172,43 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
             for unit, files in rc.holes(runs[name]).items():
                 print(f"  {unit.upper()}: " + "; ".join(f"{f} {c['line']} lines, {c['branch']} branches, "
                                                         f"{c['toggle']} toggles" for f, c in files))
+    return 0
+
+
+def _rtl_coverage_tests(run: Path) -> tuple[Path, Path]:
+    """(the per-test coverage folder, the run's junit.xml) of a run folder given as the user may."""
+    base = run / "rtl-coverage" if (run / "rtl-coverage").is_dir() else run
+    tests = base / "tests" if (base / "tests").is_dir() else base
+    return tests, (run if run.name != "rtl-coverage" else run.parent) / "junit.xml"
+
+
+def _rtl_coverage_of_runs(args: argparse.Namespace) -> int:
+    """``coverage rtl RUN RUN ...``: the union of several runs' RTL coverage (nights), per build,
+    and per run the design points it hit and those no other run hit."""
+    from ...drivers.files import InputError
+    from ..analysis import rtl_coverage as rc
+
+    folders = []
+    for r in map(Path, args.run):
+        tests, junit = _rtl_coverage_tests(r)
+        folders.append((tests, junit.parent.name))
+    if len({lab for _, lab in folders}) < len(folders):
+        return _err("coverage", "two of the runs have the same folder name: give each run once")
+    try:
+        runs = rc.merge_runs(folders)
+    except InputError as e:
+        return _err("coverage", str(e))
+    for name, run in runs.items():
+        one = run.summary()
+        print(f"{name}: {len(folders)} runs, {one['tests']} tests, {rc.total_line(one)}")
+        print(rc.format_unit_table(one["units"]))
+        for lab, n in rc.per_label(run).items():
+            print(f"  {lab}: {n['hit']} design points hit, {n['only']} hit by no other run")
+        rank = one["rank"]
+        print(f"{len(rank['tests'])} of {one['tests']} tests keep every point of the union")
+        if args.tests:
+            for t, gained in zip(rank["tests"], rank["gained"], strict=True):
+                print(f"  +{gained:7d}  {t}")
     return 0
 
 
@@ -243,7 +280,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     m.set_defaults(func=_cmd_coverage, command="coverage")
     r = sub.add_parser("rtl", help="a run's RTL code coverage (regress --rtl-coverage, fuzz --steer): per-unit "
                                    "table and the smallest set of tests that keeps it")
-    r.add_argument("run", help="a run folder, its rtl-coverage/ folder, or a fuzz --rtl-coverage-dir")
+    r.add_argument("run", nargs="+", help="a run folder, its rtl-coverage/ folder, or a fuzz --rtl-coverage-dir; "
+                                          "several (nights): their union, and what each run alone hit")
     r.add_argument("--tests", action="store_true", help="list the ranked tests and the points each adds")
     r.add_argument("--holes", action="store_true", help="per unit, the RTL files with the most unhit points")
     r.set_defaults(func=_cmd_rtl_coverage, command="coverage")
