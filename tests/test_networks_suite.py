@@ -127,12 +127,14 @@ def _copy_one(tmp_path: Path, name: str) -> tuple[Path, Path, Path]:
     return root, ld, gdir / "dla" / "golden.yaml"
 
 
-@pytest.mark.parametrize("tamper", ["oracle", "loadable", "lead"])
+@pytest.mark.parametrize("tamper", ["oracle", "loadable", "lead", "config"])
 def test_a_golden_without_an_oracle_or_made_from_another_loadable_is_bad_input(
         tamper: str, nvdla_sw: str, tmp_path: Path, monkeypatch, capsys) -> None:  # noqa: ANN001
-    root, ld, meta = _copy_one(tmp_path, "resnet_block-nv_full-int8")
+    root, ld, meta = _copy_one(tmp_path, "resnet_block-nv_large-int8" if tamper == "config" else "resnet_block-nv_full-int8")
     if tamper == "oracle":
         meta.write_text(meta.read_text().replace("kind: cmod", "kind: model"))
+    elif tamper == "config":  # a configuration no profile names: bad input, never a skip
+        meta.write_text(meta.read_text().replace("  config: nv_large\n", "  config: \"../../nv_evil\\e[31m\"\n"))
     elif tamper == "loadable":
         data = bytearray(ld.read_bytes())
         data[-1] ^= 1  # still a loadable (found by content), no longer the one the golden was made from

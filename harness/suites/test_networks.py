@@ -92,6 +92,13 @@ def golden_meta(name: str, loadable: Path, golden: Path | None) -> tuple[dict[st
     if not isinstance(gs, dict) or gs.get("kind") not in ORACLES or not gs.get("oracle"):
         raise InputError(f"{meta_path}: golden_source must name its oracle (kind: one of {', '.join(ORACLES)}; "
                          f"oracle: what made it); a golden of the model under test checks nothing")
+    config = gs.get("config")
+    if config is not None:  # the configuration it was made on (nv_large's loadables have nv_full's atoms)
+        from nvdla_hil.drivers.profiles import list_profiles
+
+        if not isinstance(config, str) or config not in list_profiles():
+            raise InputError(f"{meta_path}: golden_source.config {str(config)[:60]!r} is no known configuration "
+                             f"({', '.join(list_profiles())})")
     for what, path in (("loadable", loadable), ("input", loadable.with_name(loadable.name + INPUT_SUFFIX))):
         want = doc.get(what, {}).get("sha256") if isinstance(doc.get(what), dict) else None
         if want is None and what == "input":
@@ -121,7 +128,7 @@ def test_network(network_case: tuple[str, Path, Path | None] | None, pytestconfi
     record_property("golden_source", str(gs["kind"]))
     # the configuration the golden was made on: nv_large's loadables have nv_full's atoms, so the
     # loadable alone does not tell them apart
-    config = gs.get("config") if isinstance(gs.get("config"), str) else None
+    config = gs.get("config")  # checked by golden_meta
     v, spec, prof = run_on_its_profile(name, path, golden, pytestconfig, record_property, nvdla_warm_pool, sw,
                                        input_path=inp, profile=config)
     if v.status != "passed":
