@@ -64,3 +64,13 @@ def test_the_targets_take_the_layer_timeout() -> None:
     assert v.hang_hint({"CONV"}) == ""  # clock gating off: nothing known to hang a convolution
     on = VerilatorTarget(nvdla_hw="/nonexistent")
     assert "nvdla/hw#183" in on.hang_hint({"CONV", "SDP"}) and on.hang_hint({"SDP", "PDP"}) == ""
+
+
+def test_a_warm_lease_has_its_simulators_layer_timeout_and_hang_hint() -> None:
+    from nvdla_hil.harness.targets.verilator import WarmSimulators, WarmTarget
+
+    with WarmSimulators() as pool:
+        lease = WarmTarget(pool, lambda: None, {"layer_timeout": 45.0, "clock_gating": False}, config="nv_small")
+        assert lease.suggested_layer_timeout == 45.0
+        assert lease.hang_hint({"CONV"}) == ""  # not open: nothing to say
+        assert WarmTarget(pool, lambda: None, {}, config="nv_small").suggested_layer_timeout == 600.0

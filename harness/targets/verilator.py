@@ -555,6 +555,12 @@ class WarmTarget(Transport):
         self.profile_name = config
         self.waves = False
         self.wave_path: Path | None = None
+        if kwargs.get("layer_timeout") is not None:  # --layer-timeout, as the leased simulator has it
+            self.suggested_layer_timeout = float(kwargs["layer_timeout"])
+
+    def hang_hint(self, units: set[str]) -> str:
+        """The leased simulator's :meth:`VerilatorTarget.hang_hint` ("" when not open)."""
+        return self._sim.hang_hint(units) if self._sim is not None else ""
 
     @property
     def sim(self) -> VerilatorTarget:
