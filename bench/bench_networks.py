@@ -134,7 +134,7 @@ def run_one(args: argparse.Namespace, env: dict[str, str], name: str, config: st
         return row
     row.compiled = True
     row.loadable_bytes = loadable.stat().st_size
-    m = timed([*cli, "net", "run", str(loadable), "--target", "model", "--dump", str(folder / f"{tag}.model.dimg")],
+    m = timed([*cli, "net", "run", str(loadable), "--target", "model", "--dump", str(folder / f"{tag}.model.dimg"), "--force"],
               env, folder / f"{tag}.model.log", args.timeout)
     row.model = {"wall": round(m.wall, 2), "cpu": round(m.cpu, 2), "maxrss_mb": round(m.maxrss_mb)}
     row.model_status = _last(m.out, "PASS") or _last(m.out, "FAIL")[:4] or f"exit {m.rc}"

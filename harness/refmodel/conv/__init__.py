@@ -63,8 +63,9 @@ coarse and a fine part, products aligned to the largest coarse sum by the Booth/
 multiplier with its truncation, +-0 channels masked out, INF taken as 65536, the first NaN
 weight, else datum, propagated with its payload) into "FP44"; CACC adds the steps in CSC order
 (slice outer, kernel position inner) into an "FP48" accumulator with its own alignment,
-normalisation and rounding (:func:`cacc.fp48_add`) and hands SDP FP32 bit patterns
-(:func:`cacc.fp48_to_fp32`). ``D_NAN_FLUSH_TO_ZERO`` zeroes NaN features in CDMA; the CDMA
+normalisation and rounding (:func:`cacc_fp16.fp48_add`) and hands SDP FP32 bit patterns
+(:func:`cacc_fp16.fp48_to_fp32`). Both are compiled loops (numba, :mod:`..jit`), imported with the
+first FP16 layer. ``D_NAN_FLUSH_TO_ZERO`` zeroes NaN features in CDMA; the CDMA
 convertor does not take FP16 features (the C model fails such a layer).
 
 Entry points :func:`run_conv` (whole flying layer) and :func:`run_sdp_pdp` (SDP from memory
@@ -91,9 +92,9 @@ import numpy as np
 
 from ..base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterView, UnitNotModelled, engine_memory
 from ._common import I64, PREC_FP16, PREC_INT8, PREC_INT16, PREC_NAMES, PSUM_BITS, PSUM_BITS_INT16, reg_addr
-from .cacc import cacc_truncate, conv_accumulate, direct_conv, fp16_conv_accumulate, fp48_add, fp48_to_fp32
+from .cacc import cacc_truncate, conv_accumulate, direct_conv
 from .cdma import cdma_convert, fetch_feature, read_dc_weights, weight_offsets
-from .cmac import booth_product, fp16_mac_step, mac_step
+from .cmac import mac_step
 from .csc import ConvConfig, check_cbuf, decode_conv_config, feature_entries_per_slice, pad_input
 
 __all__ = [
@@ -121,6 +122,20 @@ __all__ = [
     "is_compressed_weight",
     "weight_offsets",
 ]
+
+
+_FP16_NAMES = {"booth_product": "cmac_fp16", "fp16_mac_step": "cmac_fp16", "fp16_conv_accumulate": "cacc_fp16",
+               "fp48_add": "cacc_fp16", "fp48_to_fp32": "cacc_fp16"}
+
+
+def __getattr__(name: str) -> object:
+    """The FP16 MAC and accumulator on first use: their modules compile kernels (numba), which
+    INT8/INT16 layers and the CLI's start need not pay for."""
+    if name in _FP16_NAMES:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_FP16_NAMES[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _fp16_bits(a: np.ndarray) -> np.ndarray:
@@ -294,6 +309,8 @@ def _conv_one(view: RegisterView, mem: MemoryPort, options: ModelOptions, prec: 
     w = _read_weights(view, mem, options, cfg, atomic_k, bpe) if post == 1 else \
         _read_post_weights(view, mem, options, wk, wc, kh, atomic_k, bpe)
     if prec == PREC_FP16:
+        from .cacc_fp16 import fp16_conv_accumulate
+
         y, sat = fp16_conv_accumulate(_fp16_bits(d), _fp16_bits(w), cfg, atomic_c=atomic_c), 0
     else:
         y, sat = direct_conv(d, w, cfg, truncate=int(view.field("CACC", "D_CLIP_CFG", "CLIP_TRUNCATE")),

@@ -11,9 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._common import I64
-from .cmac_fp16 import FP44_NAN_EXP, booth_product, fp16_mac_steps
 
-__all__ = ["FP44_NAN_EXP", "booth_product", "fp16_mac_step", "fp16_mac_steps", "mac_step"]
+__all__ = ["mac_step"]
 
 
 def mac_step(wk: np.ndarray, t: np.ndarray, *, use_float: bool) -> np.ndarray:
@@ -22,16 +21,3 @@ def mac_step(wk: np.ndarray, t: np.ndarray, *, use_float: bool) -> np.ndarray:
     if use_float:
         return (wk.astype(np.float64) @ t.astype(np.float64)).astype(I64)
     return wk @ t
-
-
-# ---------------------------------------------------------------------------------------
-# FP16: block-floating-point MAC of the nvdlav1 C model (cmac_fp16.py; the rules there)
-
-
-def fp16_mac_step(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """One FP16 CMAC step: weights (K, Cs) and data (Cs, N) as FP16 bit patterns (Cs <= 64
-    channels of one slice). Returns FP44 ``(exp, mant)`` int64 arrays (K, N): ``exp`` 0..56
-    (or 63 = NaN, ``mant`` then holding sign << 37 | payload << 27), ``mant`` 38-bit signed.
-    :func:`cmac_fp16.fp16_mac_steps` with one step."""
-    exp, mant = fp16_mac_steps(np.asarray(w_bits)[None], np.asarray(d_bits)[None])
-    return exp[0], mant[0]

@@ -23,32 +23,34 @@ How the multiplier is computed here (each step exact, the identities stated wher
   true value lies in 0 .. 2^31). Negating the product mirrors every digit code (``code ^ 7``):
   ``m`` is unchanged and the sign of every nonzero digit flips, so ``A_j`` of a negative
   datum is ``-A_j``: the datum's sign goes into ``dm`` and only ``K_j`` depends on it.
-* A 3:2 carry-save adder gives ``s = a ^ b ^ c`` and ``carry = maj(a, b, c) << 1``; since
-  ``a + b + c = s + 2 maj(a, b, c)`` for integers, ``carry = (a + b + c - s) mod 2^32``, and
-  a chain of adders keeps the running total ``T`` of its inputs (``s + carry = T`` mod 2^32).
+* A 3:2 carry-save adder gives ``s = a ^ b ^ c`` and ``carry = maj(a, b, c) << 1`` (32 bits).
   The sum and carry words themselves are kept (their separate right shifts set the rounding).
+* The products of a step are one compiled loop over the pixels per weight (:func:`_mac_kernel`,
+  numba, :mod:`..jit`): the weight's tables are loaded once, every intermediate word stays in a
+  vector register, 32-bit lanes.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+from numba import njit
 
-__all__ = ["FP44_NAN_EXP", "booth_product", "booth_tables", "fp16_mac_groups", "fp16_mac_steps", "nan_steps"]
+from ..jit import add32, and32, kernel, mul32, or32, sext64, shl32, shr32, sub32, xor32
+
+__all__ = ["FP44_NAN_EXP", "booth_product", "booth_tables", "fp16_mac_groups", "fp16_mac_step", "fp16_mac_steps",
+           "nan_steps"]
 
 FP44_NAN_EXP = 0x3F
 U32 = np.uint32
 _OFF4 = -200  # 4 x the coarse exponent of a masked (+-0) operand: its products align by >= 144 bits, i.e. to 0
-_CHUNK = 1 << 15  # products per chunk (13 uint32 work arrays of 128 KiB stay in a 2 MiB L2)
 # cal_fp16_booth's sign-compensation constant for alignment shift sh (0, 4 .. 28) is the table
 # 0xAAAB0000, 0xFAAAB000, .. 0xFFFFAAAB, 0xFFFFFAAB, 0xFFFFFFAB, 0xFFFFFFFB, i.e. ceil(C / 2^sh)
 # for C = 0xAAAB0000 as int32 = -0x55550000 (C's low 16 bits are 0: exact up to sh = 16, the
 # next power rounded up above), = -(0x55550000 >> sh) mod 2^32; 0 for sh >= 32 as well
 _COMP_NEG = np.uint32(0x55550000)
+_ONE, _U31, _U32 = np.uint32(1), np.uint32(31), np.uint32(32)
 _SM = np.array([0, 1, 1, 2, -2, -1, -1, 0], dtype=np.int64)  # Booth code -> signed multiple of dm
 _INV = np.array([0, 0, 0, 0, 1, 1, 1, 0], dtype=np.int64)  # Booth code -> partial product inverted
-_PP_SLOT = (0, 1, 2, 3, 5, 6, 7, 8)  # carry-save input holding partial product i (csa_pp[] of the C model)
 
 
 def _booth_half(high: bool) -> np.ndarray:
@@ -102,67 +104,73 @@ def booth_tables(wm: np.ndarray, neg: np.ndarray, *, diff: bool = False, out: np
     return a, [*lo[4:9], *hi[4:9]], [*lo[9:], *hi[9:]] if diff else None
 
 
-def _carry_save(a: list[np.ndarray], k: list[np.ndarray], dk: list[np.ndarray] | None, dmf: np.ndarray,
-                sdf: np.ndarray, bufs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
-    """The ten partial products of every product through ``cal_fp16_booth``'s carry-save tree
-    (inputs 0-4 and 5-9 each by three adders, then two more, in the C model's order): returns
-    the final sum and carry words (uint32). ``dmf``: the data significands (signed, mod 2^32)
-    at the full chunk shape, ``a``/``k`` broadcast against it; ``dk``/``sdf``: for data of
-    both signs, ``K`` of a negative datum minus ``K`` of a positive one, and 1 where the datum
-    is negative (full shape; not read without ``dk``). ``bufs``: ten work arrays of the chunk shape."""
-    x0, x1, x2, s, t, c, s2, t2, c2, tmp = bufs
+@njit(inline="always")
+def _csa(a: np.uint32, b: np.uint32, c: np.uint32) -> tuple[np.uint32, np.uint32]:
+    """One 3:2 carry-save adder: sum ``a ^ b ^ c``, carry ``maj(a, b, c) << 1`` (32 bits)."""
+    return xor32(xor32(a, b), c), shl32(or32(or32(and32(a, b), and32(a, c)), and32(b, c)), _ONE)
 
-    def pp(j: int, out: np.ndarray) -> np.ndarray:
-        if j in (4, 9):  # inversion bits only
-            if dk is None:
-                return k[j]  # a constant per weight: used broadcast
-            np.multiply(sdf, dk[j], out=out)
-        else:
-            np.multiply(dmf, a[j - (j > 4)], out=out)
-            if dk is not None:
-                out += np.multiply(sdf, dk[j], out=tmp)
-        out += k[j]
-        return out
 
-    for base, (s_, t_, c_) in ((0, (s, t, c)), (5, (s2, t2, c2))):
-        p0, p1, p2 = pp(base, x0), pp(base + 1, x1), pp(base + 2, x2)
-        np.add(p0, p1, out=t_)
-        t_ += p2
-        np.bitwise_xor(p0, p1, out=s_)
-        s_ ^= p2
-        np.subtract(t_, s_, out=c_)
-        for j in (base + 3, base + 4):
-            p = pp(j, x0)
-            s_ ^= c_
-            s_ ^= p
-            t_ += p
-            np.subtract(t_, s_, out=c_)
-    for p in (s2, c2):  # (sum, carry) of 0-4 with the sum, then the carry of 5-9
-        s ^= c
-        s ^= p
-        t += p
-        np.subtract(t, s, out=c)
-    return s, c
+@njit(inline="always")
+def _booth_words(x: np.uint32, m: np.uint32, a: tuple[np.uint32, ...], k: tuple[np.uint32, ...],
+                 dk: tuple[np.uint32, ...]) -> tuple[np.uint32, np.uint32]:  # fmt: skip
+    """The ten partial products of one product through ``cal_fp16_booth``'s carry-save tree
+    (inputs 0-4 and 5-9 each by three adders, then two more, in the C model's order): the final
+    sum and carry words. ``x``: the datum's significand, negated (mod 2^32) for a negative
+    datum; ``m``: all ones for a negative datum, else 0; ``a``, ``k``, ``dk``: the weight's
+    :func:`booth_tables` (8, 10 and 10 words), ``dk`` added where ``m`` is set."""
+    p0 = add32(add32(mul32(x, a[0]), k[0]), and32(m, dk[0]))
+    p1 = add32(add32(mul32(x, a[1]), k[1]), and32(m, dk[1]))
+    p2 = add32(add32(mul32(x, a[2]), k[2]), and32(m, dk[2]))
+    p3 = add32(add32(mul32(x, a[3]), k[3]), and32(m, dk[3]))
+    p4 = add32(k[4], and32(m, dk[4]))  # inversion bits only
+    p5 = add32(add32(mul32(x, a[4]), k[5]), and32(m, dk[5]))
+    p6 = add32(add32(mul32(x, a[5]), k[6]), and32(m, dk[6]))
+    p7 = add32(add32(mul32(x, a[6]), k[7]), and32(m, dk[7]))
+    p8 = add32(add32(mul32(x, a[7]), k[8]), and32(m, dk[8]))
+    p9 = add32(k[9], and32(m, dk[9]))  # inversion bits only
+    s0, c0 = _csa(p0, p1, p2)
+    s0, c0 = _csa(s0, c0, p3)
+    s0, c0 = _csa(s0, c0, p4)
+    s1, c1 = _csa(p5, p6, p7)
+    s1, c1 = _csa(s1, c1, p8)
+    s1, c1 = _csa(s1, c1, p9)
+    s0, c0 = _csa(s0, c0, s1)  # (sum, carry) of 0-4 with the sum, then the carry of 5-9
+    return _csa(s0, c0, c1)
+
+
+@njit(inline="always")
+def _aligned(s: np.uint32, c: np.uint32, sh: np.uint32, comp: bool) -> int:
+    """``(s >> sh) + (c >> sh)`` minus the sign-compensation constant shifted alike (``comp``),
+    as a signed 32-bit value (int64); 0 for ``sh >= 32`` (``sh`` unsigned)."""
+    shc = sh if sh < _U31 else _U31
+    v = add32(shr32(s, shc), shr32(c, shc))
+    v = sub32(v, shr32(_COMP_NEG, shc)) if comp else v
+    return sext64(v) if sh < _U32 else 0
+
+
+@kernel
+def _booth_elementwise(a: np.ndarray, k: np.ndarray, x: np.ndarray, sft: np.ndarray, out: np.ndarray) -> None:
+    """:func:`booth_product` for flat operands: tables ``a`` (8, n), ``k`` (10, n), data ``x``."""
+    zero = np.uint32(0)
+    for i in range(x.size):
+        s, c = _booth_words(x[i], zero, (a[0, i], a[1, i], a[2, i], a[3, i], a[4, i], a[5, i], a[6, i], a[7, i]),
+                            (k[0, i], k[1, i], k[2, i], k[3, i], k[4, i], k[5, i], k[6, i], k[7, i], k[8, i], k[9, i]),
+                            (zero, zero, zero, zero, zero, zero, zero, zero, zero, zero))  # fmt: skip
+        sh = sft[i]
+        out[i] = _aligned(s, c, np.uint32(sh) if 0 <= sh < 32 else _U32, (sh & 3) == 0)
 
 
 def booth_product(neg: np.ndarray, wm: np.ndarray, dm: np.ndarray, sft: np.ndarray) -> np.ndarray:
     """``(+-wm * dm) >> sft`` as the C model's Booth/carry-save multiplier computes it (int64).
 
     ``wm``/``dm``: pre-shifted significands (< 2^14), ``neg``: product sign, ``sft``: alignment
-    shift (a multiple of 4; >= 32 gives 0). cmod/cmac/NV_NVDLA_cmac.h ``cal_fp16_booth``."""
+    shift (a multiple of 4 in the MAC; no compensation constant for other shifts; >= 32 gives 0).
+    cmod/cmac/NV_NVDLA_cmac.h ``cal_fp16_booth``."""
     neg, wm, dm, sft = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (neg, wm, dm, sft)))
-    shape = neg.shape
     a, k, _ = booth_tables(wm.ravel(), neg.ravel())
-    bufs = [np.empty(neg.size, dtype=U32) for _ in range(10)]
-    dmf = dm.ravel().astype(U32)
-    s, c = _carry_save(a, k, None, dmf, dmf, bufs)
-    sft = sft.ravel()
-    sh = np.where((sft >= 0) & (sft < 32), sft, 32).astype(U32)  # numpy's shift by >= the width gives 0
-    s >>= sh
-    c >>= sh
-    s += c
-    s -= np.where((sft & 3) == 0, _COMP_NEG >> sh, 0).astype(U32)  # no constant for a shift not in the table
-    return s.view(np.int32).astype(np.int64).reshape(shape)
+    out = np.empty(neg.size, dtype=np.int64)
+    _booth_elementwise(np.stack(a), np.stack(k), dm.ravel().astype(U32), sft.ravel(), out)
+    return out.reshape(neg.shape)
 
 
 def _operands(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -195,21 +203,8 @@ def fp16_mac_steps(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, 
     w = np.asarray(w_bits, dtype=np.int64) & 0xFFFF
     d = np.asarray(d_bits, dtype=np.int64) & 0xFFFF
     ns, k, cs = w.shape
-    n = d.shape[2]
-    wc, wm, ws, wnan = _operands(w)
-    dc, dm, ds, dnan = _operands(d)
-    # a channel whose weight is +-0 for every kernel, or whose datum is for every pixel, adds
-    # only masked products (0) and leaves the maximum coarse sum alone: it is left out
-    keep = (wc != _OFF4).any(axis=1) & (dc != _OFF4).any(axis=2)  # (S, Cs)
-    cm = int(keep.sum(axis=1).max(initial=0))
-    if cm < cs:
-        order = np.argsort(~keep, axis=1, kind="stable")[:, :cm]  # kept channels first
-        wc, wm, ws = (np.take_along_axis(x, order[:, None, :], axis=2) for x in (wc, wm, ws))
-        dc, dm, ds = (np.take_along_axis(x, order[:, :, None], axis=1) for x in (dc, dm, ds))
-    exp = np.zeros((ns, k, n), dtype=np.int64)
-    mant = np.zeros((ns, k, n), dtype=np.int64)
-    if cm:
-        _mac_core(wc, wm, ws, dc, dm, ds, exp, mant)
+    exp, mant, wnan, dnan = _mac_core(w, d, max(cs, 1))
+    mant = mant[..., 0] if cs else np.zeros(exp.shape, dtype=np.int64)
     if wnan.any() or dnan.any():
         is_nan, nm = nan_steps(w, d, wnan, dnan)
         mant[...] = np.where(is_nan, nm, mant)
@@ -228,84 +223,77 @@ def fp16_mac_groups(w_bits: np.ndarray, d_bits: np.ndarray, group: int) -> tuple
     ns, k, cs = w.shape
     if cs % group:
         raise ValueError(f"{cs} channels are not whole groups of {group}")
-    wc, wm, ws, _ = _operands(w)
-    dc, dm, ds, _ = _operands(d)
-    exp = np.zeros((ns, k, d.shape[2]), dtype=np.int64)
-    mant = np.zeros((*exp.shape, cs // group), dtype=np.int64)
-    _mac_core(wc, wm, ws, dc, dm, ds, exp, mant, group)
+    exp, mant, _, _ = _mac_core(w, d, group)
     return exp, mant
 
 
-def _orient(wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray, dm: np.ndarray, ds: np.ndarray,
-            kin: bool) -> tuple[list[np.ndarray], list[np.ndarray]]:  # fmt: skip
-    """Channels outermost (the channel max and sum then add whole contiguous blocks), the longer
-    of kernels and pixels innermost: weight operands (S, K, Cs) -> (Cs, S, K, 1) or (Cs, S, 1, K),
-    data (S, Cs, N) -> (Cs, S, 1, N) or (Cs, S, N, 1)."""
-    wt = [np.ascontiguousarray(x.transpose(2, 0, 1)) for x in (wc, wm, ws)]
-    dt = [np.ascontiguousarray(x.transpose(1, 0, 2)) for x in (dc, dm, ds)]
-    if kin:
-        return [x[:, :, None, :] for x in wt], [x[..., None] for x in dt]
-    return [x[..., None] for x in wt], [x[:, :, None, :] for x in dt]
-
-
-def _mac_core(wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray, dm: np.ndarray, ds: np.ndarray,
-              exp: np.ndarray, mant: np.ndarray, group: int = 0) -> None:  # fmt: skip
-    """Exponent alignment, Booth products and channel sums of :func:`fp16_mac_steps` (in place),
-    in chunks of about ``_CHUNK`` products (layout: :func:`_orient`), the weights' Booth
-    recoding looked up per chunk into reused work arrays; ``group``: sums of consecutive
-    channel groups into ``mant``'s last axis (:func:`fp16_mac_groups`)."""
-    cs, ns, nk = wc.shape[2], wc.shape[0], wc.shape[1]
+@kernel
+def _mac_kernel(lo: np.ndarray, hi: np.ndarray, wc: np.ndarray, wm: np.ndarray, ws: np.ndarray, dc: np.ndarray,
+                dx: np.ndarray, dneg: np.ndarray, group: int, exp: np.ndarray, mant: np.ndarray) -> None:  # fmt: skip
+    """Exponent alignment, Booth products and channel sums of S steps, in place: weights' 4 x
+    coarse exponents ``wc``, pre-shifted significands ``wm`` and signs ``ws`` (S, K, Cs), their
+    Booth recoding looked up per weight in the half tables ``lo``/``hi`` (:func:`_booth_half`);
+    data 4 x coarse exponents ``dc``, signed significands ``dx`` (mod 2^32) and sign masks
+    ``dneg`` (S, Cs, N); ``exp`` (S, K, N) gets the largest coarse sum, ``mant`` (S, K, N,
+    Cs // group) the sums of consecutive ``group`` channels. A weight of +-0 adds nothing and
+    is skipped."""
+    ns, nk, cs = wc.shape
     nn = dc.shape[2]
-    kin = nk > nn  # kernels innermost
-    (wc, wm, ws), (dc, dm, ds) = _orient(wc, wm, ws, dc, dm, ds, kin)
-    on_d = dc != _OFF4
-    pos, negd = bool((on_d & (ds == 0)).any()), bool((on_d & (ds == 1)).any())
-    mixed = pos and negd  # else the recoding for the one data sign throughout
-    if mixed:  # a negative datum: A negated (the sign goes into dm), K of the mirrored codes (+ dK)
-        dm = np.where(ds == 1, -dm, dm)
-    elif negd:  # every datum negative: the recoding of the opposite product sign throughout
-        ws = ws ^ 1
-    dmu = dm.astype(U32)  # mod 2^32
-    w_ops = [wc, wm, ws]
-    d_ops = [dc, dmu, ds.astype(U32)]
-    rows, cols = (d_ops, w_ops) if kin else (w_ops, d_ops)
-    na, nb = (nn, nk) if kin else (nk, nn)
-    exp_v, mant_v = (exp.swapaxes(1, 2), mant.swapaxes(1, 2)) if kin else (exp, mant)
-    per_row = cs * nb
-    nrow = max(1, _CHUNK // per_row)
-    step_s, step_a = (max(1, nrow // na), na) if nrow >= na else (1, nrow)
-    size = step_s * step_a * per_row
-    bufs = [np.empty(size, dtype=U32) for _ in range(13)]
-    tab_buf = np.empty(28 * (step_s * cs * (nk if kin else step_a)), dtype=U32)
-    tabs_at = work_shape = None
-    work: list[np.ndarray] = []
-    for s0 in range(0, ns, step_s):
-        for a0 in range(0, na, step_a):
-            r = [x[:, s0 : s0 + step_s, a0 : a0 + step_a] for x in rows]
-            c = [x[:, s0 : s0 + step_s] for x in cols]
-            (wc_, wm_, ws_), (dc_, dm_, sd_) = (c, r) if kin else (r, c)
-            if tabs_at != (s0, a0 if not kin else 0):  # the weights of this chunk (kernels innermost: of the steps)
-                tabs, tabs_at = booth_tables(wm_, ws_, diff=mixed, out=tab_buf), (s0, a0 if not kin else 0)
-            shape = np.broadcast_shapes(wc_.shape, dc_.shape)
-            if work_shape != shape:
-                work, work_shape = [b[: math.prod(shape)].reshape(shape) for b in bufs], shape
-            c4 = np.add(wc_, dc_, out=work[10].view(np.int32))  # 4 x coarse sum, -400 .. 56
-            mx4 = c4.max(axis=0, initial=0)
-            sh = np.subtract(mx4, c4, out=c4).view(U32)  # alignment shift, 0 .. 456
-            np.copyto(work[11], dm_)
-            if mixed:
-                np.copyto(work[12], sd_)
-            a_tab, k_tab, dk_tab = tabs
-            s, cy = _carry_save(a_tab, k_tab, dk_tab, work[11], work[12], work[:10])
-            s >>= sh  # a shift by >= 32 gives 0 (numpy), so does the constant
-            cy >>= sh
-            s += cy
-            s -= np.right_shift(_COMP_NEG, sh, out=cy)
-            tgt = (slice(s0, s0 + step_s), slice(a0, a0 + step_a))
-            prod = s.view(np.int32)
-            if group:  # (Cs // group, chunk): the groups' sums on the last axis
-                part = prod.reshape(cs // group, group, *prod.shape[1:]).sum(axis=1, dtype=np.int64)
-                mant_v[tgt] = np.moveaxis(part, 0, -1)
-            else:
-                mant_v[tgt] = prod.sum(axis=0, dtype=np.int64)
-            exp_v[tgt] = mx4
+    mx = np.empty(nn, dtype=np.int32)
+    acc = np.empty((cs // group, nn), dtype=np.int64)
+    for s in range(ns):
+        dcu = dc[s].view(np.uint32)
+        for k in range(nk):
+            mx[:] = 0
+            for c in range(cs):
+                w4 = wc[s, k, c]
+                if w4 != _OFF4:
+                    for n in range(nn):
+                        mx[n] = max(mx[n], w4 + dc[s, c, n])
+            acc[:] = 0
+            mxu = mx.view(np.uint32)
+            for c in range(cs):
+                if wc[s, k, c] == _OFF4:
+                    continue
+                w4u = np.uint32(wc[s, k, c])
+                g = c // group
+                il = (wm[s, k, c] & 0xFF) + ws[s, k, c] * 256  # booth_tables' lookup, per weight
+                ih = (wm[s, k, c] >> 7) + ws[s, k, c] * 128
+                aw = (lo[0, il], lo[1, il], lo[2, il], lo[3, il], hi[0, ih], hi[1, ih], hi[2, ih], hi[3, ih])
+                kw = (lo[4, il], lo[5, il], lo[6, il], lo[7, il], lo[8, il], hi[4, ih], hi[5, ih], hi[6, ih], hi[7, ih],
+                      hi[8, ih])  # fmt: skip
+                dw = (lo[9, il], lo[10, il], lo[11, il], lo[12, il], lo[13, il], hi[9, ih], hi[10, ih], hi[11, ih],
+                      hi[12, ih], hi[13, ih])  # fmt: skip
+                for n in range(nn):
+                    sh = sub32(sub32(mxu[n], w4u), dcu[c, n])  # mx4 - c4 >= 0 (a masked datum: >= 144)
+                    sw, cw = _booth_words(dx[s, c, n], dneg[s, c, n], aw, kw, dw)
+                    acc[g, n] += _aligned(sw, cw, sh, True)
+            for g in range(acc.shape[0]):
+                for n in range(nn):
+                    mant[s, k, n, g] = acc[g, n]
+            for n in range(nn):
+                exp[s, k, n] = mx[n]
+
+
+def _mac_core(w: np.ndarray, d: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_mac_kernel` on FP16 patterns, weights (S, K, Cs) and data (S, Cs, N): ``exp``
+    (S, K, N), ``mant`` (S, K, N, Cs // group) and the operands' NaN masks. The weights' Booth
+    recoding is that of a positive datum with its difference for a negative one (the datum's
+    sign goes into its significand, ``A`` of the mirrored codes being ``-A``)."""
+    ns, nk, cs = w.shape
+    wc, wm, ws, wnan = _operands(w)
+    dc, dm, ds, dnan = _operands(d)
+    dx = np.where(ds == 1, -dm, dm).astype(U32)
+    exp = np.empty((ns, nk, d.shape[2]), dtype=np.int64)
+    mant = np.empty((*exp.shape, cs // group), dtype=np.int64)
+    _mac_kernel(_BOOTH_LO, _BOOTH_HI, wc, wm, ws, np.ascontiguousarray(dc), dx, (-ds).astype(U32), group, exp, mant)
+    return exp, mant, wnan, dnan
+
+
+def fp16_mac_step(w_bits: np.ndarray, d_bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One FP16 CMAC step: weights (K, Cs) and data (Cs, N) as FP16 bit patterns (Cs <= 64
+    channels of one slice). Returns FP44 ``(exp, mant)`` int64 arrays (K, N): ``exp`` 0..56
+    (or 63 = NaN, ``mant`` then holding sign << 37 | payload << 27), ``mant`` 38-bit signed.
+    :func:`fp16_mac_steps` with one step."""
+    exp, mant = fp16_mac_steps(np.asarray(w_bits)[None], np.asarray(d_bits)[None])
+    return exp[0], mant[0]

@@ -41,7 +41,7 @@ Conventions below cite ``/work/nvdla-hw-v1/cmod`` (branch nvdlav1).
   multiplier of direct convolution (:func:`cmac_fp16.fp16_mac_groups`), sums the 4 channels per position
   and applies the integer phases 2/3 (``calculation_fp16`` ``pp_phase1..3``, cmac.h l.717-757): four FP44 results
   sharing one exponent; a NaN among the 64 makes all four that NaN (``cal_fp16_nan``). CACC adds
-  the steps in FP48 (:func:`cacc.fp48_add`) and hands SDP FP32 patterns (:func:`cacc.fp48_to_fp32`).
+  the steps in FP48 (:func:`cacc_fp16.fp48_add`) and hands SDP FP32 patterns (:func:`cacc_fp16.fp48_to_fp32`).
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def winograd_conv(view: RegisterView, mem: MemoryPort, options: ModelOptions) ->
 def _fp16_tail(u: np.ndarray, v: np.ndarray, k: int, cc: int, oh: int, ow: int) -> tuple[np.ndarray, int, tuple[int, int, int]]:
     """FP16 CMAC steps (4 channels each, in channel order as the CSC sends super channels) and
     the CACC FP48 accumulation of the four outputs of every tile."""
-    from .cacc import fp48_add, fp48_to_fp32
+    from .cacc_fp16 import fp48_add, fp48_to_fp32
 
     n = v.shape[1] * v.shape[2]
     vf = v.reshape(cc, n, 16)
