@@ -237,3 +237,49 @@ def test_fuzz_replay_of_the_hung_case_runs_on_the_cmod(tmp_path: Path) -> None:
     out = proc.stdout[-3000:] + proc.stderr[-3000:]
     assert proc.returncode == 0, out
     assert "summary: 1 cases" in proc.stdout and "1 passed" in proc.stdout, out
+
+
+# ---- the C model's SDP read-DMA hang (deconv_s3) ------------------------------------------------
+
+HANG_NET = Path(__file__).parent / "data" / "cmod_sdp_rdma_hang" / "deconv_s3-nv_full-int8.nvdla"
+SDP_RDMA = "known limit of NVDLA's C model: SDP_RDMA was enabled for one group while the other group was already enabled"
+
+
+def test_sdp_rdma_enable_order_counts_an_operation_enabled_after_the_next() -> None:
+    """The firmware's SDP_RDMA writes as the C model saw them for deconv_s3: groups 0, 1, 0 in turn
+    are in order; op 9 (group 0) then op 13 (group 0) before op 11 (group 1), then op 15 (group 1),
+    are two enables for the group enabled last (the sequence that hangs the C model)."""
+    from nvdla_hil.harness.targets.cmod import _RdmaEnableOrder
+
+    rm = load_profile("nv_full").regmap
+    pointer, enable = (int(rm.register(f"SDP_RDMA.{r}").address) for r in ("S_POINTER", "D_OP_ENABLE"))
+    order = _RdmaEnableOrder()
+    for group in (0, 1, 0, 1, 0):
+        order.write("nv_full", pointer, group)
+        order.write("nv_full", enable, 1)
+        order.write("nv_full", enable, 0)  # a write of 0 enables nothing
+    assert order.out_of_order == 0
+    for group in (0, 1, 1):  # the last was op 9 (group 0): op 13 (group 0) came next, then 11 and 15 (group 1)
+        order.write("nv_full", pointer, group)
+        order.write("nv_full", enable, 1)
+    assert order.out_of_order == 2  # 13 after 9 (both group 0), 15 after 11 (both group 1)
+
+
+def test_the_c_models_sdp_rdma_hang_is_named_and_the_model_runs_the_network(tmp_path: Path, nvdla_sw: str) -> None:
+    """deconv_s3 (tests/data/cmod_sdp_rdma_hang): NVDLA's C model stops at SDP operation 15 (16 of
+    31 operations complete, the rest never start) and the error names the C model's limit; the
+    operations it finished agree with the model, which runs all 31 (no golden: "ran, no golden")."""
+    v1, master = _checkouts()
+    run = [*CLI, "loadable", "run", str(HANG_NET), "--input", f"{HANG_NET}.input.raw", "--profile", "nv_full",
+           "--model-semantics", "cmod", "--nvdla-sw", nvdla_sw]
+    env = {**os.environ, "NVDLA_HW": master}
+    cm = subprocess.run([*run, "--target", "cmod", "--nvdla-hw", v1], capture_output=True, text=True, timeout=600,
+                        env=env, cwd=tmp_path)
+    out = cm.stdout + cm.stderr
+    assert cm.returncode == 1, out
+    assert f"operations completed so far: {list(range(15)) + [16]} of 31; {SDP_RDMA}" in out, out
+    assert "(the 16 operation(s) that completed agree with the reference model)" in out, out
+    md = subprocess.run([*run, "--target", "model"], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert md.returncode == 0, md.stdout + md.stderr
+    assert "31 operation(s) handed to the firmware" in md.stdout and "RAN, NO GOLDEN" in md.stdout, md.stdout
+    assert SDP_RDMA not in md.stdout + md.stderr

@@ -277,7 +277,8 @@ def deconv(seed: int, stride3: bool = False) -> Network:
     """Deconvolution without padding, 2x2 stride 2 (the compiler splits a deconvolution into one
     1x1 convolution per kernel position and a Rubik contract, and refuses one whose kernel is not
     its stride, "Padding issue": 3x3 stride 1 would need the input padded); ``stride3`` adds a
-    3x3 stride 3 one (``deconv_s3``: NVDLA's C model stops raising interrupts in its 9 splits)."""
+    3x3 stride 3 one (``deconv_s3``: NVDLA's C model hangs at the second of its 9 splits, a C-model bug:
+    ``SDP_RDMA_LOST_WAKEUP`` in ``harness/targets/cmod.py``)."""
     b = _Builder("deconv_s3" if stride3 else "deconv", (3, 8, 8), seed)
     x = b.relu("relu1", b.conv("conv1", "data", 16, 3, pad=1))
     x = b.deconv("deconv1", x, 16 if stride3 else 8, 2, 2)

@@ -413,6 +413,51 @@ KNOWN_LIMITS: tuple[tuple[str, Callable[[LayerView], bool]], ...] = (
 #: the write that launches a convolution in the C model (checked there: a refused layer never starts)
 _LAUNCH = "CDMA.D_OP_ENABLE"
 
+#: A hang of the C model's SDP that the RTL has no cause for (read in nvdlav1 cmod/sdp/NV_NVDLA_sdp.cpp,
+#: confirmed on a debug-level log of the hung run): ``SdpRdmaHardwareLayerExecutionTrigger`` wakes its
+#: four sub-DMA threads, then writes the operation's record into ``sdp_config_fifo_`` (one entry), then
+#: waits for their four done events. When the SDP core has not yet taken the previous operation's
+#: record, the write blocks, the done events fire before the wait and are lost, and the read DMA never
+#: leaves that group: the next SDP operation of the group waits for its record forever. It happens
+#: when an SDP operation is enabled after the next one (the read DMA waits on group G while group
+#: 1 - G is already enabled, so it starts 1 - G at once): NVDLA's firmware does that when an SDP
+#: operation waits on another engine (a Rubik) while the next SDP is programmed. :meth:`CmodTarget.hang_hint`
+#: names it when such an enable order preceded a hang of SDP.
+SDP_RDMA_LOST_WAKEUP = (
+    "known limit of NVDLA's C model: SDP_RDMA was enabled for one group while the other group was already "
+    "enabled (an SDP operation enabled after the next one); the C model's read DMA then loses its done events "
+    "(cmod/sdp/NV_NVDLA_sdp.cpp SdpRdmaHardwareLayerExecutionTrigger notifies its sub-DMA threads before it "
+    "writes its one-entry config FIFO) and a later SDP operation of that group never finishes. The RTL keeps "
+    "no such FIFO; nvdla-hil's model runs the sequence"
+)
+
+
+class _RdmaEnableOrder:
+    """SDP_RDMA's enables in the order written: the group of each (``S_POINTER.PRODUCER`` as last
+    written) and how many came for the same group as the enable before (an operation enabled
+    after the next one: :data:`SDP_RDMA_LOST_WAKEUP`)."""
+
+    def __init__(self) -> None:
+        self.out_of_order = 0
+        self._producer = 0
+        self._last: int | None = None
+        self._addrs: tuple[int, int] | None = None
+
+    def write(self, profile: str, address: int, value: int) -> None:
+        if self._addrs is None:
+            try:
+                rm = load_profile(profile).regmap
+                self._addrs = (int(rm.register("SDP_RDMA.S_POINTER").address),
+                               int(rm.register("SDP_RDMA.D_OP_ENABLE").address))  # fmt: skip
+            except (RegisterMapError, ValueError):
+                self._addrs = (-1, -1)
+        pointer, enable = self._addrs
+        if address == pointer:
+            self._producer = value & 1
+        elif address == enable and value & 1:
+            self.out_of_order += self._last == self._producer
+            self._last = self._producer
+
 
 # ---------------------------------------------------------------------------------------------
 # target
@@ -487,6 +532,7 @@ class CmodTarget(SimProcessTarget):
         self.refuse_known_limits = True
         self._written: dict[int, int] = {}  # CSB address -> last value written (the layer's registers)
         self._launch_addr: int | None = None
+        self._rdma_order = _RdmaEnableOrder()
 
     # ---- life cycle ---------------------------------------------------------------------------
     def _resolve_build(self) -> CmodBuild:
@@ -573,6 +619,11 @@ class CmodTarget(SimProcessTarget):
         except (RegisterMapError, ValueError, IndexError, KeyError, OSError):  # no such registers, memory out of range or closed
             return None
 
+    def hang_hint(self, units: set[str]) -> str:
+        """What is known to hang these units (a network's operations that did not finish) on the C
+        model: :data:`SDP_RDMA_LOST_WAKEUP` after an out-of-order SDP_RDMA enable ("" otherwise)."""
+        return SDP_RDMA_LOST_WAKEUP if "SDP" in units and self._rdma_order.out_of_order else ""
+
     def _is_launch(self, address: int, value: int) -> bool:
         if self._launch_addr is None:
             try:
@@ -587,6 +638,7 @@ class CmodTarget(SimProcessTarget):
 
     def _write32(self, address: int, value: int, posted: bool) -> None:
         self._written[address] = value
+        self._rdma_order.write(self.profile_name, address, value)
         if self.refuse_known_limits and self._is_launch(address, value) and (limit := self.known_limit()):
             raise CmodLimit(f"{limit}: not launched (NVDLA's C model never finishes such a layer; "
                             f"run it anyway with refuse_known_limits = False)")
@@ -601,6 +653,7 @@ class CmodTarget(SimProcessTarget):
     def _reset(self) -> None:
         """No reset line in the C model: restart the process (memory is kept)."""
         self._written.clear()
+        self._rdma_order = _RdmaEnableOrder()
         self._stop_process()
         self._spawn()
 
