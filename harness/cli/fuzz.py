@@ -4,6 +4,7 @@
     nvdla-hil fuzz --unit sdp-lut --target verilator|cmod|serial --count N --seed S
                    [--profile P] [--constraints FILE] [--set key=value ...] [--out DIR]
                    [--until-covered] [--budget N] [--first I] [-j N] [--coverage-out FILE] [--keep DIR]
+                   [--allow-degenerate]
     nvdla-hil fuzz --unit sdp-lut --model-bug SPEC ...   (the model with an injected fault as the DUT)
     nvdla-hil fuzz --unit pdp --target verilator --steer rtl-coverage|uniform --cycles N
                    [--baseline RUN/rtl-coverage] [--steer-target UNIT|FILE.v[:LO-HI]] [--rtl-coverage-dir DIR]
@@ -74,7 +75,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
                    constraint_files=args.constraints or (), sets=args.set or (), out=args.out,
                    until_covered=args.until_covered, budget=args.budget, jobs=args.jobs,
                    semantics=args.model_semantics, model_bugs=args.model_bug or None,
-                   log=lambda s: print(s, flush=True), keep=args.keep)
+                   log=lambda s: print(s, flush=True), keep=args.keep, informative=not args.allow_degenerate)
     print(covmod.format_table(rep.coverage, [c.profile], UNIT_GROUPS[args.unit], aimed=rep.aimed))
     if args.coverage_out:
         rep.coverage.write(args.coverage_out)
@@ -86,6 +87,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     print(f"summary: {len(rep.cases)} cases in {rep.seconds:.1f} s: "
           + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
           + f"; {len(rep.aimed) - len(empty)} of {len(rep.aimed)} aimed bins hit")
+    print(rep.informativeness_line() + (" (--allow-degenerate: first draws kept)" if args.allow_degenerate else ""))
     if rep.undrawn:  # the profile has them, the unit's draws never reach them: another unit's to aim at
         how = "kept in the cache" if rep.aim_seconds < 0.1 else f"{rep.aim_seconds:.1f} s"
         print(f"not aimed: {len(rep.undrawn)} bins of {args.unit}'s groups that {c.profile.name} has but its draws "
@@ -250,6 +252,10 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--until-covered", action="store_true",
                    help="run until every bin the unit's draws reach on the profile is hit (or --budget)")
     p.add_argument("--budget", type=int, default=1000, help="most cases with --until-covered (default 1000)")
+    p.add_argument("--allow-degenerate", action="store_true",
+                   help="keep every case's first draw, even one whose golden is one value, all poison or all "
+                        "saturated with no status or statistic set (default: draw such a case again, up to "
+                        "3 times, so that a pass can tell a right layer from one that computed nothing)")
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--coverage-out", metavar="FILE", help="write the reference model's coverage (JSON)")
     p.add_argument("--model-bug", action="append", metavar="SPEC", help="inject a fault into the model target (DUT) only")

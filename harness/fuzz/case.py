@@ -1,5 +1,15 @@
 """One fuzz case: drawn from its own stream under the constraints, its golden computed on the
-reference model (which feeds coverage), written as a packed vector."""
+reference model (which feeds coverage), written as a packed vector.
+
+A draw whose golden cannot tell a right layer from one that computed nothing (:func:`degenerate`:
+every output one value, all poison or all at the type's extremes, and no status or statistic set)
+is drawn again from the case's next stream (``rng_for(seed, index, draw)``), keeping its corners
+(:attr:`.draw.Sampler.corners`: the fields its ``extremes`` rate put at an end of their range, such
+as a shift past every bit) and drawing everything else, at most :data:`MAX_DRAWS` - 1 times: the
+draw kept says so in its provenance (``draw``, ``redrawn``). When every draw is degenerate, the
+corner is one where a single value is the layer's nature, and the first draw is kept as drawn
+(its pass counted weak). So every corner is still drawn at its rate, and the coverage bins with
+it. ``informative=False`` (``fuzz --allow-degenerate``) keeps every first draw."""
 
 from __future__ import annotations
 
@@ -18,8 +28,8 @@ from ..vectors.layer import (
     rng_for,
     to_field_units,
 )
-from ..vectors.load import load_case
-from ..vectors.run import execute_layer
+from ..vectors.load import Case, golden_statuses, load_case
+from ..vectors.run import execute_layer, output_information
 from ..vectors.write import write_case
 from .draw import Constraints, Sampler
 from .registry import GENERATORS
@@ -39,8 +49,10 @@ def case_name(unit: str, seed: int, index: int) -> str:
     return f"fuzz-{unit}-s{seed}-{index:05d}"
 
 
-def provenance(c: Constraints, seed: int, index: int, semantics: str) -> dict[str, Any]:
+def provenance(c: Constraints, seed: int, index: int, semantics: str, informative: bool = True) -> dict[str, Any]:
     note = f"replay: nvdla-hil fuzz --unit {c.unit} --profile {c.profile.name} --seed {seed} --first {index} --count 1"
+    if not informative:
+        note += " --allow-degenerate"
     files = [s for s in c.sources[1:] if s != "--set"]
     if files:
         note += "".join(f" --constraints {f}" for f in files)
@@ -65,28 +77,70 @@ def run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semanti
     return {"outputs": rb.outputs, "statistics": st, "statuses": dict(rb.statuses)}
 
 
+#: draws of one case at most: the first, and redraws while the golden says nothing (:func:`degenerate`)
+MAX_DRAWS = 4
+
+
+def degenerate(case: Case) -> str:
+    """Why ``case``'s golden cannot tell a right layer from one that computed nothing, "" when it
+    can: every output (of more than one element) is one value, all poison or all at its type's
+    extremes, and no status register or statistics counter of the golden is non-zero."""
+    if any((golden_statuses(case) or {}).values()) or any((case.statistics or {}).values()):
+        return ""
+    why = []
+    for s in case.outputs:
+        info = output_information(s)
+        if info is None or info.elements <= 1:
+            return ""
+        if not (info.single_value or info.all_poison or info.fully_saturated):
+            return ""
+        why.append(f"{s.name}: {info.describe()}")
+    return "; ".join(why)
+
+
+def sampler_for(c: Constraints, seed: int, index: int, draw: int = 0, dut: str = "model") -> Sampler:
+    """The field values of draw ``draw`` of case ``index`` of ``seed`` (the Sampler draws them
+    first from the draw's stream): a redraw keeps the first draw's corners."""
+    first = Sampler(c, rng_for(seed, index), dut=dut)
+    if not draw:
+        return first
+    return Sampler(c, rng_for(seed, index, draw), dut=dut, pinned={k: first.v[k] for k in first.corners})
+
+
 def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: str = "rtl",
-             coverage: covmod.Coverage | None = None, dut: str = "model") -> Path:  # fmt: skip
+             coverage: covmod.Coverage | None = None, dut: str = "model", informative: bool = True) -> Path:  # fmt: skip
     """Draw case ``index`` of ``seed`` under ``c``, compute its golden on the reference model
-    (feeding ``coverage``) and write the packed case into ``work/<name>``; returns the folder.
-    ``dut``: the target kind the case is for (``Sampler.dut``): a unit steers clear of what that
-    target is known not to run (same draws, so a case of one seed and index differs only there)."""
-    rng = rng_for(seed, index)
-    s = Sampler(c, rng, dut=dut)
+    (feeding ``coverage`` with the draw kept) and write the packed case into ``work/<name>``;
+    returns the folder. ``dut``: the target kind the case is for (``Sampler.dut``): a unit steers
+    clear of what that target is known not to run (same draws, so a case of one seed and index
+    differs only there). ``informative``: draw again, corners kept, while the golden is
+    :func:`degenerate`."""
     name = case_name(c.unit, seed, index)
-    prov = provenance(c, seed, index, semantics)
     folder = Path(work) / name
+    rejected: list[str] = []
+    for draw in range(MAX_DRAWS if informative else 1):
+        prov = provenance(c, seed, index, semantics, informative)
+        if draw:
+            prov |= {"draw": draw, "redrawn": " | ".join(f"draw {k}: {w}" for k, w in enumerate(rejected))}
+        s = sampler_for(c, seed, index, draw, dut)
 
-    def capture(d: Draft) -> dict[str, list[dict[str, Any]]]:
-        cap = EventCapture()
-        run_reference(d, name, prov, folder, semantics, cap)
-        return cap.events
+        def capture(d: Draft, prov: dict[str, Any] = prov) -> dict[str, list[dict[str, Any]]]:
+            cap = EventCapture()
+            run_reference(d, name, prov, folder, semantics, cap)
+            return cap.events
 
-    d = GENERATORS[c.unit](s, c.profile, capture)
-    golden = run_reference(d, name, prov, folder, semantics, coverage)
-    man, blobs = manifest_layer(name, to_field_units(d), prov, golden)
-    write_case(folder, man, blobs)
-    load_case(folder)
+        d = GENERATORS[c.unit](s, c.profile, capture)
+        cov = covmod.Coverage()
+        golden = run_reference(d, name, prov, folder, semantics, cov if coverage is not None else None)
+        man, blobs = manifest_layer(name, to_field_units(d), prov, golden)
+        write_case(folder, man, blobs)
+        why = degenerate(load_case(folder)) if informative else ""
+        if not why:
+            break
+        if draw == MAX_DRAWS - 1:  # one value is the nature of the corner: the first draw, as drawn
+            return generate(c, seed, index, work, semantics=semantics, coverage=coverage, dut=dut, informative=False)
+        rejected.append(why)
+        shutil.rmtree(folder)
+    if coverage is not None:
+        coverage.merge(cov)
     return folder
-
-

@@ -234,10 +234,17 @@ def constraints_for(unit_spec: UnitSpec, *, profile: str | None = None, files: I
 class Sampler:
     """The field values of one case, drawn under ``c`` from ``rng``; ``dut`` names the target kind
     the case is for (``model``, ``verilator``, ``cmod``, ``serial``), for units that steer clear of a
-    target's known limits."""
+    target's known limits. Fields are drawn in the constraints' order, so a ``when`` condition
+    reads the values before it (pinned ones included)."""
 
-    def __init__(self, c: Constraints, rng: np.random.Generator, dut: str = "model") -> None:
+    def __init__(self, c: Constraints, rng: np.random.Generator, dut: str = "model",
+                 pinned: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """``pinned``: fields that keep these values (corners of an earlier draw), the rest drawn."""
         self.c, self.rng, self.dut = c, rng, dut
+        pinned = pinned or {}
+        #: fields drawn at an end of their range by their ``extremes`` rate: corners drawn on purpose,
+        #: where a layer may compute one value by its nature (a shift past every bit)
+        self.corners: list[str] = []
         self.v: dict[str, Any] = {}
         schema = c.schema
         for name, leg in schema.items():  # fields no constraint mentions keep their default
@@ -245,9 +252,13 @@ class Sampler:
             if isinstance(leg, EnumF) and lacks(c.profile, leg.needs.get(self.v[name])):
                 self.v[name] = (allowed(leg, c.profile) or (self.v[name],))[0]
         for name, spec in c.fields.items():
-            self.v[name] = self._draw(spec)
+            if name in pinned:
+                self.v[name] = pinned[name]
+                self.corners.append(name)
+            else:
+                self.v[name] = self._draw(spec, name)
 
-    def _draw(self, spec: FieldSpec) -> Any:
+    def _draw(self, spec: FieldSpec, name: str = "") -> Any:
         rng = self.rng
         if spec.when and not all(self.v.get(k) in vs or str(self.v.get(k)) in map(str, vs) for k, vs in spec.when.items()):
             return spec.default
@@ -255,6 +266,8 @@ class Sampler:
             return spec.values[0]
         if spec.kind == "range":
             if spec.extremes and rng.random() < spec.extremes:
+                if name:
+                    self.corners.append(name)
                 return spec.lo if rng.random() < 0.5 else spec.hi
             return int(rng.integers(spec.lo, spec.hi + 1))
         w = np.asarray(spec.weights, dtype=float)

@@ -41,6 +41,8 @@ class FuzzCase:
     line: str
     seconds: float
     saved: str | None = None
+    draw: int = 0  # the draw kept: > 0 when earlier draws' goldens said nothing (case.degenerate)
+    weak: bool = False  # passed, but the comparison could not tell it from a layer that computed nothing
 
 
 @dataclass
@@ -55,6 +57,15 @@ class FuzzReport:
     #: bins of the unit's groups the profile has but the unit's draws never reach (another unit's mode)
     undrawn: list[str] = field(default_factory=list)
     aim_seconds: float = 0.0  # spent finding ``aimed`` (its probe draws)
+
+    def informativeness_line(self) -> str:
+        """How many cases were drawn again because a draw's golden said nothing, and how many
+        passes are still weak (:attr:`FuzzCase.weak`)."""
+        redrawn = sum(1 for fc in self.cases if fc.draw)
+        weak = sum(1 for fc in self.cases if fc.weak)
+        passed = sum(1 for fc in self.cases if fc.status == "passed")
+        return (f"informative: {redrawn} of {len(self.cases)} cases drawn again (a draw whose golden is one value, "
+                f"all poison or all saturated, no status or statistic set); {weak} of {passed} passes weak")
 
     @property
     def failed(self) -> list[FuzzCase]:
@@ -236,21 +247,24 @@ def run_budgeted(case: Any, target: Any, kind: str) -> Any:
 
 
 def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: str = "rtl",
-            model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None,
+            model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None, informative: bool = True,
             ) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
     """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON).
     ``dut`` is an open target kept across cases (else one is opened for this case); ``keep``
-    saves the case with the DUT's outputs as its golden (:func:`keep_case`)."""
+    saves the case with the DUT's outputs as its golden (:func:`keep_case`); ``informative``:
+    redraw a case whose golden says nothing (:func:`.case.generate`)."""
     t0 = time.monotonic()
     cov = covmod.Coverage()
     name = case_name(c.unit, seed, index)
     with tempfile.TemporaryDirectory(prefix="nvdla-fuzz-") as tmp:
         try:
-            folder = generate(c, seed, index, Path(tmp), semantics=semantics, coverage=cov, dut=spec.kind)
+            folder = generate(c, seed, index, Path(tmp), semantics=semantics, coverage=cov, dut=spec.kind,
+                              informative=informative)
         except Exception as e:  # noqa: BLE001 - a generator bug must not stop the campaign
             return FuzzCase(index, name, "error", f"seed={seed} case={index}: generation failed: "
                             f"{type(e).__name__}: {e}", time.monotonic() - t0), cov.to_json()
         case = load_case(folder)
+        draw = int(case.provenance.get("draw") or 0)
         dspec = spec.with_profile(c.profile.name)
         kind = "model" if dspec.kind == "model" else "rtl"
         try:
@@ -277,11 +291,13 @@ def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, 
             saved = str(dest)
         if keep is not None and res is not None and status in ("passed", "failed") and res.outputs:
             keep_case(folder, Path(keep) / name, res, dut, status == "passed")
-    return FuzzCase(index, name, status, line, time.monotonic() - t0, saved), cov.to_json()
+    weak = res is not None and res.weak_pass
+    return FuzzCase(index, name, status, line, time.monotonic() - t0, saved, draw, weak), cov.to_json()
 
 
 def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path | None, *, semantics: str,
-               model_bugs: list[str] | None, keep: Path | None) -> list[tuple[FuzzCase, dict[str, Any]]]:  # fmt: skip
+               model_bugs: list[str] | None, keep: Path | None, informative: bool = True,
+               ) -> list[tuple[FuzzCase, dict[str, Any]]]:  # fmt: skip
     """Run cases ``idx`` on one DUT opened for the chunk (a simulator or C model starts once, not
     per case). Every case programs the registers it uses and the runner poisons its outputs, so
     what an earlier case left behind can make a case fail, never pass; the DUT is reset
@@ -307,7 +323,8 @@ def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path |
                 # C model's counters that a later layer does not update) must not leak into the next
                 dut.reset()
             fresh = False
-            fc, cj = run_one(c, spec, seed, k, out, semantics=semantics, model_bugs=model_bugs, dut=dut, keep=keep)
+            fc, cj = run_one(c, spec, seed, k, out, semantics=semantics, model_bugs=model_bugs, dut=dut, keep=keep,
+                             informative=informative)
             results.append((fc, cj))
             if fc.status == "error":  # the DUT may be gone: start a fresh one
                 with contextlib.suppress(Exception):
@@ -320,22 +337,23 @@ def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path |
 
 
 def _worker(args: tuple) -> list[tuple[FuzzCase, dict[str, Any]]]:
-    unit, profile, files, sets, spec, seed, idx, out, semantics, bugs, keep = args
+    unit, profile, files, sets, spec, seed, idx, out, semantics, bugs, keep, informative = args
     c = load_constraints(unit, profile=profile, files=files, sets=sets)
     return _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics, model_bugs=bugs,
-                      keep=Path(keep) if keep else None)
+                      keep=Path(keep) if keep else None, informative=informative)
 
 
 def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int = 0, profile: str | None = None,
              constraint_files: Iterable[str] = (), sets: Iterable[str] = (), out: str | Path | None = None,
              until_covered: bool = False, budget: int = 1000, jobs: int = 1, semantics: str = "rtl",
              model_bugs: list[str] | None = None, log: Callable[[str], None] | None = None,
-             keep: str | Path | None = None) -> FuzzReport:  # fmt: skip
+             keep: str | Path | None = None, informative: bool = True) -> FuzzReport:  # fmt: skip
     """Run ``count`` cases (``first`` .. ``first+count-1``), or with ``until_covered`` up to
     ``budget`` cases until every bin the unit aims at is hit. ``jobs`` > 1 runs cases in worker
     processes (results and coverage merged in case order); each worker (or this process) keeps
     its DUT open across a chunk of cases. ``keep`` saves every case that ran, golden = the DUT's
-    outputs."""
+    outputs. ``informative`` False keeps every case's first draw, even one whose golden says
+    nothing (:func:`.case.generate`)."""
     files, sets = list(constraint_files), list(sets)
     c = load_constraints(unit, profile=profile, files=files, sets=sets)
     rep = FuzzReport(unit, c.profile.name, seed)
@@ -357,11 +375,11 @@ def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int
             idx = list(range(first + i, first + min(i + batch, limit)))
             if pool is None:
                 results = _run_chunk(c, spec, seed, idx, Path(out) if out else None, semantics=semantics,
-                                     model_bugs=model_bugs, keep=Path(keep) if keep else None)
+                                     model_bugs=model_bugs, keep=Path(keep) if keep else None, informative=informative)
             else:
                 per = -(-len(idx) // jobs)
                 args = [(unit, profile, files, sets, spec, seed, idx[j:j + per], str(out) if out else None, semantics,
-                         model_bugs, str(keep) if keep else None) for j in range(0, len(idx), per)]
+                         model_bugs, str(keep) if keep else None, informative) for j in range(0, len(idx), per)]
                 results = [r for chunk in pool.map(_worker, args) for r in chunk]
             for fc, cj in results:
                 rep.cases.append(fc)

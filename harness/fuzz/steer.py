@@ -30,9 +30,8 @@ from typing import Any
 import numpy as np
 
 from ..analysis import rtl_coverage as rc
-from ..vectors.layer import rng_for
-from .case import case_name
-from .draw import Constraints, Sampler
+from .case import case_name, sampler_for
+from .draw import Constraints
 from .registry import load_constraints
 from .runner import FuzzCase, run_one
 
@@ -136,10 +135,9 @@ def baseline_hits(folder: str | Path | None, build: str) -> tuple[rc.RunCoverage
     return run, run.counts > 0
 
 
-def _field_values(c: Constraints, seed: int, index: int, dut: str) -> dict[str, Any]:
-    """The values case ``index`` of ``seed`` draws for the constraint fields (the Sampler draws
-    them first from the case's stream, so this is what generate() drew)."""
-    s = Sampler(c, rng_for(seed, index), dut=dut)
+def _field_values(c: Constraints, seed: int, index: int, dut: str, draw: int = 0) -> dict[str, Any]:
+    """The values the kept draw ``draw`` of case ``index`` of ``seed`` took for the constraint fields."""
+    s = sampler_for(c, seed, index, draw, dut)
     return {k: s.v[k] for k in c.fields}
 
 
@@ -248,7 +246,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
             covered |= hit
             rep.cases.append(SteerCase(fc, cycles, new, parent.name if parent else None, case_sets))
             if new and fc.status == "passed":
-                values = _field_values(c, seed, index, dspec.kind)
+                values = _field_values(c, seed, index, dspec.kind, fc.draw)
                 corpus.append(_Entry(fc.name, values, new, cycles))
             if log is not None and (new or fc.status != "passed"):
                 how = f" (mutant of {parent.name})" if parent else ""

@@ -44,7 +44,7 @@ TOP_LAYOUT = {"format", "name", "kind", "description", "family", "profile", "lay
 SURFACE_IN = {"name", "layout", "params", "dtype", "shape", "address", "port", "data"}
 SURFACE_OUT = {"name", "layout", "params", "dtype", "shape", "address", "port", "expected", "crc", "rule",
                 "rule_params"}
-PROVENANCE_KEYS = {"generator", "suite", "seed", "index", "model_version", "semantics", "note"}
+PROVENANCE_KEYS = {"generator", "suite", "seed", "index", "draw", "redrawn", "model_version", "semantics", "note"}
 #: ``golden_source.kind``: where a case's goldens came from. rtl: NVDLA's RTL (a simulator build or a
 #: board); cmod: NVDLA's C model; seed: a fact of a seed document (worked example); hand: a
 #: hand-worked example; model: this project's reference model itself (self-consistency, no oracle)

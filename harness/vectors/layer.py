@@ -65,8 +65,12 @@ def model_version() -> str:
         return "nvdla-hil (source)"
 
 
-def rng_for(seed: int, index: int) -> np.random.Generator:
-    """The case's own random stream: PCG64(seed) jumped ``index`` times."""
+def rng_for(seed: int, index: int, draw: int = 0) -> np.random.Generator:
+    """The case's own random stream: PCG64(seed) jumped ``index`` times; a redraw ``draw`` > 0 of
+    the case (the fuzzer's, when a draw's golden says nothing) has its own stream, seeded by
+    ``(seed, index, draw)``."""
+    if draw:
+        return np.random.Generator(np.random.PCG64(np.random.SeedSequence([seed, index, draw])))
     return np.random.Generator(np.random.PCG64(seed).jumped(index))
 
 

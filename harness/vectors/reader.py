@@ -205,7 +205,9 @@ def read_provenance(ctx: CaseReader, v: Any) -> dict[str, Any]:
     for k in ("seed", "index"):
         if p.get(k) is not None:
             ctx.integer(p[k], f"provenance.{k}", 0, (1 << 63) - 1)
-    for k in ("generator", "suite", "model_version", "note"):
+    if p.get("draw") is not None:
+        ctx.integer(p["draw"], "provenance.draw", 0, 1 << 16)
+    for k in ("generator", "suite", "model_version", "note", "redrawn"):
         if p.get(k) is not None:
             ctx.string(p[k], f"provenance.{k}")
     if p.get("semantics") is not None:

@@ -1,0 +1,78 @@
+"""Fuzz draws steered away from goldens that say nothing (harness/fuzz/case.py ``degenerate``, issue 40).
+
+Measured on the reference model (seed 1, nv_full, 30 cases of ``sdp-cvt``): drawn uniformly, 12
+cases' goldens are one value in every element (a random convertor whose shift throws every bit
+away), so their passes could not tell a right layer from one that wrote zeros. Steered, none is:
+each such case is drawn again with its corners kept, and says so in its provenance. The corners
+drawn on purpose (a field's ``extremes`` rate) survive the redraw, so the coverage bins they reach
+are still reached (``test_fuzz_aimed.py`` checks every aimed bin of every unit with steering on)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from nvdla_hil.harness.fuzz.case import MAX_DRAWS, degenerate, generate
+from nvdla_hil.harness.fuzz.draw import Sampler
+from nvdla_hil.harness.fuzz.registry import load_constraints
+from nvdla_hil.harness.vectors.layer import rng_for
+from nvdla_hil.harness.vectors.load import load_case
+
+CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main; sys.exit(main())"]
+UNIT, PROFILE, SEED, COUNT = "sdp-cvt", "nv_full", 1, 30
+
+
+def _cases(tmp: Path, informative: bool) -> list:
+    c = load_constraints(UNIT, profile=PROFILE)
+    return [load_case(generate(c, SEED, i, tmp / str(informative), informative=informative)) for i in range(COUNT)]
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> tuple[list, list]:
+    tmp = tmp_path_factory.mktemp("draws")
+    return _cases(tmp, False), _cases(tmp, True)
+
+
+def test_uniform_draws_give_goldens_that_say_nothing_and_steered_ones_do_not(drawn) -> None:
+    uniform, steered = drawn
+    bad = [i for i, case in enumerate(uniform) if degenerate(case)]
+    assert len(bad) == 12, bad  # the measured figure: a single value in every element of their output
+    assert all("golden is one value" in degenerate(uniform[i]) for i in bad)
+    assert not [i for i, case in enumerate(steered) if degenerate(case)]
+    redrawn = [i for i, case in enumerate(steered) if case.provenance.get("draw")]
+    assert redrawn == bad  # exactly the degenerate ones were drawn again; the others are the uniform draws
+    strip = lambda case: {k: v for k, v in case.manifest.items() if k != "provenance"}  # noqa: E731 (its replay note differs)
+    assert all(strip(uniform[i]) == strip(steered[i]) for i in set(range(COUNT)) - set(bad))
+
+
+def test_a_redrawn_case_names_what_was_rejected_keeps_its_corners_and_replays(drawn, tmp_path: Path) -> None:
+    uniform, steered = drawn
+    c = load_constraints(UNIT, profile=PROFILE)
+    i = next(i for i, case in enumerate(steered) if case.provenance.get("draw"))
+    prov = steered[i].provenance
+    assert 1 <= prov["draw"] < MAX_DRAWS
+    assert prov["redrawn"].startswith("draw 0: dst: golden is one value")
+    first = Sampler(c, rng_for(SEED, i))
+    kept = Sampler(c, rng_for(SEED, i, prov["draw"]), pinned={k: first.v[k] for k in first.corners})
+    assert all(kept.v[k] == first.v[k] for k in first.corners)  # the corners of the first draw are kept
+    again = load_case(generate(c, SEED, i, tmp_path))  # the replay line of the provenance gives the same case
+    assert again.manifest == steered[i].manifest
+
+
+def test_fuzz_summary_counts_redrawn_cases_and_allow_degenerate_keeps_first_draws(tmp_path: Path) -> None:
+    """On the model with an injected fault (the fuzz CLI's own DUT for testing the harness): the
+    summary says how many cases were drawn again and how many passes are weak."""
+    base = [*CLI, "fuzz", "--unit", UNIT, "--profile", PROFILE, "--seed", str(SEED), "--count", "10",
+            "--model-bug", "stuck:SDP:0:0"]
+    env = dict(os.environ)
+    steered = subprocess.run(base, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
+    uniform = subprocess.run([*base, "--allow-degenerate"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                             env=env)
+    line = next(ln for ln in steered.stdout.splitlines() if ln.startswith("informative:"))
+    assert "of 10 cases drawn again" in line and not line.startswith("informative: 0 of"), steered.stdout
+    line = next(ln for ln in uniform.stdout.splitlines() if ln.startswith("informative:"))
+    assert line.startswith("informative: 0 of 10 cases drawn again") and "--allow-degenerate" in line, uniform.stdout
