@@ -168,6 +168,12 @@ def test_known_compiler_issues_are_named_for_the_networks_that_meet_them() -> No
     assert _issues("lenet", "nv_small", "int8", "nhwc") == []  # nv_small's image input agrees with float
     from nvdla_hil.harness.networks.compiler import known_issues
 
+    # softmax's 8-channel input as an image: the compiler writes a 4-channel input tensor (2026-11-30)
+    softmax = known_issues([], "nv_small", "int8", "nhwc", input_channels=8)
+    assert softmax and "of 8 channels: a pixel format carries at most 4" in softmax[0]
+    assert known_issues([], "nv_small", "int8", "nhwc", input_channels=4) == []
+    assert known_issues([], "nv_small", "int8", "ncxhwx", input_channels=8) == []
+
     wide = [{"name": "pool5", "type": "Pooling", "params": {"pool": "AVE", "kernel": 14, "stride": 1, "global": True},
              "in_hw": 14}]
     assert any("Invalid pool_width" in i for i in known_issues(wide, "nv_full", "fp16"))

@@ -161,15 +161,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     m = re.fullmatch(r"(nv_full|nv_large|nv_small)-(int8|fp16)(?:-(nchw|nhwc))?", loadable.stem)
     named = m.group(1) if m else None
     prof = args.profile.split(",")[0] if args.profile else named or profile_for_loadable(read_loadable(loadable))
+    config, informat = (m.group(1), m.group(3) or "ncxhwx") if m else (prof, "ncxhwx")
     t0 = time.monotonic()
-    r = run_network(loadable, files, spec=firmware_spec(target_spec(args, prof)), nvdla_sw=args.nvdla_sw,
-                    log=lambda s: print(f"  {s}"))
+    try:
+        r = run_network(loadable, files, spec=firmware_spec(target_spec(args, prof)), nvdla_sw=args.nvdla_sw,
+                        log=lambda s: print(f"  {s}"))
+    except Exception:
+        # what the compiler is known to get wrong comes first: it may be why the run cannot start
+        for issue in issues_for(files, config, m.group(2) if m else "int8", informat):
+            print(f"  known compiler issue: {issue}", file=sys.stderr)
+        raise
     if args.dump and r.dump:
         write_output(args.dump, r.dump, "--dump", files, loadable, raw, force=args.force)
     print(f"{'PASS' if r.status == 'passed' else 'FAIL'} {files.meta['network']} {loadable.name} on {args.target} "
           f"({prof}, {r.precision}): run {r.seconds:.2f} s, wall {time.monotonic() - t0:.2f} s")
     print(f"  {r.message}")
-    config, precision, informat = (m.group(1), m.group(2), m.group(3) or "ncxhwx") if m else (prof, r.precision, "ncxhwx")
+    precision = m.group(2) if m else r.precision
     for issue in issues_for(files, config, precision, informat):
         print(f"  known compiler issue: {issue}")
     return 0 if r.status == "passed" else 1

@@ -305,11 +305,12 @@ def _pool_edge(p: dict[str, object], hw: int | None) -> bool:
 
 
 def known_issues(layers: list[dict[str, object]], config: str, precision: str,
-                 informat: str = "ncxhwx") -> list[str]:  # long: one case per known compiler bug
+                 informat: str = "ncxhwx", input_channels: int = 0) -> list[str]:  # long: one case per known compiler bug
     """The known bugs and limits of NVDLA's compiler (nvdla/sw 79538ba1, observed with the zoo's
     networks and checked against NVDLA's C model where it runs) that a network compiled for
     ``config``/``precision``/``informat`` meets; ``layers``: ``net.json``'s ``layer_specs``
-    (``name``, ``type``, ``params``, ``in_hw``: the input's height). Reported, never worked around."""
+    (``name``, ``type``, ``params``, ``in_hw``: the input's height); ``input_channels``: the
+    network input's channels (0: not known). Reported, never worked around."""
     out: list[str] = []
     for la in layers:
         if not isinstance(la, dict):
@@ -348,6 +349,10 @@ def known_issues(layers: list[dict[str, object]], config: str, precision: str,
     if precision == "fp16" and config in ("nv_small", "nv_large"):
         out.append(f"{config} has no FP16 datapath (nvdla/hw's {config}.spec: FEATURE_DATA_TYPE_INT8 only); the "
                    f"compiler writes an FP16 loadable for it anyway, which the {config} profile refuses")
+    if informat == "nhwc" and input_channels > 4:
+        out.append(f"image input (--informat nhwc) of {input_channels} channels: a pixel format carries at most 4; "
+                   f"the compiler writes a 4-channel image input tensor for the network anyway, so its input cannot "
+                   f"be bound")
     first = layers[0] if layers and isinstance(layers[0], dict) else {}
     if informat == "nhwc" and config != "nv_small" and first.get("type") == "Convolution":
         out.append("image input (--informat nhwc) on nv_full/nv_large: the compiler's image-mode first convolution "

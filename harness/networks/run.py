@@ -106,7 +106,9 @@ def issues_for(files: NetFiles, config: str, precision: str, informat: str = "nc
     from .compiler import known_issues
 
     specs = files.meta.get("layer_specs")
-    return known_issues(specs if isinstance(specs, list) else [], config, precision, informat)
+    shape = files.meta.get("input_shape")
+    channels = shape[0] if isinstance(shape, list) and shape and isinstance(shape[0], int) else 0
+    return known_issues(specs if isinstance(specs, list) else [], config, precision, informat, channels)
 
 
 def check_calibration(files: NetFiles) -> None:
