@@ -38,10 +38,10 @@ def rtl_env() -> dict[str, str]:
     return {**os.environ, "NVDLA_HW": hw, "NVDLA_TRACES": traces}
 
 
-def regress(env: dict[str, str], results: Path, jobs: int) -> dict:
+def regress(env: dict[str, str], results: Path, jobs: int, *extra: str) -> dict:
     cmd = [sys.executable, "-m", "nvdla_hil.harness.cli", "regress", "--target", "verilator", "--profile", "nv_small",
            "--suite", "traces", "--traces", env["NVDLA_TRACES"], "--results-dir", str(results),
-           "--rtl-coverage", "line,toggle", "-j", str(jobs), "-k", " or ".join(TRACES)]
+           "--rtl-coverage", "line,toggle", "-j", str(jobs), "-k", " or ".join(TRACES), *extra]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600, check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "RTL coverage of nv_small" in r.stdout
@@ -69,6 +69,23 @@ def test_two_workers_merge_to_what_one_worker_gives(rtl_env: dict[str, str], tmp
         # genhtml's index lists the RTL's folders (nvdla/cdma, ...); each folder's page its NV_NVDLA_* files
         assert html.is_file() and 'href="nvdla/cdma/index.html"' in html.read_text()
         assert "NV_NVDLA_CDMA" in (html.parent / "nvdla" / "cdma" / "index.html").read_text()
+
+
+def test_dask_workers_merge_to_what_one_worker_gives(rtl_env: dict[str, str], tmp_path: Path) -> None:
+    """The same run on a real Dask scheduler with two worker processes (harness/plugin/cluster.py):
+    each test's session in a worker writes its file into the run's folder, the controller merges.
+    Before 2026-11-30 a worker's second session refused the folder its first had written to ("already
+    holds the coverage of an earlier run"): half the tests failed and their coverage was missing."""
+    distributed = pytest.importorskip("distributed")
+    one = regress(rtl_env, tmp_path / "one", 1)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=":0") as cluster:
+        dask = regress(rtl_env, tmp_path / "dask", 1, "--cluster", cluster.scheduler_address)
+    assert one["tests"] == dask["tests"] == len(TRACES)
+    assert one["units"] == dask["units"]
+    assert {t: v["hit"] for t, v in one["per_test"].items()} == {t: v["hit"] for t, v in dask["per_test"].items()}
+    # the merge and its outputs are the controller's alone: one summary, written once
+    assert len(list((tmp_path / "dask" / "latest" / "rtl-coverage").glob("summary*.json"))) == 1
 
 
 def test_a_plain_build_says_it_has_no_coverage(rtl_env: dict[str, str], tmp_path: Path) -> None:

@@ -59,3 +59,11 @@ def configured_profiles(config: pytest.Config) -> list[str]:
 def is_worker(config: pytest.Config) -> bool:
     """This process is a pytest-xdist worker (not the controller, nor a run without xdist)."""
     return hasattr(config, "workerinput")
+
+
+def is_dask_worker_session(config: pytest.Config) -> bool:
+    """A session harness/plugin/cluster.py runs inside a Dask worker for one test: its reports go back
+    to the controller, which owns the run (its records, merges and summaries)."""
+    from .collector import ReportCollector
+
+    return any(isinstance(p, ReportCollector) for p in config.pluginmanager.get_plugins())

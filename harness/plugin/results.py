@@ -16,9 +16,8 @@ import pytest
 
 from ..results.recorder import Recorder, structured_failure
 from ..results.stopping import RunStop
-from .collector import ReportCollector
 from .junit import close_cut_off
-from .keys import PROFILES_KEY, SPEC_KEY, is_worker
+from .keys import PROFILES_KEY, SPEC_KEY, is_dask_worker_session, is_worker
 from .logs import log_dir
 from .summary import RegressionSummary
 
@@ -61,15 +60,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         pass
 
 
-def _dask_worker_session(config: pytest.Config) -> bool:
-    """A session harness/plugin/cluster.py runs inside a Dask worker for one test: its reports go back
-    to the controller, which records them in its own run (even with NVDLA_HIL_RESULTS_DB set)."""
-    return any(isinstance(p, ReportCollector) for p in config.pluginmanager.get_plugins())
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config: pytest.Config) -> None:
-    if is_worker(config) or config.getoption("collectonly", default=False) or _dask_worker_session(config):
+    if is_worker(config) or config.getoption("collectonly", default=False) or is_dask_worker_session(config):
         return
     url = config.getoption("--nvdla-results-db", default=None) or os.environ.get("NVDLA_HIL_RESULTS_DB")
     if url:

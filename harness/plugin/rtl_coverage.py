@@ -23,10 +23,18 @@ import pytest
 from ...drivers.files import InputError
 from ..analysis import rtl_coverage as rc
 from ..targets.rtl_coverage import RtlCoverageFolder
+from .keys import is_dask_worker_session, is_worker
 
 __all__ = ["RtlCoverageSession", "rtl_coverage_folder"]
 
 _WORKER_KEY = "nvdla_hil_rtl_coverage_seconds"
+
+
+def _for_another(config: pytest.Config) -> bool:
+    """This session's tests belong to a controller's run: an xdist worker, or a Dask worker's
+    session of one test (harness/plugin/cluster.py), which writes its per-test file into the
+    run's folder (shared with the controller) and leaves the merge to the controller."""
+    return is_worker(config) or is_dask_worker_session(config)
 
 
 def rtl_coverage_folder(config: pytest.Config, kind: str) -> RtlCoverageFolder | None:
@@ -44,8 +52,8 @@ def rtl_coverage_folder(config: pytest.Config, kind: str) -> RtlCoverageFolder |
 
     tests = folder / "tests"
     # a folder that already holds per-test files would be merged with them: refuse it (the controller
-    # checks before any worker writes; nothing recorded is overwritten or silently mixed in)
-    if not hasattr(config, "workerinput") and tests.is_dir() and any(tests.iterdir()):
+    # checks before any worker writes, xdist's or Dask's; nothing recorded is overwritten or mixed in)
+    if not _for_another(config) and tests.is_dir() and any(tests.iterdir()):
         raise pytest.UsageError(f"--nvdla-rtl-coverage: {tests} already holds the coverage of an earlier run; "
                                 f"choose another --nvdla-rtl-coverage-dir (nvdla-hil regress uses a new run folder)")
     try:
@@ -65,7 +73,8 @@ class RtlCoverageSession:
 
     @property
     def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
+        """Tests run here for a controller that merges (an xdist worker, a Dask worker's session)."""
+        return _for_another(self.config)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self.folder.current_test = nodeid
@@ -76,7 +85,7 @@ class RtlCoverageSession:
 
     def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
         self.folder.close()
-        if self.is_worker:
+        if hasattr(self.config, "workerinput"):  # xdist: the controller gets the seconds with the node
             self.config.workeroutput[_WORKER_KEY] = json.dumps(self.seconds)
 
     @pytest.hookimpl(optionalhook=True)
