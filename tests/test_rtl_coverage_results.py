@@ -455,3 +455,40 @@ def test_no_payload_runs_in_the_coverage_sections_in_a_browser(tmp_path: Path) -
         ran, hrefs = _click_everything(exe, page)
         assert ran == [], f"{page.name}: injected script ran: {ran}"
         assert any(h.endswith("rtl-coverage/_img_src_x_onerror_pwned_config_/html/index.html") for h in hrefs), hrefs
+
+
+def test_the_dashboard_shows_the_union_over_nights_and_each_nights_share(tmp_path: Path) -> None:
+    """Two nights that each hit what the other did not: the union (from the per-test files their
+    folders hold) is more than either night's table, and each night's share names the points only
+    it hit. t1 hits the CDMA line, the branch and a PDP toggle; t2 the CDMA and SDP lines (TESTS above)."""
+    from nvdla_hil.harness.cli import main
+
+    db_path = tmp_path / "results.sqlite"
+    with ResultsDB(db_path) as db:
+        for name, tests, started in (("nightA", {"suite::t1": TESTS["suite::t1"]}, 1767225600.0),
+                                     ("nightB", {"suite::t2": TESTS["suite::t2"]}, 1767312000.0),
+                                     ("nightC", {"suite::t2": TESTS["suite::t2"]}, 1767398400.0)):
+            run = tmp_path / "results" / name
+            run.mkdir(parents=True)
+            coverage_folder(run, tests)
+            db.start_run(name, started=started, target="verilator", profile="nv_small", suite="traces",
+                         semantics="rtl", run_dir=str(run), version="0.1.0+gabc1234")
+            db.finish_run(name, 0, "complete")
+            record_rtl_coverage(db, name, run / "rtl-coverage")
+    shutil.rmtree(tmp_path / "results" / "nightC" / "rtl-coverage" / "tests")  # its per-test files are gone
+    out = tmp_path / "site"
+    assert main(["dashboard", "--results-db", str(db_path), "--out", str(out)]) == 0
+    sec = _section((out / "index.html").read_text(encoding="utf-8"))
+    sec = sec[:sec.index('id="clusters"')]
+    newest = sec[:sec.index('class="rtlcov-trend"')]
+    assert _cells(newest, "total") == {"line": (2, 3), "branch": (0, 2), "toggle": (0, 2)}  # nightC alone (t2)
+    union = sec[sec.index('class="rtlcov-union"'):]
+    assert "union of 2 runs" in union
+    assert _cells(union, "total") == {"line": (2, 3), "branch": (1, 2), "toggle": (1, 2)}  # more than any night
+    import re
+
+    share = dict((rid, (int(h), int(o))) for rid, h, o in
+                 re.findall(r'<tr data-run="(\w+)"><td><code>\w+</code></td><td>(\d+)</td><td>(\d+)</td></tr>', union))
+    # A: CDMA line, branch, toggle (the line is B's too); B: both lines (SDP only B's); C is left out, and said so
+    assert share == {"nightA": (3, 2), "nightB": (2, 1)}
+    assert "left out: nightC: its folder no longer holds per-test RTL coverage" in union

@@ -417,6 +417,33 @@ def per_label(run: RunCoverage) -> dict[str, dict[str, int]]:
     return out
 
 
+def union_over_runs(runs: Sequence[tuple[str, str | Path]]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The union of the RTL coverage of runs ``(run id, run folder)`` from the per-test files their
+    folders still hold (``rtl-coverage/tests/``): per configuration (as :func:`merge_runs` names
+    them) ``{"runs": run ids merged, "units": unit -> kind -> [hit, total], "share": run id ->
+    {"hit", "only"}}``, and a note per run left out (its folder or files gone or unreadable)."""
+    folders: list[tuple[Path, str]] = []
+    notes: list[str] = []
+    for rid, d in runs:
+        tests = Path(d) / "rtl-coverage" / "tests"
+        if not tests.is_dir() or not _builds_in(tests):
+            notes.append(f"{rid}: its folder no longer holds per-test RTL coverage ({tests})")
+            continue
+        folders.append((tests, rid))
+    out: dict[str, dict[str, Any]] = {}
+    if not folders:
+        return out, notes
+    try:
+        merged = merge_runs(folders)
+    except (InputError, ValueError, OSError) as e:
+        return out, [*notes, f"no union: {e}"]
+    for name, run in merged.items():
+        share = per_label(run)
+        out[name] = {"runs": [rid for rid in dict.fromkeys(t.split("::", 1)[0] for t in run.tests if "::" in t)],
+                     "units": run.unit_table(), "share": share}
+    return out, notes
+
+
 def format_unit_table(units: Mapping[str, Mapping[str, Sequence[int]]]) -> str:
     """The per-unit table: one row per NVDLA unit, hit/total and percent of each kind."""
     def cell(h: int, t: int) -> str:

@@ -121,6 +121,11 @@ def _cmd_dashboard(args: argparse.Namespace) -> int:
         return _fail("dashboard", e)
     for note in h.notes:
         print(f"nvdla-hil dashboard: {term_safe(note)}", file=sys.stderr)
+    if cov.trend:  # the union over nights, from the per-test files the run folders still hold
+        from ..analysis.rtl_coverage import union_over_runs
+
+        measured = {e["run_id"]: e.get("run_dir") for trend in cov.trend.values() for e in trend}
+        cov.union, cov.union_notes = union_over_runs([(rid, d) for rid, d in measured.items() if d])
     page = write_dashboard(h, out, grid_runs=args.grid_runs, rtl_coverage=cov)
     print(term_safe(f"dashboard: {page} ({len(h.runs)} runs)"))
     return 0

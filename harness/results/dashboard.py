@@ -517,7 +517,34 @@ def _rtl_coverage_section(h: History, out: Path, cov: RtlCoverageHistory) -> lis
             p.append(f'<tr data-run="{_e(e["run_id"])}"><td><code>{_e(e["run_id"])}</code></td><td>{when(e["started"])}</td>'
                      f'<td><code>{_e(commit_of(r)) if r else "?"}</code></td><td class="{_e(e.get("status"))}">'
                      f'{_e(e.get("status"))}</td>{cells}</tr>')
-        p.append("</table></div>")
+        p.append("</table>")
+        p += _rtl_union(config, cov)
+        p.append("</div>")
+    return p
+
+
+def _rtl_union(config: str, cov: RtlCoverageHistory) -> list[str]:
+    """What the runs above proved together: the union of their points (per unit), and each run's
+    share (the design points it hit, and those no other run hit)."""
+    from ..analysis.rtl_coverage_html import rtl_table_html
+
+    union = cov.union.get(config)
+    if not union:
+        why = "; ".join(cov.union_notes[:3]) or "no run folder holds its per-test files"
+        return [f'<p class="rtlcov-union-none">no union over the runs: {_e(why)}</p>']
+    runs = union["runs"]
+    p = [f'<h4 class="rtlcov-union" data-config="{_e(config)}">union of {len(runs)} run{"" if len(runs) == 1 else "s"} '
+         f"(the points any of them hit; from the per-test files their folders hold)</h4>",
+         rtl_table_html(f"{config} (union)", union["units"]),
+         f'<table class="rtlcov-share" data-config="{_e(config)}"><tr><th>run</th><th>design points hit</th>'
+         "<th>hit by no other run</th></tr>"]
+    for rid in runs:
+        one = union["share"].get(rid, {"hit": 0, "only": 0})
+        p.append(f'<tr data-run="{_e(rid)}"><td><code>{_e(rid)}</code></td><td>{one["hit"]}</td><td>{one["only"]}</td></tr>')
+    p.append("</table>")
+    if cov.union_notes:
+        p.append(f'<p class="rtlcov-union-left-out">left out: {_e("; ".join(cov.union_notes[:5]))}'
+                 + (f" (and {len(cov.union_notes) - 5} more)" if len(cov.union_notes) > 5 else "") + "</p>")
     return p
 
 

@@ -209,11 +209,16 @@ class RtlCoverageHistory:
     ``{"run_id", "started", "status", "run_dir", "totals": {kind: (hit, total)}}``.
     ``latest``: config -> the newest of those runs with its per-unit table:
     ``{"run_id", "started", "status", "run_dir", "units": {unit: {kind: (hit, total)}}}``, units
-    by name, ``total`` last. ``note``: why there is nothing (a database without the table)."""
+    by name, ``total`` last. ``note``: why there is nothing (a database without the table).
+    ``union``: config -> the union over those runs whose folders still hold their per-test files
+    (:func:`~..analysis.rtl_coverage.union_over_runs`, filled by the dashboard's caller), with
+    ``union_notes`` naming the runs left out."""
 
     trend: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     latest: dict[str, dict[str, Any]] = field(default_factory=dict)
     note: str = ""
+    union: dict[str, dict[str, Any]] = field(default_factory=dict)
+    union_notes: list[str] = field(default_factory=list)
 
 
 def _coverage_row(row: Sequence[Any]) -> tuple[str, str, str, int, int]:
