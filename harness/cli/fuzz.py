@@ -28,8 +28,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .options import add_target_options, target_spec
+
+if TYPE_CHECKING:
+    from ..analysis.rtl_coverage import RunCoverage
 
 __all__ = ["add_subcommands"]
 
@@ -174,7 +178,26 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
             for unit, files in rc.holes(runs[name]).items():
                 print(f"  {unit.upper()}: " + "; ".join(f"{f} {c['line']} lines, {c['branch']} branches, "
                                                         f"{c['toggle']} toggles" for f, c in files))
+            _hole_classes(runs[name])
     return 0
+
+
+def _hole_classes(run: RunCoverage) -> None:
+    """What the holes mean (harness/analysis/rtl_holes.py): per unit, the unhit points held by the
+    testbench, absent from the configuration, never drawn, or missed."""
+    from ...drivers.profiles import ProfileError, load_profile
+    from ..analysis import rtl_holes as rh
+
+    config = run.config
+    try:
+        features = load_profile(config).features
+    except (ProfileError, KeyError, ValueError):
+        print(f"why the points are unhit: not sorted ({config!r} is no known profile, so its features are not known)")
+        return
+    gaps, never = rh.field_gaps(run)
+    print(f"why the points are unhit ({config}'s features; rules in harness/analysis/rtl_holes.py):")
+    for line in rh.format_classes(rh.classify(run, features), gaps, never).splitlines():
+        print("  " + line)
 
 
 def _rtl_coverage_tests(run: Path) -> tuple[Path, Path]:
