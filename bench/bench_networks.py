@@ -23,7 +23,7 @@ the C model; peak memory is the largest resident set among them):
     NVDLA_SW=~/nvdla-sw NVDLA_HW=~/nvdla-hw .venv/bin/python bench/bench_networks.py lenet,resnet18 \
         --configs nv_small --precisions int8 --rtl
 
-``NAME`` may be several (comma-separated) or ``features`` (every feature-table network of the
+``NAME`` may be several (comma-separated), each a zoo name or ``features`` (every feature-table network of the
 zoo) or ``all``. ``--profile N`` runs each model run once more under ``cProfile`` with a CPU-time
 clock and prints the CPU of the model process and of the firmware child (``RUSAGE_CHILDREN``)
 and the model process's top N functions by own CPU time. Results go to stdout as a table and, one JSON object per run, to ``--json``.
@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         args.nvdla_hw = benchenv.need(args.nvdla_hw, "NVDLA_HW", "--nvdla-hw")
     args.dir = args.dir or benchenv.private_folder("networks")
     args.dir.mkdir(parents=True, exist_ok=True)
-    names = {"features": list(FEATURES), "all": list(ALL)}.get(args.networks, args.networks.split(","))
+    groups = {"features": list(FEATURES), "all": list(ALL)}
+    names = [n for part in args.networks.split(",") for n in groups.get(part, [part])]  # a group inside a list too
     env = dict(os.environ, NVDLA_SW=sw)
     env.setdefault("NVDLA_HW", benchenv.default("NVDLA_HW") or "")
     print(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} load {os.getloadavg()[0]:.1f} (2-core machine); work folder "
