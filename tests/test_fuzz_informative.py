@@ -63,6 +63,20 @@ def test_a_redrawn_case_names_what_was_rejected_keeps_its_corners_and_replays(dr
     assert again.manifest == steered[i].manifest
 
 
+def test_a_configuration_that_computes_one_value_by_nature_keeps_its_first_draw(tmp_path: Path) -> None:
+    """A random convertor shifting by 63 throws every bit away whatever the data: every redraw is
+    degenerate too, so the case is the first draw as drawn (no ``draw`` in its provenance, the
+    replay line without ``--allow-degenerate``), the same case uniform drawing gives."""
+    c = load_constraints(UNIT, profile=PROFILE, sets=["cvt=random", "cvt_shift=63"])
+    steered = load_case(generate(c, SEED, 0, tmp_path / "steered"))
+    uniform = load_case(generate(c, SEED, 0, tmp_path / "uniform", informative=False))
+    assert degenerate(steered) and "draw" not in steered.provenance
+    assert "--allow-degenerate" not in steered.provenance["note"] and "--allow-degenerate" in uniform.provenance["note"]
+    strip = lambda case: {k: v for k, v in case.manifest.items() if k != "provenance"}  # noqa: E731
+    assert strip(steered) == strip(uniform)
+    assert [p.name for p in (tmp_path / "steered").iterdir()] == ["fuzz-sdp-cvt-s1-00000"]  # no draw left behind
+
+
 def test_fuzz_summary_counts_redrawn_cases_and_allow_degenerate_keeps_first_draws(tmp_path: Path) -> None:
     """On the model with an injected fault (the fuzz CLI's own DUT for testing the harness): the
     summary says how many cases were drawn again and how many passes are weak."""

@@ -117,7 +117,11 @@ def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: st
     :func:`degenerate`."""
     name = case_name(c.unit, seed, index)
     folder = Path(work) / name
+    first = folder.with_name(name + ".draw0")  # the first draw, kept aside while redraws are tried
+    if first.exists():
+        shutil.rmtree(first)
     rejected: list[str] = []
+    kept_cov = covmod.Coverage()
     for draw in range(MAX_DRAWS if informative else 1):
         prov = provenance(c, seed, index, semantics, informative)
         if draw:
@@ -136,11 +140,18 @@ def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: st
         write_case(folder, man, blobs)
         why = degenerate(load_case(folder)) if informative else ""
         if not why:
+            kept_cov = cov
             break
-        if draw == MAX_DRAWS - 1:  # one value is the nature of the corner: the first draw, as drawn
-            return generate(c, seed, index, work, semantics=semantics, coverage=coverage, dut=dut, informative=False)
         rejected.append(why)
-        shutil.rmtree(folder)
+        if draw:
+            shutil.rmtree(folder)
+        else:
+            folder.rename(first)
+            kept_cov = cov
+        if draw == MAX_DRAWS - 1:  # one value is the nature of the corner: the first draw, as drawn
+            first.rename(folder)
+    if first.exists():
+        shutil.rmtree(first)
     if coverage is not None:
-        coverage.merge(cov)
+        coverage.merge(kept_cov)
     return folder
