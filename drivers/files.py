@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 import stat
+import zlib
 from pathlib import Path
 
 from .errors import InputError
 
-__all__ = ["read_regular"]
+__all__ = ["gunzip_bounded", "read_regular"]
 
 
 def read_regular(path: str | Path, limit: int) -> bytes:
@@ -50,3 +51,19 @@ def read_regular(path: str | Path, limit: int) -> bytes:
     if len(data) > limit:
         raise InputError(f"{path}: more than the {limit} bytes this file may have")
     return data
+
+
+def gunzip_bounded(data: bytes, limit: int, where: str | Path) -> bytes:
+    """The gzip stream ``data`` (one member, as this project writes) decompressed, at most ``limit``
+    bytes: a stream that expands past it (a decompression bomb) or is cut short is an
+    :class:`InputError` naming ``where``; nothing past ``limit`` is ever produced."""
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as e:
+        raise InputError(f"{where}: not gzip data: {e}") from None
+    if len(out) > limit or d.unconsumed_tail:
+        raise InputError(f"{where}: expands past {limit} bytes (a gzip stream this large is not read)")
+    if not d.eof:
+        raise InputError(f"{where}: the gzip stream is cut short")
+    return out

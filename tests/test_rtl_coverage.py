@@ -168,6 +168,46 @@ def test_an_npz_pointing_outside_the_catalogue_is_refused(tmp_path: Path) -> Non
         rc.merge_folder(tmp_path)
 
 
+def test_an_npz_whose_header_declares_a_huge_array_is_refused_before_allocating(tmp_path: Path) -> None:
+    """A run folder is untrusted (the dashboard reads those its database names): a member whose
+    header declares 10**12 counts (numpy would allocate them before reading) is refused, naming the
+    file, and so is a member declaring more bytes than the catalogue's points need."""
+    import io
+    import zipfile
+
+    npz = write_test(tmp_path, "a.1.0", "suite::a", TESTS["t1"])
+    with np.load(npz) as z:
+        members = {k: z[k] for k in z.files}
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<u8", "fortran_order": False, "shape": (10**12,)})
+    for huge in (header.getvalue(), header.getvalue() + b"\0" * (64 * len(POINTS))):
+        with zipfile.ZipFile(npz, "w") as zf:
+            for k, v in members.items():
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, v)
+                zf.writestr(f"{k}.npy", huge if k == "count" else buf.getvalue())
+        with pytest.raises(InputError, match=r"a\.1\.0\.npz: not a per-test RTL coverage file: member count\.npy"):
+            rc.merge_folder(tmp_path)
+
+
+def test_a_catalogue_that_expands_past_its_limit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogue is gzip: one that would expand past the limit (a decompression bomb) is refused
+    naming it, and nothing past the limit is produced (the limit lowered here to stand for 1 GiB)."""
+    import gzip
+
+    write_test(tmp_path, "a.1.0", "suite::a", TESTS["t1"])
+    cat = next(tmp_path.glob(f"*/{rc.CATALOGUE}"))
+    size = len(gzip.decompress(cat.read_bytes()))
+    monkeypatch.setattr(rc, "DAT_LIMIT", size - 1)
+    with pytest.raises(InputError, match=rf"{rc.CATALOGUE}: expands past {size - 1} bytes"):
+        rc.merge_folder(tmp_path)
+    monkeypatch.setattr(rc, "DAT_LIMIT", max(size, *(f.stat().st_size for f in tmp_path.glob("*/*"))))
+    assert rc.merge_folder(tmp_path)["nv_small"].tests == ["suite::a"]  # within the limit: read
+    cat.write_bytes(cat.read_bytes()[:-12])  # cut short
+    with pytest.raises(InputError, match="cut short"):
+        rc.merge_folder(tmp_path)
+
+
 def test_an_empty_folder_says_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="--rtl-coverage"):
         rc.merge_folder(tmp_path)

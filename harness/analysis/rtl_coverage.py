@@ -35,13 +35,14 @@ project's own testbench (``sims/hdl``) is ``testbench`` and is never counted in 
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
+import math
 import os
 import re
 import shutil
 import subprocess
+import zipfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from ...drivers.files import InputError, read_regular
+from ...drivers.files import InputError, gunzip_bounded, read_regular
 from ...sims.coverage import CATALOGUE, DAT_LIMIT, CoverageFile, compact, parse_counts, read_dat, write_dat
 
 __all__ = [
@@ -296,13 +297,36 @@ def _sidecar(path: Path) -> dict[str, Any]:
         return {}
 
 
+def _npz_arrays(data: bytes, points: int) -> dict[str, np.ndarray]:
+    """The four arrays of a per-test ``.npz`` (``index``, ``count``: at most ``points`` elements;
+    ``fingerprint``, ``points``: scalars), each member's header checked before anything is
+    allocated: numpy allocates the shape a header declares, and a member's declared size bounds
+    its decompression."""
+    limits = {"index": points, "count": points, "fingerprint": 1, "points": 1}
+    out: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        for name, most in limits.items():
+            info = zf.getinfo(f"{name}.npy")
+            if info.file_size > 128 + 16 * max(most, 1):
+                raise ValueError(f"member {name}.npy declares {info.file_size} bytes, more than {most} elements need")
+            with zf.open(info) as f:
+                version = np.lib.format.read_magic(f)
+                shape, _, dtype = (np.lib.format.read_array_header_1_0(f) if version == (1, 0) else
+                                   np.lib.format.read_array_header_2_0(f))  # fmt: skip
+                if dtype.hasobject or len(shape) > 1 or math.prod(shape) > most:
+                    raise ValueError(f"member {name}.npy holds {dtype} of shape {shape}, not at most {most} numbers")
+            with zf.open(info) as f:
+                out[name] = np.lib.format.read_array(f, allow_pickle=False)
+    return out
+
+
 def _load_npz(path: Path, points: int, fingerprint: int) -> tuple[np.ndarray, np.ndarray]:
     """One test's hit indices and counts, checked (no pickle; indices within the catalogue)."""
     try:
-        with np.load(io.BytesIO(read_regular(path, DAT_LIMIT)), allow_pickle=False) as z:
-            index, count = z["index"].astype(np.int64), z["count"].astype(np.uint64)
-            fp, n = int(z["fingerprint"]), int(z["points"])
-    except (ValueError, KeyError, OSError) as e:
+        arrays = _npz_arrays(read_regular(path, DAT_LIMIT), points)
+        index, count = arrays["index"].astype(np.int64), arrays["count"].astype(np.uint64)
+        fp, n = int(arrays["fingerprint"]), int(arrays["points"])
+    except (ValueError, KeyError, OSError, zipfile.BadZipFile) as e:
         raise InputError(f"{path}: not a per-test RTL coverage file: {e}") from None
     if fp != fingerprint or n != points:
         raise InputError(f"{path}: its {n} coverage points are not those of the build's catalogue ({points}): "
@@ -324,7 +348,7 @@ def merge_builds(wheres: Sequence[tuple[Path, str]], *, seconds: Mapping[str, fl
     with a label that prefixes its tests (``label::test``; "" for none). Every folder's catalogue
     must be the first one's: points of two builds are not the same points."""
     first = wheres[0][0]
-    cat_data = gzip.decompress(read_regular(first / CATALOGUE, DAT_LIMIT))
+    cat_data = gunzip_bounded(read_regular(first / CATALOGUE, DAT_LIMIT), DAT_LIMIT, first / CATALOGUE)
     fingerprint, _ = parse_counts(cat_data, first / CATALOGUE)
     points = Points.from_file(read_dat(first / CATALOGUE, data=cat_data))
     nbytes = (len(points) + 7) // 8
@@ -335,7 +359,8 @@ def merge_builds(wheres: Sequence[tuple[Path, str]], *, seconds: Mapping[str, fl
     nfiles = 0
     for where, label in wheres:
         if where != first:
-            other, _ = parse_counts(gzip.decompress(read_regular(where / CATALOGUE, DAT_LIMIT)), where / CATALOGUE)
+            cat = where / CATALOGUE
+            other, _ = parse_counts(gunzip_bounded(read_regular(cat, DAT_LIMIT), DAT_LIMIT, cat), cat)
             if other != fingerprint:
                 raise InputError(f"{where / CATALOGUE}: another simulator build's points than {first / CATALOGUE}: "
                                  "coverage of different builds cannot be merged (merge each build's runs apart)")
