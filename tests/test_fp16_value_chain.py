@@ -1,9 +1,7 @@
-"""The fp32 / fp17 add and multiply on float32 values (refmodel/fp16_native.py ``fp32_add_values``,
-``fp32_mul_values``, ``fp17_add_values``, ``fp17_mul_values``: a chain of operations converts its
-patterns once each way) give the C model's results: checked against the field-by-field formulation of
+"""The fp32 add and multiply on float32 values (refmodel/fp16_native.py ``fp32_add_values``,
+``fp32_mul_values``: a chain of operations converts its patterns once each way) give the C model's results: checked against the field-by-field formulation of
 ``nvdla_float.h`` (``fp16._fp_add`` / ``_fp_mul``, which the bundled suites check against the C
-model's outputs) on random operands of the classes they take (normal and zero; fp17: every exponent
-but 63), on operands chosen where they could part (cancellation to zero, exponent sums at the bias,
+model's outputs) on random operands of the classes they take (normal and zero), on operands chosen where they could part (cancellation to zero, exponent sums at the bias,
 products and sums at the flush and overflow edges), and on hand-worked signs of zero."""
 
 from __future__ import annotations
@@ -12,10 +10,6 @@ import numpy as np
 import pytest
 from nvdla_hil.harness.refmodel.fp16 import _fp_add, _fp_mul
 from nvdla_hil.harness.refmodel.fp16_native import (
-    fp17_add_values,
-    fp17_from_values,
-    fp17_mul_values,
-    fp17_values,
     fp32_add_values,
     fp32_mul_values,
     fp32_values,
@@ -65,34 +59,3 @@ def test_fp32_signs_of_zero_by_hand():
     assert _patterns32(fp32_mul_values(minus_zero, one)).tolist() == [1 << 31]
 
 
-def _operands17(rng: np.random.Generator, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    s = rng.integers(0, 2, (2, N)).astype(np.int64) << 16
-    m = rng.integers(0, 1 << 10, (2, N))
-    e = rng.integers(0, 63, (2, N))
-    p = s | (e << 10) | m
-    if kind == "bias":  # exponents adding up to about the bias (31): products at the flush edge
-        p[1] = s[1] | (((31 - e[0] + rng.integers(-2, 3, N)) & 63) << 10) | m[1]
-        p[1] = np.where((p[1] >> 10) & 63 == 63, p[1] ^ (1 << 15), p[1])
-    if kind == "near":
-        p[1] = np.where(rng.random(N) < 0.5, p[0] ^ (1 << 16) ^ rng.integers(0, 4, N), p[1])
-    p = np.where(rng.random((2, N)) < 0.05, s, p)  # +-0
-    return p[0], p[1]
-
-
-@pytest.mark.parametrize("kind", ["any", "bias", "near"])
-def test_fp17_values_match_the_field_by_field_rule(kind: str):
-    rng = np.random.default_rng(17)
-    a, b = _operands17(rng, kind)
-    fa, fb = fp17_values(a), fp17_values(b)
-    assert fa is not None and fb is not None
-    assert (fp17_from_values(fa) == a).all()  # one value per pattern
-    assert (fp17_from_values(fp17_add_values(fa, fb)) == _fp_add(a, b, 6, 10)).all()
-    assert (fp17_from_values(fp17_mul_values(fa, fb)) == _fp_mul(a, b, 6, 10)).all()
-    small = (np.abs(fa) < 2.0**30) & (np.abs(fb) < 2.0**30)  # sums below 2^31: no overflow to look for
-    assert (fp17_from_values(fp17_add_values(fa[small], fb[small], may_overflow=False))
-            == _fp_add(a[small], b[small], 6, 10)).all()
-
-
-def test_fp17_values_refuse_exponent_63():
-    assert fp17_values(np.array([0x3C00, 63 << 10])) is None  # the INF pattern
-    assert fp17_values(np.array([(63 << 10) | 5])) is None  # NaN

@@ -37,7 +37,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-__all__ = ["fp17_add_native", "fp17_add_values", "fp17_from_values", "fp17_mul_native", "fp17_mul_values", "fp17_values",
+__all__ = ["fp17_add_native", "fp17_mul_native",
            "fp32_add_native", "fp32_add_values", "fp32_mul_native", "fp32_mul_values", "fp32_values", "nan_operands",
            "native_fp32_operand"]
 
@@ -220,63 +220,3 @@ def fp17_mul_native(a: np.ndarray | int | np.integer, b: np.ndarray | int | np.i
         out = np.where(low & ((v < 1 << 10) | (es < 31)), (pa ^ pb) & 0x10000, out)
     out = out.reshape(np.broadcast_shapes(np.shape(a), np.shape(b)))
     return _nan_first(out, a, b, 0xFC00, 0xFFFF) if na or nb else out
-
-
-# ---- fp17 kept as float32 values across a chain of additions (PDP's average fold)
-
-
-def fp17_values(x: np.ndarray | int | np.integer) -> np.ndarray | None:
-    """fp17 patterns -> the float32 values FpAdd reads (:func:`_fp17_values`; one value per pattern,
-    so :func:`fp17_from_values` inverts it), or None when one has exponent 63 (NaN or the INF
-    pattern: the patterns' own arithmetic, :func:`.fp16.fp17_add_bits`, handles those)."""
-    p = np.asarray(x, _I64) & 0x1FFFF
-    if p.size and int((p & 0xFFFF).max()) >= 63 << 10:
-        return None
-    return _FP17_VALUES[p]
-
-
-def fp17_from_values(v: np.ndarray) -> np.ndarray:
-    """The fp17 patterns (int64) of float32 values :func:`fp17_values` or :func:`fp17_add_values` gave."""
-    u = np.asarray(v, np.float32).view(np.uint32).astype(_I64)
-    mag = u & 0x7FFFFFFF
-    return ((u >> 15) & 0x10000) | np.where(mag == 0, 0, (mag >> 13) - (96 << 10))
-
-
-_F17_MAX_F32 = np.uint32(((62 + 96) << 23) | (0x3FF << 13))  # the fp17 maximal value as a float32 pattern
-
-
-def fp17_add_values(a: np.ndarray, b: np.ndarray, *, may_overflow: bool = True) -> np.ndarray:
-    """:func:`fp17_add_native` on float32 values (:func:`fp17_values`: no exponent-63 pattern) and
-    returning float32 values, so that a chain of additions converts once: the float32 sum, rounded
-    to 11 significant bits (nearest even) on its pattern; 2^32 or more -> the maximal value; below
-    2^-30 before rounding (an exact zero too) -> the zero of the larger magnitude's sign, ``a``'s
-    on a tie. ``may_overflow`` False: the caller knows every sum stays below 2^32."""
-    r = (a + b).view(np.uint32)
-    t = (r + np.uint32(0xFFF) + ((r >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    if may_overflow and ((t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23)).any():  # 2^32: fp17 exponent 63
-        t = np.where((t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23), (t & np.uint32(0x80000000)) | _F17_MAX_F32, t)
-    tiny = (r & np.uint32(0x7F800000)) <= np.uint32(96 << 23)
-    if tiny.any():
-        big = np.where(np.abs(a) >= np.abs(b), a, b).view(np.uint32) & np.uint32(0x80000000)
-        t = np.where(tiny, big, t)
-    return t.view(np.float32)
-
-
-def fp17_mul_values(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`fp17_mul_native` on float32 values (:func:`fp17_values`), returning float32 values:
-    the exact float32 product rounded to 11 significant bits (nearest even) on its pattern, 2^32
-    or more the maximal value; below 2^-30 before rounding the signed zero, unless it rounds up
-    to 2^-30 and the operands' fp17 exponents add up to the bias (31) or more."""
-    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
-    r = (a * b).view(np.uint32)
-    t = (r + np.uint32(0xFFF) + ((r >> np.uint32(13)) & np.uint32(1))) & np.uint32(0xFFFFE000)
-    big = (t & np.uint32(0x7FFFFFFF)) >= np.uint32(159 << 23)
-    if big.any():
-        t = np.where(big, (t & np.uint32(0x80000000)) | _F17_MAX_F32, t)
-    # below 2^-30 and not 0 (an exact zero is the signed zero already): 0 < magnitude < 2^-30, with the wrap of 0 - 1
-    low = (r & np.uint32(0x7FFFFFFF)) - np.uint32(1) < np.uint32((97 << 23) - 1)
-    if low.any():
-        es = ((fp17_from_values(a) >> 10) & 0x3F) + ((fp17_from_values(b) >> 10) & 0x3F)
-        zero = low & (((t & np.uint32(0x7F800000)) <= np.uint32(96 << 23)) | (es < 31))
-        t = np.where(zero, (a.view(np.uint32) ^ b.view(np.uint32)) & np.uint32(0x80000000), t)
-    return t.view(np.float32)

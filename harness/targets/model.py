@@ -143,6 +143,7 @@ class ModelTarget(Transport):
         self._reg_by_name: dict[tuple[str, str], Register] = {}
         self._field_by_name: dict[tuple[str, str, str], tuple[int, bool, int, int]] = {}
         self._plain: dict[int, tuple[int, str | None, tuple[tuple[int, int], int, int] | None]] = {}
+        self._plain_reads: dict[int, tuple[tuple[int, int], int, int]] = {}
         self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
@@ -155,6 +156,7 @@ class ModelTarget(Transport):
         self._idle_polls = 0  # status reads in a row that found nothing new pending
         self._reset_state()
         self._inline_writes = type(self)._write32 is ModelTarget._write32  # see write32
+        self._inline_reads = type(self)._read32 is ModelTarget._read32  # see read32
 
     def describe(self) -> str:
         return f"model target ({self.profile.name}, {self.options.semantics} semantics)"
@@ -224,6 +226,17 @@ class ModelTarget(Transport):
             raise TransportError(f"CSB access to unmapped address {address:#x} on {self.profile.name}")
         return r
 
+    def read32(self, address: int) -> int:
+        """:meth:`Transport.read32`, a register whose read has no side effect (one :meth:`_read32` has
+        seen) done here with the same checks and observers (unless a subclass has its own ``_read32``)."""
+        ptr = self._plain_reads.get(address) if self._inline_reads and self._is_open else None
+        if ptr is None:
+            return super().read32(address)
+        value = self._regs[(address, (self._regs[ptr[0]] >> ptr[1]) & ptr[2])]
+        if self._observers:
+            self._notify("R", address, value)
+        return value
+
     def _read32(self, address: int) -> int:
         r = self._lookup(address)
         if r.name == "S_LUT_ACCESS_DATA":
@@ -240,7 +253,14 @@ class ModelTarget(Transport):
                 if self._idle_polls >= self.polls_per_event:
                     fired = self._fire()
             self._unseen &= fired  # everything else this read returns has now been seen
-        return self._value(r, self._group_of(r))
+            return self._value(r, 0)
+        group = self._group_of(r)
+        # a read without side effects: remembered with the group's source, the producer pointer's
+        # ((address, 0), lsb, mask) for a dual register (else mask 0: group 0), so that the next read
+        # of it takes read32's path
+        p_address, p_lsb, p_mask = self._producer[r.block] if r.dual else (address, 0, 0)
+        self._plain_reads[address] = ((p_address, 0), p_lsb, p_mask)
+        return self._value(r, group)
 
     def write32(self, address: int, value: int, *, posted: bool = True) -> None:
         """:meth:`Transport.write32`, an ordinary register's (one :meth:`_write32` has seen) done here
