@@ -143,6 +143,8 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
     from ..analysis import rtl_coverage as rc
 
     if len(args.run) > 1:
+        if args.widen:
+            return _err("coverage", "--widen reads one run's holes; give one run folder")
         return _rtl_coverage_of_runs(args)
     run = Path(args.run[0])
     tests, junit = _rtl_coverage_tests(run)
@@ -179,6 +181,46 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
                 print(f"  {unit.upper()}: " + "; ".join(f"{f} {c['line']} lines, {c['branch']} branches, "
                                                         f"{c['toggle']} toggles" for f, c in files))
             _hole_classes(runs[name])
+        if args.widen:
+            rc_ = _widen(args, runs[name])
+            if rc_:
+                return rc_
+    return 0
+
+
+def _widen(args: argparse.Namespace, run: RunCoverage) -> int:
+    """``coverage rtl RUN --widen UNIT``: the constraints file that widens the fuzz fields driving
+    the register fields the run never set high (harness/fuzz/widen.py), printed or written to
+    ``--widen-out`` (a new file: an existing one is not overwritten)."""
+    from ..analysis import rtl_holes as rh
+    from ..fuzz.legal import ConstraintError
+    from ..fuzz.registry import load_constraints
+    from ..fuzz.widen import constraints_text, field_drivers, widen
+
+    try:
+        c = load_constraints(args.widen, profile=run.config)
+    except ConstraintError as e:
+        return _err("coverage", f"--widen {args.widen}: {e}")
+    gaps, _ = rh.field_gaps(run, limit=10_000)
+    ws = widen(c, gaps, field_drivers(c))
+    text = constraints_text(c, ws, " ".join(args.run))
+    if not ws:
+        print(f"--widen {args.widen}: no field of {args.widen} drives a register field this run never set high")
+        return 0
+    if args.widen_out:
+        out = Path(args.widen_out)
+        try:
+            with out.open("x", encoding="utf-8") as f:
+                f.write(text)
+        except FileExistsError:
+            return _err("coverage", f"--widen-out {out}: exists; not overwritten (give a new file)")
+        except OSError as e:
+            return _err("coverage", f"--widen-out {out}: {e.strerror or e}")
+        load_constraints(args.widen, profile=run.config, files=[out])  # what we wrote must load
+        print(f"widened constraints of {args.widen} ({', '.join(w.field for w in ws)}): {out}; "
+              f"use: nvdla-hil fuzz --unit {args.widen} --profile {run.config} --constraints {out}")
+    else:
+        print(text, end="")
     return 0
 
 
@@ -313,4 +355,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
                                           "several (nights): their union, and what each run alone hit")
     r.add_argument("--tests", action="store_true", help="list the ranked tests and the points each adds")
     r.add_argument("--holes", action="store_true", help="per unit, the RTL files with the most unhit points")
+    r.add_argument("--widen", metavar="UNIT", help="a fuzz constraints file widening UNIT's fields that drive the "
+                                                   "register fields the run never set high (harness/fuzz/widen.py)")
+    r.add_argument("--widen-out", metavar="FILE", help="--widen: write the constraints here (a new file), not to stdout")
     r.set_defaults(func=_cmd_rtl_coverage, command="coverage")
