@@ -125,10 +125,12 @@ class NvdlaDriver:
     def write_registers(self, settings: Iterable[tuple[str | tuple[str, str], int]]) -> None:
         """:meth:`write` of each ``(name, value)`` in order (the same accesses and errors; a
         register's name is looked up once per register map)."""
-        addr = self.regmap.write_address
+        known, addr = self.regmap.write_addresses().get, self.regmap.write_address
         write32 = self.transport.write32
         for name, value in settings:
-            a = addr(name)
+            a = known(name)
+            if a is None:
+                a = addr(name)
             if a >= 0 and 0 <= value < 1 << 32:
                 write32(a, value)
             else:
@@ -167,15 +169,30 @@ class NvdlaDriver:
         """Set fields of a register; the others keep their current value (one read, one write).
 
         Registers with side effects on write (``trigger``), registers that cannot be read
-        back and registers whose every field is named (nothing of them is kept) are not read
-        first: unnamed fields get their reset value. Returns the
+        back and registers whose every writable field is named (nothing of them is kept: the
+        hardware ignores what a write puts in read-only bits) are not read first: unnamed fields
+        get their reset value. Returns the
         value written. :meth:`set_fields` takes the fields as a mapping (field names from user
         input, which could be ``reg`` or ``verify``)."""
         return self.set_fields(name, fields, reg, verify=verify)
 
     def set_fields(self, name: str | tuple[str, str], fields: Mapping[str, int | str], reg: str | None = None, *,
                    verify: bool = False) -> int:
-        """:meth:`write_fields` with the fields as a mapping."""
+        """:meth:`write_fields` with the fields as a mapping (the register and fields looked up once
+        per register map, :meth:`RegisterMap.set_plan`)."""
+        try:
+            r, address, read_first, flds = self.regmap.set_plan(name, tuple(fields), reg)
+        except RegisterMapError:
+            flds = None  # refused below as _encode_reg refuses it, field by field
+        if flds is not None:
+            value = self.transport.read32(r.address) if read_first else r.reset
+            for f, v in zip(flds, fields.values()):
+                value = f.insert(value, v)
+            if address >= 0 and not (verify and not r.trigger):
+                self.transport.write32(address, value)
+            else:
+                self.write((r.block, r.name), value, verify=verify and not r.trigger)
+            return value
         r = self.register(name, reg)
         if r.trigger or not r.readable or (len(fields) >= len(r.fields) and fields.keys() >= r.fields.keys()):
             base = r.reset

@@ -155,8 +155,10 @@ class Field:
     def width(self) -> int:
         return self.msb - self.lsb + 1
 
-    @property
+    @functools.cached_property
     def max_value(self) -> int:
+        """The largest field value (from the frozen bit range, found once: drivers encode and
+        decode fields on every access)."""
         return (1 << self.width) - 1
 
     @property
@@ -178,6 +180,8 @@ class Field:
                     f"allowed: {', '.join(self.enums)}{_suggest(value, list(self.enums))}"
                 )
             return self.enums[value]
+        if type(value) is int and 0 <= value <= self.max_value:  # the usual case, checked at once
+            return value
         try:
             if isinstance(value, bool):
                 raise TypeError
@@ -196,7 +200,7 @@ class Field:
     def insert(self, regval: int, value: int | str) -> int:
         """``regval`` with this field replaced by ``value`` (int or enum name)."""
         v = self.encode(value)
-        return (int(regval) & ~self.mask & 0xFFFFFFFF) | (v << self.lsb)
+        return (int(regval) & ~(self.max_value << self.lsb) & 0xFFFFFFFF) | (v << self.lsb)
 
     def decode(self, value: int) -> str | None:
         """Enum name of a field value, or None."""
@@ -229,8 +233,9 @@ class Register:
     def __post_init__(self) -> None:
         object.__setattr__(self, "fields", MappingProxyType(dict(self.fields)))
 
-    @property
+    @functools.cached_property
     def full_name(self) -> str:
+        """``BLOCK.REGISTER`` (built once: the names are frozen)."""
         return f"{self.block}.{self.name}"
 
     def field(self, name: str) -> Field:
@@ -293,6 +298,10 @@ class Block:
 # RegisterMap
 
 
+#: :meth:`RegisterMap.set_plan`: (register, write address or -1, read it first, the fields or None)
+SetPlan = tuple[Register, int, bool, "tuple[Field, ...] | None"]
+
+
 def _normalize(spec: str) -> tuple[str | None, str]:
     """ "NVDLA_SDP.S_POINTER_0" / "SDP.S_POINTER" / "S_POINTER" -> (block or None, register)."""
     s = spec.strip()
@@ -345,8 +354,9 @@ class RegisterMap:
         self._found: dict[tuple[str, str | None], Register] = {}
         # name lookups of the driver's hot paths, resolved once per map (it never changes):
         # (spec, reg) -> write address or -1 (read-only); (spec, reg, field) -> (address, lsb, max)
-        self._write_at: dict[tuple[object, str | None], int] = {}
+        self._write_at: dict[object, int] = {}  # keyed by the name alone when ``reg`` is None
         self._field_at: dict[tuple[object, str | None, str], tuple[int, int, int]] = {}
+        self._set_plans: dict[tuple[object, str | None, tuple[str, ...]], SetPlan] = {}
         for b in self.blocks.values():
             for r in b.registers.values():
                 other = self._by_addr.get(r.address)
@@ -430,11 +440,17 @@ class RegisterMap:
     def write_address(self, spec: str | tuple[str, str], reg: str | None = None) -> int:
         """CSB address of register ``spec`` (name or ``(block, reg)``) for a write, looked up once
         per name; -1 when read-only. An unknown name raises as :meth:`register` does, every time."""
-        got = self._write_at.get((spec, reg))
+        key = spec if reg is None else (spec, reg)  # a (block, reg) spec and (block, reg) args: one register
+        got = self._write_at.get(key)
         if got is None:
             r = self.register(*spec) if isinstance(spec, tuple) else self.register(spec, reg)
-            got = self._write_at[(spec, reg)] = r.address if r.writable else -1
+            got = self._write_at[key] = r.address if r.writable else -1
         return got
+
+    def write_addresses(self) -> Mapping[object, int]:
+        """The names :meth:`write_address` has looked up (a name, or a ``(block, reg)`` tuple) ->
+        its result, read-only: a caller that writes many registers looks a name up here first."""
+        return self._write_at
 
     def field_slot(self, spec: str | tuple[str, str], field: str, reg: str | None = None) -> tuple[int, int, int]:
         """(address, lsb, unshifted mask) of a field of register ``spec``, looked up once per name;
@@ -444,6 +460,23 @@ class RegisterMap:
             r = self.register(*spec) if isinstance(spec, tuple) else self.register(spec, reg)
             f = r.field(field)
             got = self._field_at[(spec, reg, field)] = (r.address, f.lsb, f.max_value)
+        return got
+
+    def set_plan(self, spec: str | tuple[str, str], names: tuple[str, ...], reg: str | None = None) -> SetPlan:
+        """How to set fields ``names`` of register ``spec`` (name or ``(block, reg)``), looked up once
+        per name: (register, write address or -1 when read-only, whether to read it first, its
+        fields ``names`` or None when one of them is read-only). Read first only when a field that
+        is not named keeps a value: never for a trigger register, one that cannot be read, or one
+        whose every writable field is named (the hardware ignores what a write puts in read-only
+        bits). An unknown register or field raises as :meth:`register` / :meth:`Register.field` do."""
+        got = self._set_plans.get((spec, reg, names))
+        if got is None:
+            r = self.register(*spec) if isinstance(spec, tuple) else self.register(spec, reg)
+            fields = tuple(r.field(n) for n in names)
+            keeps = any(f.writable and n not in names for n, f in r.fields.items())
+            got = self._set_plans[(spec, reg, names)] = (
+                r, r.address if r.writable else -1, keeps and r.readable and not r.trigger,
+                None if any(f.access == "ro" for f in fields) else fields)
         return got
 
     def _register_flat(self, spec: str) -> Register:

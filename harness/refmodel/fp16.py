@@ -214,6 +214,8 @@ class NanInfCounts:
 def count_nan_inf_inputs(bits: np.ndarray) -> NanInfCounts:
     """Count NaN and +/-INF patterns in an FP16 input cube (counted before any flush)."""
     b = as_bits(bits)
+    if not np.count_nonzero((b & 0x7FFF) >= _EXP_MASK):  # no exponent all ones: neither NaN nor INF
+        return NanInfCounts()
     return NanInfCounts(nan=int(np.count_nonzero(is_nan(b))), inf=int(np.count_nonzero(is_inf(b))))
 
 
@@ -325,13 +327,23 @@ def fp32_to_fp16_bits(x: np.ndarray) -> np.ndarray:
     included - replaced by the signed maximum; so numpy's cast does it, and NaN is patched after.
     :func:`_narrow` is the cmod's own algorithm; the two agree on every mantissa of both signs for
     the exponents where its path or shift changes (0-2, 50, 99-116, 126-128, 141-145, 200, 253-255)
-    and on 2^24 random patterns."""
-    u = np.asarray(x, dtype=_I64) & 0xFFFFFFFF
+    and on 2^24 random patterns. ``x`` may also be float32 values (the patterns they hold)."""
+    a = np.asarray(x)
+    u: np.ndarray | None = None
+    if a.dtype == np.float32:
+        f = a
+    else:
+        u = np.asarray(a, dtype=_I64)
+        f = u.astype(np.uint32).view(np.float32)  # the low 32 bits
     with np.errstate(over="ignore", invalid="ignore"):
-        h = u.astype(np.uint32).view(np.float32).astype(np.float16).view(np.uint16)
-    h = np.where((h & 0x7FFF) == 0x7C00, h - 1, h)  # +/-INF (0x7c00 / 0xfc00) -> +/-0x7bff
-    nan = (u & 0x7FFFFFFF) > 0x7F800000
-    if nan.any():
+        h = f.astype(np.float16).view(np.uint16)
+    mag = h & 0x7FFF
+    inf = mag == 0x7C00
+    if np.count_nonzero(inf):
+        h = np.where(inf, h - 1, h)  # +/-INF (0x7c00 / 0xfc00) -> +/-0x7bff
+    nan = mag > 0x7C00  # the cast keeps NaN a NaN (and makes none)
+    if np.count_nonzero(nan):
+        u = f.view(np.uint32).astype(_I64) if u is None else u
         h = np.where(nan, ((u >> 16) & 0x8000) | 0x7C00 | (u & 0x3FF), h)
     return np.asarray(h, dtype=np.uint16)
 

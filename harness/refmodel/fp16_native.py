@@ -48,6 +48,9 @@ _F17_MAX_MAG = (62 << 10) | 0x3FF
 #: below this the C model's 24-bit rounding of a product stays under 2^-126 (the tie rounds up, to even)
 _MUL_FLUSH = 2.0**-126 - 2.0**-151
 _NO_ERRSTATE = nullcontext()
+# numpy scalars of the constants below (an operand made once, not on every call)
+_U32_SIGN, _U32_MAX_BITS, _U32_EXP = np.uint32(_SIGN32), np.uint32(_F32_MAX_BITS), np.uint32(0x7F800000)
+_U32_23, _U32_FF, _F32_ZERO = np.uint32(23), np.uint32(0xFF), np.float32(0)
 
 
 def native_fp32_operand(x: np.ndarray | int | np.integer) -> tuple[np.ndarray, int | None]:
@@ -63,7 +66,7 @@ def native_fp32_operand(x: np.ndarray | int | np.integer) -> tuple[np.ndarray, i
     top = int(mag.max())
     if int((mag - np.uint32(1)).min()) < 0x7FFFFF:  # a zero wraps to the top
         return u, None
-    if top >= 0x7F800000 and (mag == 0x7F800000).any():  # the INF pattern: computed on as a number
+    if top >= 0x7F800000 and np.count_nonzero(mag == 0x7F800000):  # the INF pattern: computed on as a number
         return u, None
     return u, top >> 23
 
@@ -91,12 +94,11 @@ def fp32_add_values(fa: np.ndarray, fb: np.ndarray, *, may_overflow: bool = True
         r = np.asarray(fa + fb, np.float32)
     if may_overflow:
         inf = np.isinf(r)
-        if inf.any():
-            r = np.where(inf, (r.view(np.uint32) & np.uint32(_SIGN32)) | np.uint32(_F32_MAX_BITS), r.view(np.uint32)).view(np.float32)
-    tiny = (r.view(np.uint32) & np.uint32(0x7F800000)) == 0
-    if tiny.any():
-        big = np.where(np.abs(fa) >= np.abs(fb), fa, fb).view(np.uint32) & np.uint32(_SIGN32)
-        r = np.where(tiny, big, r.view(np.uint32)).view(np.float32)
+        if np.count_nonzero(inf):
+            r = np.where(inf, (r.view(np.uint32) & _U32_SIGN) | _U32_MAX_BITS, r.view(np.uint32)).view(np.float32)
+    tiny = (r.view(np.uint32) & _U32_EXP) == 0
+    if np.count_nonzero(tiny):  # the zero of the larger magnitude's sign
+        r = np.where(tiny, np.copysign(_F32_ZERO, np.where(np.abs(fa) >= np.abs(fb), fa, fb)), r)
     return r
 
 
@@ -107,19 +109,22 @@ def fp32_mul_values(fa: np.ndarray, fb: np.ndarray, *, may_overflow: bool = True
     value, a product whose 24-bit rounding is below 2^-126 (or any below 2^-126 when the exponent
     sum is below the bias) the signed zero."""
     with np.errstate(over="ignore", invalid="ignore") if may_overflow else _NO_ERRSTATE:
-        p = np.asarray(fa, np.float64) * np.asarray(fb, np.float64)
+        p = np.asarray(np.multiply(fa, fb, dtype=np.float64))
         r = np.asarray(p.astype(np.float32))
     if may_overflow:
         inf = np.isinf(r)
-        if inf.any():
-            r = np.where(inf, (r.view(np.uint32) & np.uint32(_SIGN32)) | np.uint32(_F32_MAX_BITS), r.view(np.uint32)).view(np.float32)
+        if np.count_nonzero(inf):
+            r = np.where(inf, (r.view(np.uint32) & _U32_SIGN) | _U32_MAX_BITS, r.view(np.uint32)).view(np.float32)
     ap = np.abs(p)
     tiny = ap < 2.0**-126
-    if tiny.any():  # a zero operand, an underflow: a signed zero
-        ua, ub = np.asarray(fa, np.float32).view(np.uint32), np.asarray(fb, np.float32).view(np.uint32)
-        es = ((ua >> np.uint32(23)) & np.uint32(0xFF)).astype(_I64) + ((ub >> np.uint32(23)) & np.uint32(0xFF))
-        flush = tiny & ((ap < _MUL_FLUSH) | (es < 127))
-        r = np.where(flush, (ua ^ ub) & np.uint32(_SIGN32), r.view(np.uint32)).view(np.float32)
+    if np.count_nonzero(tiny):  # a zero operand, an underflow: a signed zero (r has p's sign)
+        flush = ap < _MUL_FLUSH
+        band = tiny & ~flush  # flushed too when the exponent sum is below the bias
+        if np.count_nonzero(band):
+            ua, ub = np.asarray(fa, np.float32).view(np.uint32), np.asarray(fb, np.float32).view(np.uint32)
+            es = ((ua >> _U32_23) & _U32_FF).astype(_I64) + ((ub >> _U32_23) & _U32_FF)
+            flush = flush | (band & (es < 127))
+        r = np.where(flush, np.copysign(_F32_ZERO, r), r)
     return r
 
 

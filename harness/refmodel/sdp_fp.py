@@ -79,7 +79,10 @@ def _alu_values(algo: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     then magnitude, i.e. the values, +0 above -0 (ties are equal patterns)."""
     if algo == ALGO_SUM:
         return fp32_add_values(a, b)
-    a_gt = (a > b) | ((a == b) & np.signbit(b) & ~np.signbit(a))
+    a_gt = np.asarray(a > b)
+    tie = a == b
+    if np.count_nonzero(tie):  # equal values: +0 above -0
+        a_gt = a_gt | (tie & np.signbit(b) & ~np.signbit(a))
     return np.where(a_gt if algo == ALGO_MAX else ~a_gt, a, b)
 
 
@@ -141,7 +144,7 @@ def ew_stage_fp(d: np.ndarray, *, alu_bypass: bool, alu_algo: int, alu_op: np.nd
 def fp_input(raw: np.ndarray, nan_to_zero: bool) -> tuple[np.ndarray, F.NanInfCounts]:
     """Main input: FP16 patterns (sign-extended ints from the DMA) -> fp32 patterns, with the
     NaN/INF counts of the raw data (cmod counts before NAN_TO_ZERO)."""
-    bits = (np.asarray(raw, dtype=I64) & 0xFFFF).astype(np.uint16)
+    bits = np.asarray(raw, dtype=I64).astype(np.uint16)  # the low 16 bits
     counts = F.count_nan_inf_inputs(bits)
     x = F.fp16_to_fp32_bits(bits)
     if nan_to_zero and counts.nan:
@@ -170,11 +173,22 @@ def _ew_operand_fp(view: RegisterView, kind: str, fetched, n2z: bool) -> np.ndar
     return _op16(fetched[kind], n2z)
 
 
-def _as_values(x: np.ndarray, stages: list[tuple[str, dict]]) -> tuple[np.ndarray, list[tuple[str, dict]]] | None:
+def _widened_values(x: np.ndarray) -> np.ndarray | None:
+    """:func:`.fp16_native.fp32_values` of fp32 patterns widened from FP16 (:func:`.fp16.fp16_to_fp32_bits`):
+    each is normal or zero (INF becomes the maximal value, denormals are normalised) unless it is
+    a NaN, so NaN is all there is to look for."""
+    v = np.asarray(x, I64).astype(np.uint32).view(np.float32)
+    return None if np.count_nonzero(np.isnan(v)) else v
+
+
+def _as_values(x: np.ndarray, stages: list[tuple[str, dict]], *, widened: bool = False,
+               ) -> tuple[np.ndarray, list[tuple[str, dict]]] | None:
     """The data and every operand of the stages as float32 values (:data:`VALUES`), or None when
     one is not normal or zero (NaN, the INF pattern, a denormal pattern) or an ALU compares for
-    EQL (its 0/1 result is no value): the stages then run on the patterns."""
-    xv = fp32_values(x)
+    EQL (its 0/1 result is no value): the stages then run on the patterns. ``widened``: the data
+    was widened from FP16; so were the array operands (:func:`_op16`), while an int operand is a
+    32-bit register pattern as is (:func:`_ew_operand_fp`)."""
+    xv = _widened_values(x) if widened else fp32_values(x)
     if xv is None:
         return None
     out = []
@@ -185,7 +199,8 @@ def _as_values(x: np.ndarray, stages: list[tuple[str, dict]]) -> tuple[np.ndarra
                 continue
             if name == "alu" and ops["alu_algo"] == ALGO_EQL:
                 return None
-            v = fp32_values(ops[f"{name}_op"])
+            op = ops[f"{name}_op"]
+            v = fp32_values(op) if isinstance(op, int) else _widened_values(op)
             if v is None:
                 return None
             ops[f"{name}_op"] = v
@@ -203,7 +218,8 @@ def _check_two_byte(view: RegisterView, dma: str) -> None:
 def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube, options: ModelOptions, *,
                 flying: bool = False):
     """Input conversion, BS, BN, EW (+ LUT) on the (Cpad, H, W) FP16 input (raw DMA values; in
-    flying mode the CACC's fp32 patterns); returns (fp32 patterns, notes, eql, input NaN/INF counts, (LUT stats, lut_on, ew_on))."""
+    flying mode the CACC's fp32 patterns); returns (fp32 patterns - their float32 values when the stages ran
+    on values and no LUT follows -, notes, eql, input NaN/INF counts, (LUT stats, lut_on, ew_on))."""
     n2z = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "NAN_TO_ZERO"))
     if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
         x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
@@ -221,24 +237,25 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
         stages.append(("BN", _stage_ops(view, "BN", "NRDMA", fetch_operands(view, mem, cube, "NRDMA", "BN", options), n2z)))
     eql = lut_on = ew_on = False
     lstats = LutStats()
-    ecfg = lambda name: int(view.field("SDP", "D_DP_EW_CFG", f"EW_{name}"))
-    if not view.field("SDP", "D_DP_EW_CFG", "EW_BYPASS"):
+    ew = lambda name: int(view.field("SDP", "D_DP_EW_CFG", name))  # noqa: E731
+    if not ew("EW_BYPASS"):
         _check_two_byte(view, "ERDMA")
         fetched = fetch_operands(view, mem, cube, "ERDMA", "EW", options)
-        alu_bypass, mul_bypass = bool(ecfg("ALU_BYPASS")), bool(ecfg("MUL_BYPASS"))
-        stages.append(("EW", dict(alu_bypass=alu_bypass, alu_algo=ecfg("ALU_ALGO"),
+        alu_bypass, mul_bypass, alu_algo = bool(ew("EW_ALU_BYPASS")), bool(ew("EW_MUL_BYPASS")), ew("EW_ALU_ALGO")
+        stages.append(("EW", dict(alu_bypass=alu_bypass, alu_algo=alu_algo,
                                   alu_op=0 if alu_bypass else _ew_operand_fp(view, "ALU", fetched, n2z),
-                                  mul_bypass=mul_bypass, mul_prelu=bool(ecfg("MUL_PRELU")),
+                                  mul_bypass=mul_bypass, mul_prelu=bool(ew("EW_MUL_PRELU")),
                                   mul_op=0 if mul_bypass else _ew_operand_fp(view, "MUL", fetched, n2z))))
-        eql = not alu_bypass and ecfg("ALU_ALGO") == ALGO_EQL
+        eql = not alu_bypass and alu_algo == ALGO_EQL
         ew_on = True
-    values = _as_values(x, stages) if stages else None
+    values = _as_values(x, stages, widened=not flying) if stages else None
     arith, (x, stages) = (PATTERNS, (x, stages)) if values is None else (VALUES, values)
     for stage, ops in stages:
         x = ew_stage_fp(x, arith=arith, **ops) if stage == "EW" else bs_bn_stage_fp(x, arith=arith, **ops)
-    if values is not None:  # the results are normal or zero too: their patterns
-        x = np.asarray(x, np.float32).view(np.uint32).astype(I64)
-    if ew_on and not ecfg("LUT_BYPASS"):
+    lut = ew_on and not ew("EW_LUT_BYPASS")
+    if values is not None:  # the results are normal or zero too: their patterns (as float32 values to the output)
+        x = np.asarray(x, np.float32).view(np.uint32).astype(I64) if lut else np.asarray(x, np.float32)
+    if lut:
         x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
                                         observer=options.coverage)
         lstats, lut_on = lut_stats(hle, hlo, kind), True
@@ -248,7 +265,8 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
 def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.ndarray, cube: Cube, out_prec: int,
               eql: bool, notes: list[str], live, to_pdp: bool, counts: F.NanInfCounts,
               lut: tuple[LutStats, bool, bool] = (LutStats(), False, False)) -> LayerResult:  # fmt: skip
-    """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics."""
+    """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics; ``x``: fp32 patterns or float32 values
+    (:func:`fp_datapath`; EQL results are patterns)."""
     atom = options.atom_bytes
     group = atom // 2
     stats: dict[tuple[str, str], int] = {}

@@ -148,6 +148,7 @@ class ModelTarget(Transport):
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
         self._runners: dict[str, Callable[..., LayerResult]] = {}  # layer model entry points, imported once
+        self._done_bits: dict[tuple[_Layer, tuple[int, ...]], tuple[int, ...]] = {}  # see _run
         # units -> the (field, value) reads of the last precision check that passed
         self._precisions_passed: dict[tuple[str, ...], tuple[tuple[tuple[str, ...], int], ...]] = {}
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
@@ -417,14 +418,14 @@ class ModelTarget(Transport):
         gmap = layer.group_map(group)
         if gmap.get(block, group) != group:
             return ()
+        if not all(self._field(b, "D_OP_ENABLE", "OP_EN", gmap[b]) for b in layer.blocks):
+            return ()  # an engine of the layer is not enabled yet
         if any(self._field(b, "S_POINTER", "CONSUMER") != gmap[b] for b in layer.blocks):
             return ()  # waits until the consumer pointer reaches this group
         if layer.runner == "conv:run_conv" and self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", gmap["SDP"]) != 1:
             return ()  # the SDP still has a standalone layer in the group it executes next
-        if all(self._field(b, "D_OP_ENABLE", "OP_EN", gmap[b]) for b in layer.blocks):
-            self._run(layer, group)
-            return layer.blocks
-        return ()
+        self._run(layer, group)
+        return layer.blocks
 
     def _layer_of(self, block: str, group: int) -> _Layer | None:
         """The layer that ``block``'s OP_EN belongs to, decoded from the group's registers."""
@@ -439,11 +440,11 @@ class ModelTarget(Transport):
             else self._field(b, "S_POINTER", "CONSUMER")  # noqa: E731
         # SDP's input is its own group's choice: an SDP_RDMA enabled for a fused convolution (its
         # operands) belongs to that convolution and waits for it, never runs as a standalone SDP
-        sdp_flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", cons("SDP")) == 1
-        pdp_from_sdp = f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0  # ON_FLYING
+        sdp_group = cons("SDP")
+        sdp_flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", sdp_group) == 1
         mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple(
             bg for bg in ((b, cons(b)) for b in blocks) if bg[1] != group))  # noqa: E731
-        to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", cons("SDP")) == 1
+        to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", sdp_group) == 1
         if block in CONV_BLOCKS or (block in ("SDP", "SDP_RDMA") and sdp_flying):
             blocks = ("SDP", *CONV_BLOCKS) + (("PDP",) if to_pdp else ())
             if self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", cons("SDP_RDMA")):
@@ -451,7 +452,7 @@ class ModelTarget(Transport):
                 # SDP_RDMA completes with the layer (OP_EN cleared, its pointer toggled)
                 blocks += ("SDP_RDMA",)
             return mk(blocks, ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ()), "conv:run_conv")
-        if block in ("SDP", "SDP_RDMA") or (block == "PDP" and pdp_from_sdp):
+        if block in ("SDP", "SDP_RDMA") or (block == "PDP" and f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0):  # ON_FLYING
             if to_pdp:
                 return mk(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
             return mk(("SDP", "SDP_RDMA"), ("SDP",), "sdp:run_sdp")
@@ -495,9 +496,11 @@ class ModelTarget(Transport):
             m.recording = True
         try:
             if "SDP" in layer.blocks:
-                from ..refmodel.sdp import SdpLiveCounters
+                live = self._live.get("SDP")
+                if live is None:
+                    from ..refmodel.sdp import SdpLiveCounters
 
-                live = self._live.setdefault("SDP", SdpLiveCounters())
+                    live = self._live["SDP"] = SdpLiveCounters()
                 result = runner(view, mem, opts, live=live)
             else:
                 result = runner(view, mem, opts)
@@ -517,10 +520,14 @@ class ModelTarget(Transport):
         if sink is not None:
             sink.event("layer", unit=layer.done[0], blocks=layer.blocks, view=view, profile=self.profile,
                        stats=result.stats)
-        units = sorted(layer.done, key=COMPLETION_ORDER.index)
         unit_block = {"CDMA_DAT": "CDMA", "CDMA_WT": "CDMA"}
-        done = (f"{u}_DONE_STATUS{gmap.get(unit_block.get(u, u), group)}" for u in units)
-        bits = [m << lsb for _, _, lsb, m in (self._field_at("GLB", "S_INTR_STATUS", d) for d in done)]
+        units = sorted(layer.done, key=COMPLETION_ORDER.index)
+        groups = tuple(gmap.get(unit_block.get(u, u), group) for u in units)  # each done unit's own group
+        bits = self._done_bits.get((layer, groups))
+        if bits is None:  # GLB S_INTR_STATUS done bits in completion order, found once per layer kind and groups
+            done = (f"{u}_DONE_STATUS{g}" for u, g in zip(units, groups, strict=True))
+            bits = self._done_bits[(layer, groups)] = tuple(
+                m << lsb for _, _, lsb, m in (self._field_at("GLB", "S_INTR_STATUS", d) for d in done))
         self._events.append((bits[0], lambda: self._complete(layer, group, result)))
         self._events.extend((b, None) for b in bits[1:])
 
@@ -629,7 +636,9 @@ class ModelTarget(Transport):
         """The memory ports of the layer's active DMA engines, each chosen by the engine's
         own RAM_TYPE field (MC = primary DBBIF port, CV = secondary CVIF port); a layer may
         use both (e.g. SDP input over MCIF, EW operand over CVIF). A port the profile lacks
-        is refused naming the register."""
+        is refused naming the register (with both ports there is nothing to refuse)."""
+        if "sec_mem" in self.memories:
+            return DmaPorts(dict(self.memories))
         f = view.field
         engines: list[tuple[str, str, str]] = []
         if "CACC" in layer.blocks:
@@ -656,7 +665,7 @@ class ModelTarget(Transport):
                 engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
             engines.append(("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"))
         for blk, reg, fld in engines:
-            if f(blk, reg, fld) != 1 and "sec_mem" not in self.memories:
+            if f(blk, reg, fld) != 1:
                 raise LayerConfigError(
                     f"{layer.done[0]} layer refused: {blk}.{reg}.{fld} selects the secondary memory port "
                     f"(CV), which {self.profile.name} does not have; program MC (1)")
@@ -665,13 +674,13 @@ class ModelTarget(Transport):
     def _check_precisions(self, layer: _Layer, view: RegisterView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables (a check
         that passed is not repeated while the fields it read read the same)."""
-        from ..refmodel.validity import InvalidPrecisionConfig, check_config
-
         units = tuple(u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))
                       if blk in layer.blocks)
         passed = self._precisions_passed.get(units)
         if passed is not None and all(view.field(*k) == v for k, v in passed):
             return
+        from ..refmodel.validity import InvalidPrecisionConfig, check_config
+
         reads: list[tuple[tuple[str, ...], int]] = []
 
         def field(*key: str) -> int:
