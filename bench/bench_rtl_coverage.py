@@ -10,7 +10,8 @@
                                             [--cycles N] [--seeds 1,2]
         per unit and seed, ``fuzz --steer uniform`` and ``--steer rtl-coverage`` with the same
         budget of simulated cycles from the same seed: the new line+toggle points each adds
-        beyond the baseline (e.g. the bundled suites' and NVDLA's traces' run), and the ratio;
+        beyond the baseline (e.g. the bundled suites' and NVDLA's traces' run) by the cases that
+        ended within the budget (a last case that runs past it does not count), and the ratio;
         every case of both is a full differential case (the model's golden, every element
         compared): disagreements are printed.
 
@@ -112,9 +113,9 @@ def fuzz(args: argparse.Namespace) -> int:
                     print(f"    {c.case.status}: {c.case.line} {' '.join('--set ' + s for s in c.sets)}")
             if len(got) < 2:
                 continue
-            u, d = got["uniform"].new_points, got["rtl-coverage"].new_points
+            u, d = got["uniform"].new_within_budget, got["rtl-coverage"].new_within_budget
             ratio = f"x{d / u:.2f}" if u else ("x inf" if d else "x -")
-            print(f"{unit} seed {seed}: uniform {u} new points, steered {d}: {ratio}", flush=True)
+            print(f"{unit} seed {seed}: uniform {u} new points within the budget, steered {d}: {ratio}", flush=True)
     return 1 if failed else 0
 
 

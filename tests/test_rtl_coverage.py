@@ -263,6 +263,54 @@ def test_steer_targets_count_only_their_points(tmp_path: Path) -> None:
         Target.parse("rubik").mask(points)
 
 
+def test_a_baseline_of_another_checkout_is_mapped_point_by_point(tmp_path: Path) -> None:
+    """fuzz --baseline: last night's coverage of the same RTL generated in another checkout (another
+    path in every point's key, another cache key) counts as this run's baseline, point by point;
+    a baseline of other RTL is refused."""
+    from nvdla_hil.harness.fuzz.steer import baseline_hits
+
+    def night(name: str, counts: list[int], old: bytes, new: bytes) -> None:
+        where = tmp_path / name / "tests" / f"nvdla-nv_small-{name}-cov"
+        where.mkdir(parents=True)
+        (where / "b.dat").write_bytes(dat(counts).replace(old, new))
+        rc.compact(where / "b.dat", where.parent, test="suite::b", config="nv_small", build=f"nvdla-nv_small-{name}-cov")
+
+    night("other-checkout", [1, 0, 0, 2, 1, 0, 7, 0], b"/x/outdir", b"/home/me/hw/outdir")
+    night("other-rtl", [1, 0, 0, 2, 1, 0, 7, 0], b"NV_NVDLA_PDP_core.v", b"NV_NVDLA_PDP_core2.v")
+    mine = write_test(tmp_path / "mine", "m.1.0", "fuzz::m", [0] * 8, build="nvdla-nv_small-new-cov")
+    points = rc.merge_folder(tmp_path / "mine")["nv_small"].points
+    _, hit = baseline_hits(tmp_path / "other-checkout", mine.parent, points)
+    assert hit is not None and hit.tolist() == [True, False, False, True, True, False, True, False]
+    with pytest.raises(ValueError, match="nor of one naming its points"):
+        baseline_hits(tmp_path / "other-rtl", mine.parent, points)  # its PDP points name another file
+
+
+def test_steering_scores_unseen_values_and_what_paid_above_what_was_drawn_for_nothing() -> None:
+    """fuzz --steer rtl-coverage's screen: a value class nothing drew is worth more than one drawn
+    often; after equal draws, the class whose cases reached new RTL points is worth more; the cost
+    of a layer grows with its elements at the cycles per element measured."""
+    from nvdla_hil.harness.fuzz.draw import FieldSpec
+    from nvdla_hil.harness.fuzz.registry import load_constraints
+    from nvdla_hil.harness.fuzz.steer import _Cost, _Novelty, value_class
+
+    r = FieldSpec("range", lo=0, hi=100)
+    assert [value_class(r, v) for v in (0, 100, 3, 5, 40, 50)] == ["lo", "hi", "b2", "b3", "b6", "b6"]
+    assert value_class(FieldSpec("choices", values=[True, False]), True) == "true"
+    c = load_constraints("pdp", profile="nv_small")
+    base = {k: (f.values[0] if f.values else f.lo) for k, f in c.fields.items()}
+    wide, narrow = {**base, "width": c.fields["width"].hi}, {**base, "width": c.fields["width"].lo + 1}
+    nov = _Novelty()
+    fresh = nov.score(c, wide)
+    nov.add(c, wide, 0)
+    assert nov.score(c, wide) < fresh  # drawn once, for nothing
+    nov.add(c, narrow, 500)
+    assert nov.score(c, narrow) > nov.score(c, wide)  # one draw each: the one that paid
+    cost = _Cost(reset=276)
+    cost.add(1000, 276 + 1000 + 3000)
+    cost.add(100, 276 + 1000 + 300)
+    assert cost.estimate(2000) == 276 + 1000 + 3.0 * 2000
+
+
 def test_a_coverage_folder_of_an_earlier_run_is_refused(tmp_path: Path) -> None:
     """--nvdla-rtl-coverage-dir naming a folder that holds per-test files is a usage error
     (exit 4 from pytest): they would be merged into this run's numbers."""

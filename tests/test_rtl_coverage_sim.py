@@ -101,7 +101,7 @@ def test_steered_fuzz_keeps_what_reaches_new_points_and_mutates_it(rtl_env: dict
     """A short steered run: cases that reach new RTL points are kept and mutated, every case
     still agrees with the model, and the summary counts what the budget bought."""
     cmd = [sys.executable, "-m", "nvdla_hil.harness.cli", "fuzz", "--unit", "pdp", "--target", "verilator",
-           "--profile", "nv_small", "--steer", "rtl-coverage", "--cycles", "120000", "--seed", "3",
+           "--profile", "nv_small", "--steer", "rtl-coverage", "--cycles", "40000", "--seed", "3",
            "--rtl-coverage-dir", str(tmp_path / "cov")]
     r = subprocess.run(cmd, env=rtl_env, capture_output=True, text=True, timeout=3600, check=False)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

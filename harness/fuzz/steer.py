@@ -2,25 +2,31 @@
 rtl-coverage``), against uniform draws under the same budget of simulated cycles.
 
 Uniform fuzzing draws every case afresh from the constraints. Steered fuzzing does what RTL
-fuzzers with coverage feedback do (RFUZZ, DifuzzRTL, DirectFuzz): a case whose run on the
-instrumented simulator (``sim build --coverage``) hit RTL points nothing before it hit (not the
-baseline, e.g. the bundled suites, nor an earlier case) joins a corpus, and later cases are
-mostly *mutants* of corpus entries: the parent's field values (register fields, shapes, modes:
-what :class:`~.draw.Sampler` drew) pinned with ``--set`` except a third to two thirds of them
-redrawn, on a fresh random stream (so the data patterns are new too); half the cases stay
-uniform draws. A parent is picked with a weight of
-the points it gained per million cycles it cost (AFL's energy, in cycles): cheap cases that
-found something are mutated most, so more cases fit in the budget. ``target`` narrows what
-counts as new to a unit or a file's line range (DirectFuzz's target sites).
+fuzzers with coverage feedback do (RFUZZ, DifuzzRTL, DirectFuzz), with one thing those lack: the
+layer generator can draw and size a candidate before the simulator spends a cycle on it.
 
+- A case whose run on the instrumented simulator (``sim build --coverage``) hit RTL points
+  nothing before it hit (not the baseline, e.g. the bundled suites, nor an earlier case) joins a
+  corpus. A *mutant* of a corpus entry pins the parent's field values (register fields, shapes,
+  modes: what :class:`~.draw.Sampler` drew) with ``--set`` except one to three of them, redrawn
+  on a fresh random stream (so the data patterns are new too). A parent is picked with a weight of
+  the points it gained per million cycles it cost (AFL's energy, in cycles).
+- Each case is the best of :data:`SCREEN` candidates (fresh draws and mutants), scored by
+  expected new points per simulated cycle: the *novelty* of its field values (each field's value
+  class, :func:`value_class`, counts less the more earlier cases had it, and more the more new
+  RTL points earlier cases with it reached) over its *cost* (the simulator's reset plus the
+  layer's elements times the cycles per element the run has measured so far).
+
+``target`` narrows what counts as new to a unit or a file's line range (DirectFuzz's target sites).
 Every case is still a full differential case: the reference model's golden, every output
 element compared (:func:`~.runner.run_one`); a disagreement is reported like any fuzz failure.
-Each case's mutant is replayable: its line names the seed, index and the ``--set`` items.
+Each case is replayable: its line names the seed, index and the ``--set`` items.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,7 +37,7 @@ import numpy as np
 
 from ..analysis import rtl_coverage as rc
 from .case import case_name, sampler_for
-from .draw import Constraints
+from .draw import Constraints, FieldSpec
 from .registry import load_constraints
 from .runner import FuzzCase, run_one
 
@@ -109,6 +115,18 @@ class SteerReport:
         return sum(c.new for c in self.cases)
 
     @property
+    def new_within_budget(self) -> int:
+        """New points of the cases that ended within the budget (the last case may run past it:
+        what it found there is not counted, so two runs compare at the same cycles)."""
+        spent = got = 0
+        for c in self.cases:
+            spent += c.cycles
+            if spent > self.budget_cycles:
+                break
+            got += c.new
+        return got
+
+    @property
     def failed(self) -> list[SteerCase]:
         return [c for c in self.cases if c.case.status in ("failed", "error")]
 
@@ -116,23 +134,61 @@ class SteerReport:
         mut = sum(c.parent is not None for c in self.cases)
         return (f"{self.unit} on {self.profile}, {self.mode}, seed {self.seed}: {len(self.cases)} cases "
                 f"({mut} mutants), {self.cycles} cycles of {self.budget_cycles}; {self.new_points} new line+toggle "
-                f"points beyond the baseline's {self.baseline_points} (of {self.counted_points}); "
+                f"points beyond the baseline's {self.baseline_points} (of {self.counted_points}), "
+                f"{self.new_within_budget} by cases that ended within the budget; "
                 f"{len(self.failed)} failed; {self.seconds:.0f} s")
 
 
-def baseline_hits(folder: str | Path | None, build: str) -> tuple[rc.RunCoverage | None, np.ndarray | None]:
-    """The merged coverage of a previous run's ``rtl-coverage/tests/`` folder for ``build``
-    (the simulator's cache key: the catalogue must be the same), and its hit mask."""
+def _portable(ident: str, hier: str) -> str:
+    """A point's identity without where the generated RTL was: its file from ``vmod/`` on (one
+    checkout's ``.../outdir/nv_small/vmod/fifos/X.v`` and another's are the same file)."""
+    f = re.search("\x01f\x02([^\x01]*)", ident)
+    path = f.group(1) if f else ""
+    cut = path.rfind("/vmod/")
+    rel = path[cut:] if cut >= 0 else path
+    return (ident.replace(path, rel, 1) if f else ident) + "\x00" + hier
+
+
+#: of this run's design points, the share a baseline of another build must name to be used
+BASELINE_MATCH = 0.99
+
+
+def baseline_hits(folder: str | Path | None, build: str | Path,
+                  points: rc.Points | None = None) -> tuple[rc.RunCoverage | None, np.ndarray | None]:  # fmt: skip
+    """The merged coverage of a previous run's ``rtl-coverage/tests/`` folder for ``build`` (the
+    simulator's cache key, or the folder of this run's coverage of it), and its hit mask over
+    ``points`` (this run's catalogue; default the baseline's own). A baseline of another build
+    (another checkout's path, other C++ options) is used when it names the same points
+    (:func:`_portable`: the RTL file from ``vmod/`` on, line, kind, signal, instance) for at
+    least :data:`BASELINE_MATCH` of this run's design points; its hits are mapped point by point."""
     if folder is None:
         return None, None
     folder = Path(folder)
     tests = folder / "tests" if (folder / "tests").is_dir() else folder
-    where = tests / re.sub(r"[^A-Za-z0-9_.-]+", "_", build)
-    if not (where / rc.CATALOGUE).is_file():
-        have = sorted(d.name for d in tests.glob("*") if (d / rc.CATALOGUE).is_file())
-        raise ValueError(f"--baseline {folder}: no coverage of build {build} (it has: {', '.join(have) or 'none'})")
-    run = rc.merge_build(where)
-    return run, run.counts > 0
+    name = Path(build).name
+    where = tests / re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+    have = sorted(d for d in tests.glob("*") if (d / rc.CATALOGUE).is_file())
+    if (where / rc.CATALOGUE).is_file() or points is None:
+        if not (where / rc.CATALOGUE).is_file():
+            raise ValueError(f"--baseline {folder}: no coverage of build {name} "
+                             f"(it has: {', '.join(d.name for d in have) or 'none'})")
+        run = rc.merge_build(where)
+        return run, run.counts > 0
+    mine = {_portable(i, h): k for k, (i, h) in enumerate(zip(points.idents, points.hiers, strict=True))}
+    design = points.design_mask()
+    for other in have:
+        run = rc.merge_build(other)
+        theirs = np.array([mine.get(_portable(i, h), -1) for i, h in zip(run.points.idents, run.points.hiers,
+                                                                          strict=True)], dtype=np.int64)
+        named = np.zeros(len(points), dtype=bool)
+        named[theirs[theirs >= 0]] = True
+        if np.count_nonzero(named & design) >= BASELINE_MATCH * np.count_nonzero(design):
+            hit = np.zeros(len(points), dtype=bool)
+            got = (run.counts > 0) & (theirs >= 0)
+            hit[theirs[got]] = True
+            return run, hit
+    raise ValueError(f"--baseline {folder}: no coverage of build {name} nor of one naming its points "
+                     f"(it has: {', '.join(d.name for d in have) or 'none'})")
 
 
 def _field_values(c: Constraints, seed: int, index: int, dut: str, draw: int = 0) -> dict[str, Any]:
@@ -154,6 +210,30 @@ def _pin(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def value_class(spec: FieldSpec, value: Any) -> str:
+    """The class of a field's value that novelty counts: a choice is its own class; an integer
+    of a range is ``lo``, ``hi`` or the bit length of its distance from ``lo`` (so 3 and 5 of
+    0..100 differ, 40 and 50 do not: hardware counters and bank selects change at powers of two)."""
+    if spec.kind != "range":
+        return _pin(value)
+    v = int(value)
+    if v == spec.lo:
+        return "lo"
+    if v == spec.hi:
+        return "hi"
+    return f"b{(v - spec.lo).bit_length()}"
+
+
+#: cycles a reset between two cases waits (the build's own, 8192 for NVDLA, with ``None``): the
+#: units the fuzzer draws need none of them (a convolution waits for CBUF's flush itself,
+#: ``vectors.run``), and every case is compared with the model all the same, so a reset that
+#: left NVDLA unready would show as a failing case, not pass unseen
+RESET_WAIT = 256
+
+#: candidates drawn and sized for each case run; the best by expected new points per cycle runs
+SCREEN = 8
+
+
 @dataclass
 class _Entry:
     name: str
@@ -166,29 +246,109 @@ class _Entry:
         return self.gained / (max(self.cycles, 1) / 1e6) / (1 + 0.1 * self.children)
 
 
+@dataclass
+class _Candidate:
+    index: int
+    c: Constraints
+    values: dict[str, Any]
+    elements: int
+    parent: _Entry | None = None
+    sets: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Novelty:
+    """What the run has drawn and what it bought: per (field, value class), how many cases had
+    it and the new RTL points those cases reached."""
+
+    seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    gained: dict[tuple[str, str], int] = field(default_factory=dict)
+    cases: int = 0
+    points: int = 0
+
+    def score(self, c: Constraints, values: dict[str, Any]) -> float:
+        mean = self.points / self.cases if self.cases else 1.0
+        total = 0.0
+        for k, spec in c.fields.items():
+            key = (k, value_class(spec, values[k]))
+            n = self.seen.get(key, 0)
+            # an unseen class is worth the run's mean; a seen one what its cases reached, halved
+            # for every case that had it
+            yield_ = self.gained.get(key, 0) / n if n else mean
+            total += (1.0 + yield_ / max(mean, 1.0)) / (1 + n)
+        return total
+
+    def add(self, c: Constraints, values: dict[str, Any], new: int) -> None:
+        self.cases += 1
+        self.points += new
+        for k, spec in c.fields.items():
+            key = (k, value_class(spec, values[k]))
+            self.seen[key] = self.seen.get(key, 0) + 1
+            self.gained[key] = self.gained.get(key, 0) + new
+
+
+@dataclass
+class _Cost:
+    """Simulated cycles a case will take: the reset (measured) plus its layer's elements (inputs
+    and outputs) times the cycles per element the run's cases took (their median)."""
+
+    reset: int = 0
+    per_element: list[float] = field(default_factory=list)
+
+    def estimate(self, elements: int) -> float:
+        rate = float(np.median(self.per_element)) if self.per_element else 4.0
+        return self.reset + 1000 + rate * elements
+
+    def add(self, elements: int, cycles: int) -> None:
+        if elements > 0:
+            self.per_element.append(max(cycles - self.reset - 1000, 0) / elements)
+
+
 def _mutant(corpus: list[_Entry], mutable: list[str], pick: np.random.Generator) -> tuple[_Entry, list[str]]:
-    """A parent picked by energy, and the ``--set`` items pinning its fields but a third to two
-    thirds of the mutable ones (redrawn)."""
+    """A parent picked by energy, and the ``--set`` items pinning its fields but one to three of
+    the mutable ones (redrawn)."""
     w = np.array([e.energy() for e in corpus])
     parent = corpus[int(pick.choice(len(corpus), p=w / w.sum()))]
     parent.children += 1
     n = len(mutable)
-    size = int(pick.integers(max(1, n // 3), max(1, (2 * n) // 3) + 1))
-    redraw = set(pick.choice(mutable, size=min(n, size), replace=False).tolist())
+    size = int(pick.integers(1, min(3, n) + 1))
+    redraw = set(pick.choice(mutable, size=size, replace=False).tolist())
     return parent, [f"{k}={_pin(v)}" for k, v in parent.values.items() if k not in redraw]
+
+
+def _elements(c: Constraints, seed: int, index: int, dut: str, tmp: Path) -> int:
+    """The elements a candidate's layer reads and writes (its first draw): the generator's draft,
+    sized before anything is simulated."""
+    from .case import EventCapture, provenance, run_reference
+    from .registry import GENERATORS
+    from ..vectors.layer import Draft
+
+    name = case_name(c.unit, seed, index)
+    prov = provenance(c, seed, index, "rtl")
+
+    def capture(d: Draft) -> dict[str, list[dict[str, Any]]]:
+        cap = EventCapture()
+        run_reference(d, name, prov, tmp / name, "rtl", cap)
+        return cap.events
+
+    d = GENERATORS[c.unit](sampler_for(c, seed, index, 0, dut), c.profile, capture)
+    n = sum(int(np.asarray(a).size) for _, a in d.inputs)
+    n += sum(int(np.prod(o["shape"])) for o in d.outputs if isinstance(o.get("shape"), (list, tuple)))
+    return n
 
 
 def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budget_cycles: int,
                 profile: str | None = None, constraint_files: Sequence[str] = (), sets: Sequence[str] = (),
                 baseline: str | Path | None = None, target: Target | None = None, first: int = 0,
-                mutate_share: float = 0.5, out: Path | None = None, max_cases: int = 10_000,
-                log: Callable[[str], None] | None = None) -> SteerReport:  # fmt: skip
+                mutate_share: float = 0.5, screen: int = SCREEN, reset_wait: int | None = RESET_WAIT,
+                out: Path | None = None,
+                max_cases: int = 10_000, log: Callable[[str], None] | None = None) -> SteerReport:  # fmt: skip
     """Run ``unit`` cases on the verilator target of ``spec`` (instrumented; ``folder`` its
     :class:`~..targets.verilator.RtlCoverageFolder`) until ``budget_cycles`` simulated cycles
-    are spent: uniform draws (``mode="uniform"``) or steered by RTL coverage
-    (``"rtl-coverage"``). Cases ``first``, ``first+1``, ... of ``seed``: a uniform run and the
-    uniform draws of a steered one are the same cases; mutants take indices of their own
-    (``first + 1_000_000 + n``)."""
+    are spent: uniform draws (``mode="uniform"``: cases ``first``, ``first+1``, ... of ``seed``)
+    or steered by RTL coverage (``"rtl-coverage"``: each case the best of ``screen`` candidates,
+    a share ``mutate_share`` of them mutants once the corpus has entries; fresh candidates take
+    the uniform indices in turn, mutants indices of their own, ``first + 1_000_000 + n``)."""
     if mode not in MODES:
         raise ValueError(f"--steer {mode}: expected one of {', '.join(MODES)}")
     from ..targets import open_target
@@ -199,34 +359,53 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     rep = SteerReport(unit, c0.profile.name, mode, seed, budget_cycles)
     pick = np.random.Generator(np.random.PCG64([seed, 0x57EE4]))
     corpus: list[_Entry] = []
+    novelty, cost = _Novelty(), _Cost()
     mutable = _mutable(c0)
+    counter = {"uniform": first, "mutant": first + 1_000_000}
+
+    def candidate(tmp: Path) -> _Candidate:
+        parent: _Entry | None = None
+        case_sets: list[str] = []
+        c = c0
+        if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
+            parent, case_sets = _mutant(corpus, mutable, pick)
+            try:
+                c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
+            except Exception:  # noqa: BLE001 - a pinned value the narrowed space refuses: draw afresh
+                parent, case_sets, c = None, [], c0
+        kind = "uniform" if parent is None else "mutant"
+        index = counter[kind]
+        counter[kind] += 1
+        try:
+            elements = _elements(c, seed, index, dspec.kind, tmp) if mode == "rtl-coverage" else 0
+        except Exception:  # noqa: BLE001 - a draft that cannot be sized: run_one reports the generator's error
+            elements = 0
+        return _Candidate(index, c, _field_values(c, seed, index, dspec.kind), elements, parent, case_sets)
+
     t0 = time.monotonic()
-    with open_target(dspec) as dut:
+    with open_target(dspec) as dut, tempfile.TemporaryDirectory(prefix="nvdla-steer-") as tmp:
         sim: Any = getattr(dut, "sim", dut)  # the VerilatorTarget (cycles, its coverage)
+        if reset_wait is not None:
+            sim.reset_wait_cycles = reset_wait
         points: rc.Points | None = None
         covered: np.ndarray | None = None
         counted: np.ndarray | None = None
-        uniform_i = first
-        mutant_i = first + 1_000_000
         while rep.cycles < budget_cycles and len(rep.cases) < max_cases:
-            parent: _Entry | None = None
-            case_sets: list[str] = []
-            c = c0
-            if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
-                parent, case_sets = _mutant(corpus, mutable, pick)
-                try:
-                    c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
-                except Exception:  # noqa: BLE001 - a pinned value the narrowed space refuses: draw afresh
-                    parent, case_sets, c = None, [], c0
-            if parent is None:
-                index = uniform_i
-                uniform_i += 1
+            if mode == "rtl-coverage":
+                cands = [candidate(Path(tmp)) for _ in range(max(screen, 1))]
+                left = budget_cycles - rep.cycles  # a case runs to its end: prefer one that ends within the budget
+                fits = [k for k in cands if cost.estimate(k.elements) <= left] or cands
+                best = max(fits, key=lambda k: novelty.score(k.c, k.values) / cost.estimate(k.elements))
+                for k in cands:
+                    if k is not best and k.parent is not None:
+                        k.parent.children -= 1
             else:
-                index = mutant_i
-                mutant_i += 1
+                best = candidate(Path(tmp))
+            c, index, parent = best.c, best.index, best.parent
             c_before = sim.cycles  # the budget counts every simulated cycle, NVDLA's reset included
             dut.reset()
             folder.reset_done(sim)
+            cost.reset = max(int(sim.cycles) - int(c_before), 0)
             fc, _ = run_one(c, dspec, seed, index, out, dut=dut)
             cycles = max(int(sim.cycles) - int(c_before), 0)
             npz = folder.collect(sim, test=case_name(unit, seed, index))
@@ -234,7 +413,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 run = rc.merge_build(npz.parent)
                 points = run.points
                 counted = (target or Target()).mask(points)
-                base_run, base = baseline_hits(baseline, npz.parent.name)
+                base_run, base = baseline_hits(baseline, npz.parent, points)
                 covered = (base.copy() if base is not None else np.zeros(len(points), dtype=bool))
                 rep.baseline_points = int(np.count_nonzero(covered & counted))
                 rep.counted_points = int(np.count_nonzero(counted))
@@ -244,9 +423,11 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 hit[z["index"].astype(np.int64)] = True
             new = int(np.count_nonzero(hit & ~covered & counted))
             covered |= hit
-            rep.cases.append(SteerCase(fc, cycles, new, parent.name if parent else None, case_sets))
+            rep.cases.append(SteerCase(fc, cycles, new, parent.name if parent else None, best.sets))
+            values = _field_values(c, seed, index, dspec.kind, fc.draw)
+            novelty.add(c, values, new)
+            cost.add(best.elements, cycles)
             if new and fc.status == "passed":
-                values = _field_values(c, seed, index, dspec.kind, fc.draw)
                 corpus.append(_Entry(fc.name, values, new, cycles))
             if log is not None and (new or fc.status != "passed"):
                 how = f" (mutant of {parent.name})" if parent else ""

@@ -126,7 +126,8 @@ class VerilatorTarget(SimProcessTarget):
         self.waves = waves
         self.wave_file = Path(wave_file) if wave_file else None
         self.irq_max_cycles = irq_max_cycles
-        self._reset_wait = reset_wait_cycles
+        #: cycles a reset waits after releasing NVDLA (None: the build's, 8192 for NVDLA)
+        self.reset_wait_cycles = reset_wait_cycles
         self.irq_settle_cycles = irq_settle_cycles
         self.build: Any = None
         self.profile_name = config
@@ -286,7 +287,7 @@ class VerilatorTarget(SimProcessTarget):
         return bool(r["irq"])
 
     def _do_reset(self, timeout: float) -> None:
-        wait = self._reset_wait if self._reset_wait is not None else self.build.reset_wait_cycles
+        wait = self.reset_wait_cycles if self.reset_wait_cycles is not None else self.build.reset_wait_cycles
         self._request({"op": "reset", "low_cycles": 20, "wait_cycles": wait}, timeout=timeout)
 
     def _reset(self) -> None:
