@@ -108,6 +108,15 @@ def _step(method: int, acc: int, v: int) -> int:
     return _fp16_cmp_1(acc, v, method == MAX)
 
 
+@njit(inline="always")
+def _first_real_tap(valid: np.ndarray, o: int) -> int:
+    """The first tap of output ``o``'s window inside the input (``valid[o]``), -1 when none is."""
+    for t in range(valid.shape[1]):
+        if valid[o, t]:
+            return t
+    return -1
+
+
 @kernel
 def _pool(x: np.ndarray, idx_w: np.ndarray, valid_w: np.ndarray, idx_h: np.ndarray, valid_h: np.ndarray,
           pads: np.ndarray, method: int, recip: np.ndarray, to_fp17: np.ndarray, to_fp16: np.ndarray,
@@ -129,10 +138,7 @@ def _pool(x: np.ndarray, idx_w: np.ndarray, valid_w: np.ndarray, idx_h: np.ndarr
     rows = np.empty((n_h, out_w, n_l), np.int64)
     for g in range(n_g):
         for ox in range(out_w):
-            first = -1  # the first real tap
-            for t in range(kw - 1, -1, -1):
-                if valid_w[ox, t]:
-                    first = t
+            first = _first_real_tap(valid_w, ox)
             keep = first >= 0 or kw == 1
             for y in range(n_h):
                 for ln in range(n_l):
@@ -150,10 +156,7 @@ def _pool(x: np.ndarray, idx_w: np.ndarray, valid_w: np.ndarray, idx_h: np.ndarr
                             acc = _fp17_add_1(acc, pads[1, ox])
                     rows[y, ox, ln] = acc
         for oy in range(out_h):
-            first = -1
-            for t in range(kh - 1, -1, -1):
-                if valid_h[oy, t]:
-                    first = t
+            first = _first_real_tap(valid_h, oy)
             keep = first >= 0 or kh == 1
             for ox in range(out_w):
                 for ln in range(n_l):
