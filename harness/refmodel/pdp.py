@@ -19,7 +19,9 @@ Rules (docs/nvdla-precision-semantics.md section 9; cmod ``cmod/pdp/NV_NVDLA_pdp
   (:func:`_check_trailing_pad`; the RTL writes wrong outputs or hangs), split width on the
   fly (:func:`_check_flying_split`; the RTL never advances its split counter on SDP's stream), and
   on the fly input columns / rows past the last pooling window (:func:`_check_flying_tail`, an RTL
-  limitation: PDP's done does not wait for SDP's stream, SDP hangs or the next layer is corrupted).
+  limitation: PDP's done does not wait for SDP's stream, SDP hangs or the next layer is corrupted),
+  and a slice wider than the line buffer holds for the kernel's rows (:func:`_check_line_buffer`;
+  the RTL never raises done).
 * Split-width mode processes the input in column slices (first / mid / last partial widths,
   each slice but the first re-reading ``KW - SW`` overlap columns); padding is only applied
   on the outer edges (left of the first slice, right of the last).
@@ -283,6 +285,42 @@ def _check_trailing_pad(view: RegisterView, cfg: PdpConfig, w: int, h: int, out_
                            f"padding row(s); an unused bottom pad must be below the stride ({cfg.stride_h}) on the RTL")
 
 
+#: PDP's line buffer, in output columns of one memory atom: nv_small's 8 banks x 128 entries of one
+#: element, 8 channels to an atom (``NV_NVDLA_PDP_CORE_cal2d.v``, ``nv_ram_rws_128x18`` x 8); NVDLA's
+#: compiler's nv_full figure, 7 KB / (32 channels x 14 bits), is the same 128
+PDP_LINE_BUFFER_COLUMNS = 128
+#: lines the RTL keeps per ``ceil(KH / SY)`` window rows (NVDLA's compiler, ``PDPNode::calculateMaxWidth``)
+RTL_OVERLAP_LINES = (1, 1, 2, 4, 4, 8, 8, 8, 8)
+
+
+def line_buffer_columns(kernel_h: int, stride_h: int) -> int | None:
+    """The widest output slice PDP's line buffer holds for a kernel of ``kernel_h`` rows at row
+    stride ``stride_h`` on the RTL (:func:`_check_line_buffer`), None for a one-row kernel (no lines kept)."""
+    if kernel_h < 2:
+        return None
+    return PDP_LINE_BUFFER_COLUMNS // RTL_OVERLAP_LINES[min(-(-kernel_h // stride_h), len(RTL_OVERLAP_LINES) - 1)]
+
+
+def _check_line_buffer(view: RegisterView, cfg: PdpConfig, w: int, out_w: int) -> None:
+    """RTL rule: a slice's output width (the whole width without split) must fit PDP's line buffer,
+    ``PDP_LINE_BUFFER_COLUMNS / RTL_OVERLAP_LINES[ceil(KH / SY)]`` columns, when the kernel has more
+    than one row. Measured on the nv_small RTL (fuzz pdp, 2026-11-30, INT8 average, one 8-channel
+    atom): KH 7 / SY 4 (2 lines) width 64 passes, 65 never raises PDP's done; KH 5 / SY 3 (2 lines)
+    64 passes; KH 3 / SY 1 (4 lines) 32 passes, 33 hangs; KH 6 / SY 1 (8 lines) 16 passes, 17 and 24
+    hang; KH 1 keeps no lines (129 passes). NVDLA's compiler splits the width by the
+    same formula with a 7 KB buffer, which is nv_full's (on nv_small it would allow 4x too wide).
+    Refused; the C model has no such limit (``--model-semantics cmod``)."""
+    limit = line_buffer_columns(cfg.kernel_h, cfg.stride_h)
+    if limit is None:
+        return
+    lines = PDP_LINE_BUFFER_COLUMNS // limit
+    widest = max(s[3] for s in _splits(view, w, out_w, cfg))
+    if widest > limit:
+        raise InvalidLayer(f"PDP: output width {widest} per slice does not fit the line buffer on the RTL: kernel "
+                           f"height {cfg.kernel_h} / stride {cfg.stride_h} keeps {lines} line(s) of at most "
+                           f"{limit} columns (split the width: D_OPERATION_MODE_CFG.SPLIT_NUM)")
+
+
 def _check_flying_split(view: RegisterView) -> None:
     """RTL rule: no split width on the fly (``SPLIT_NUM > 0`` with ``FLYING_MODE = ON_FLYING``).
     On the fly, PDP's pre-processor (nv_small ``NV_NVDLA_PDP_CORE_preproc.v``) counts SDP's stream
@@ -382,6 +420,7 @@ def run_pdp(view: RegisterView, mem: MemoryPort, options: ModelOptions, *, sourc
             _check_flying_split(view)
             _check_flying_tail(cfg, w, h, out_w, out_h)
         _check_trailing_pad(view, cfg, w, h, out_w, out_h)
+        _check_line_buffer(view, cfg, w, out_w)
         if cfg.bits == 8:
             cfg = replace(cfg, rtl_int8=True)
     bpe = cfg.bits // 8

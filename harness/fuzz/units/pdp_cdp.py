@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ....drivers.profiles import HardwareProfile
-from ...refmodel.pdp import unread_tail
+from ...refmodel.pdp import line_buffer_columns, unread_tail
 from ...vectors.format import DEFAULT_LAUNCH
 from ...vectors.layer import (
     RAM_TYPE,
@@ -123,6 +123,11 @@ def _pool_geometry(s: Sampler, prec: str, method: int, *, flying: bool = False) 
         w = max(int(s["width"]), kw - pl - pr, 1)
     h = max(int(s["height"]), kh - pt - pb, 1)
     ow, oh = (w + pl + pr - kw) // sw + 1, (h + pt + pb - kh) // sh + 1
+    fits = line_buffer_columns(kh, sh)
+    if split is None and fits is not None and ow > fits:
+        # wider than PDP's line buffer holds for the kernel's rows: the RTL never ends such a layer
+        # (refmodel/pdp.py _check_line_buffer); the widest that fits instead
+        w, ow = (fits - 1) * sw + kw - pl - pr, fits
     if flying and split is None and not int(s["flying_tail"]):
         # fewer than a stride of columns / rows, so OW / OH stay; the pads are refitted below
         w -= int(unread_tail(w, ow, kw, sw, pl))
@@ -365,11 +370,13 @@ def _conv_source(s: Sampler, prof: HardwareProfile, capture, method: int) -> tup
 def fit_pool(s: Sampler, prec: str, method: int, w: int, h: int) -> _Pool:
     """PDP's pooling on the fly over a fixed ``w x h`` input (a convolution's output): the drawn
     geometry, else with the kernel clamped to the input, no top padding, stride 1 (with which the
-    last window always ends the input); each with the pads raised to cover the input's end
+    last window always ends the input), a one-row kernel; each with the pads raised to cover the input's end
     (:func:`_cover_tail`) unless ``flying_tail``. No split."""
     s.v.update(width=w, height=h, split=0)
     clamp = {"kernel_w": min(int(s["kernel_w"]), w), "kernel_h": min(int(s["kernel_h"]), h)}
-    fixes: tuple[dict[str, int], ...] = ({}, clamp, {"pad_top": 0}, {"stride_w": 1, "stride_h": 1})
+    # the last fix, a one-row kernel, keeps no lines: an output wider than PDP's line buffer holds
+    # for the kernel's rows (refmodel/pdp.py _check_line_buffer) fits then
+    fixes: tuple[dict[str, int], ...] = ({}, clamp, {"pad_top": 0}, {"stride_w": 1, "stride_h": 1}, {"kernel_h": 1})
     for fix in fixes:
         s.v.update(fix)
         if not int(s["flying_tail"]):
