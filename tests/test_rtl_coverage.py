@@ -275,7 +275,7 @@ def test_a_baseline_of_another_checkout_is_mapped_point_by_point(tmp_path: Path)
         (where / "b.dat").write_bytes(dat(counts).replace(old, new))
         rc.compact(where / "b.dat", where.parent, test="suite::b", config="nv_small", build=f"nvdla-nv_small-{name}-cov")
 
-    night("other-checkout", [1, 0, 0, 2, 1, 0, 7, 0], b"/x/outdir", b"/home/me/hw/outdir")
+    night("other-checkout", [1, 0, 0, 2, 1, 0, 7, 0], b"/x/outdir", b"../hw-copy/outdir")
     night("other-rtl", [1, 0, 0, 2, 1, 0, 7, 0], b"NV_NVDLA_PDP_core.v", b"NV_NVDLA_PDP_core2.v")
     mine = write_test(tmp_path / "mine", "m.1.0", "fuzz::m", [0] * 8, build="nvdla-nv_small-new-cov")
     points = rc.merge_folder(tmp_path / "mine")["nv_small"].points
