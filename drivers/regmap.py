@@ -76,7 +76,6 @@ __all__ = [
     "load_regmap",
     "regmap_from_yaml",
     "dump_yaml",
-    "compare_regmaps",
     "UnitSet",
     "FORMAT",
     "GENERATIONS",
@@ -688,45 +687,3 @@ def load_regmap(generation: str = "v2") -> RegisterMap:
     name = f"regmap_{generation}.yaml"
     text = resources.files(__package__).joinpath("data", name).read_text(encoding="utf-8")
     return regmap_from_yaml(yaml.load(text, Loader=_SafeLoader), name)  # noqa: S506 (safe loader)
-
-
-# --------------------------------------------------------------------------------------------
-# Comparison (the checks against an nvdla/hw checkout: :mod:`.regcheck`)
-
-
-def compare_regmaps(ours: RegisterMap, theirs: RegisterMap) -> list[str]:
-    """Differences between two maps (block bases, offsets, resets, access, dual, trigger,
-    field bits/access/reset/spec/enums), one line each; empty when identical."""
-    out: list[str] = []
-    for bname in sorted(set(ours.blocks) | set(theirs.blocks)):
-        a, b = ours.blocks.get(bname), theirs.blocks.get(bname)
-        if a is None or b is None:
-            out.append(f"{bname}: block only in {'upstream' if a is None else 'ours'}")
-            continue
-        if a.base != b.base:
-            out.append(f"{bname}: base {a.base:#x} != upstream {b.base:#x}")
-        for rname in sorted(set(a.registers) | set(b.registers)):
-            ra, rb = a.registers.get(rname), b.registers.get(rname)
-            if ra is None or rb is None:
-                out.append(
-                    f"{bname}.{rname}: register only in {'upstream' if ra is None else 'ours'}"
-                )
-                continue
-            for attr in ("offset", "reset", "access", "dual", "trigger"):
-                va, vb = getattr(ra, attr), getattr(rb, attr)
-                if va != vb:
-                    fmt = (lambda v: f"{v:#x}") if attr in ("offset", "reset") else repr
-                    out.append(f"{ra.full_name}: {attr} {fmt(va)} != upstream {fmt(vb)}")
-            for fname in sorted(set(ra.fields) | set(rb.fields)):
-                fa, fb = ra.fields.get(fname), rb.fields.get(fname)
-                if fa is None or fb is None:
-                    out.append(
-                        f"{ra.full_name}.{fname}: field only in "
-                        f"{'upstream' if fa is None else 'ours'}"
-                    )
-                    continue
-                for attr in ("msb", "lsb", "access", "reset", "spec_access", "enums"):
-                    va, vb = getattr(fa, attr), getattr(fb, attr)
-                    if va != vb:
-                        out.append(f"{fa.full_name}: {attr} {va!r} != upstream {vb!r}")
-    return out

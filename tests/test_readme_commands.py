@@ -419,7 +419,11 @@ def _plan(cmd: Command) -> tuple[str, str]:
     return "run", ""
 
 
-@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
+# a block's commands run in order in one folder (a later one reads what an earlier one wrote): one
+# xdist group per block keeps them on one worker (``--dist loadgroup``, pyproject's addopts)
+@pytest.mark.parametrize("cmd", [pytest.param(c, id=f"{c.file}:{c.line}",
+                                              marks=pytest.mark.xdist_group(f"readme:{c.file}:{c.block}"))
+                                 for c in COMMANDS])
 def test_readme_command(cmd: Command, block_dir) -> None:  # noqa: ANN001
     kind, why = _plan(cmd)
     work = block_dir(cmd)

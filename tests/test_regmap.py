@@ -20,6 +20,7 @@ from nvdla_hil.drivers.profiles import (
     list_profiles,
     load_profile,
 )
+from nvdla_hil.drivers.regcheck import compare_regmaps
 from nvdla_hil.drivers.regmap import (
     FieldRangeError,
     RegisterMap,
@@ -28,7 +29,6 @@ from nvdla_hil.drivers.regmap import (
     UnitNotPresentError,
     UnknownFieldError,
     UnknownRegisterError,
-    compare_regmaps,
     dump_yaml,
     load_regmap,
     regmap_from_yaml,

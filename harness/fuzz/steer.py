@@ -337,12 +337,52 @@ def _elements(c: Constraints, seed: int, index: int, dut: str, tmp: Path) -> int
     return n
 
 
+@dataclass
+class _NewPoints:
+    """What counts as new: the counted points (``target``'s lines and toggles) neither the baseline
+    nor an earlier case hit."""
+
+    covered: np.ndarray
+    counted: np.ndarray
+    baseline_points: int
+
+    @classmethod
+    def start(cls, build: Path, baseline: str | Path | None, target: Target) -> _NewPoints:
+        """From this run's first coverage file in ``build`` (its catalogue) and the baseline's hits."""
+        points = rc.merge_build(build).points
+        counted = target.mask(points)
+        _, base = baseline_hits(baseline, build, points)
+        covered = base.copy() if base is not None else np.zeros(len(points), dtype=bool)
+        return cls(covered, counted, int(np.count_nonzero(covered & counted)))
+
+    def add(self, npz: Path) -> int:
+        """The counted points a case's file hit that nothing before it did (now covered)."""
+        with np.load(npz, allow_pickle=False) as z:
+            hit = np.zeros(len(self.covered), dtype=bool)
+            hit[z["index"].astype(np.int64)] = True
+        new = int(np.count_nonzero(hit & ~self.covered & self.counted))
+        self.covered |= hit
+        return new
+
+
+def _best(cands: list[_Candidate], novelty: _Novelty, cost: _Cost, left: float) -> _Candidate:
+    """The candidate with the most expected new points per cycle among those expected to end
+    within the ``left`` cycles of the budget (all, when none is); the others' parents get their
+    child back."""
+    fits = [k for k in cands if cost.estimate(k.elements) <= left] or cands
+    best = max(fits, key=lambda k: novelty.score(k.c, k.values) / cost.estimate(k.elements))
+    for k in cands:
+        if k is not best and k.parent is not None:
+            k.parent.children -= 1
+    return best
+
+
 def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budget_cycles: int,
                 profile: str | None = None, constraint_files: Sequence[str] = (), sets: Sequence[str] = (),
                 baseline: str | Path | None = None, target: Target | None = None, first: int = 0,
                 mutate_share: float = 0.5, screen: int = SCREEN, reset_wait: int | None = RESET_WAIT,
-                out: Path | None = None,
-                max_cases: int = 10_000, log: Callable[[str], None] | None = None) -> SteerReport:  # fmt: skip
+                out: Path | None = None, max_cases: int = 10_000, log: Callable[[str], None] | None = None,
+                ) -> SteerReport:  # fmt: skip
     """Run ``unit`` cases on the verilator target of ``spec`` (instrumented; ``folder`` its
     :class:`~..targets.verilator.RtlCoverageFolder`) until ``budget_cycles`` simulated cycles
     are spent: uniform draws (``mode="uniform"``: cases ``first``, ``first+1``, ... of ``seed``)
@@ -387,20 +427,10 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         sim: Any = getattr(dut, "sim", dut)  # the VerilatorTarget (cycles, its coverage)
         if reset_wait is not None:
             sim.reset_wait_cycles = reset_wait
-        points: rc.Points | None = None
-        covered: np.ndarray | None = None
-        counted: np.ndarray | None = None
+        seen: _NewPoints | None = None
         while rep.cycles < budget_cycles and len(rep.cases) < max_cases:
-            if mode == "rtl-coverage":
-                cands = [candidate(Path(tmp)) for _ in range(max(screen, 1))]
-                left = budget_cycles - rep.cycles  # a case runs to its end: prefer one that ends within the budget
-                fits = [k for k in cands if cost.estimate(k.elements) <= left] or cands
-                best = max(fits, key=lambda k: novelty.score(k.c, k.values) / cost.estimate(k.elements))
-                for k in cands:
-                    if k is not best and k.parent is not None:
-                        k.parent.children -= 1
-            else:
-                best = candidate(Path(tmp))
+            best = (_best([candidate(Path(tmp)) for _ in range(max(screen, 1))], novelty, cost, budget_cycles - rep.cycles)
+                    if mode == "rtl-coverage" else candidate(Path(tmp)))
             c, index, parent = best.c, best.index, best.parent
             c_before = sim.cycles  # the budget counts every simulated cycle, NVDLA's reset included
             dut.reset()
@@ -409,20 +439,10 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
             fc, _ = run_one(c, dspec, seed, index, out, dut=dut)
             cycles = max(int(sim.cycles) - int(c_before), 0)
             npz = folder.collect(sim, test=case_name(unit, seed, index))
-            if points is None:
-                run = rc.merge_build(npz.parent)
-                points = run.points
-                counted = (target or Target()).mask(points)
-                base_run, base = baseline_hits(baseline, npz.parent, points)
-                covered = (base.copy() if base is not None else np.zeros(len(points), dtype=bool))
-                rep.baseline_points = int(np.count_nonzero(covered & counted))
-                rep.counted_points = int(np.count_nonzero(counted))
-            assert covered is not None and counted is not None
-            with np.load(npz, allow_pickle=False) as z:
-                hit = np.zeros(len(covered), dtype=bool)
-                hit[z["index"].astype(np.int64)] = True
-            new = int(np.count_nonzero(hit & ~covered & counted))
-            covered |= hit
+            if seen is None:
+                seen = _NewPoints.start(npz.parent, baseline, target or Target())
+                rep.baseline_points, rep.counted_points = seen.baseline_points, int(np.count_nonzero(seen.counted))
+            new = seen.add(npz)
             rep.cases.append(SteerCase(fc, cycles, new, parent.name if parent else None, best.sets))
             values = _field_values(c, seed, index, dspec.kind, fc.draw)
             novelty.add(c, values, new)

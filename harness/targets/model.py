@@ -41,7 +41,7 @@ from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from .memory import RecordingMemory, SparseMemory
 from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
-from .model_views import GroupView, RdmaIdleView
+from .model_views import GroupView, RdmaIdleView, ram_type_fields
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -256,9 +256,8 @@ class ModelTarget(Transport):
             self._unseen &= fired  # everything else this read returns has now been seen
             return self._value(r, 0)
         group = self._group_of(r)
-        # a read without side effects: remembered with the group's source, the producer pointer's
-        # ((address, 0), lsb, mask) for a dual register (else mask 0: group 0), so that the next read
-        # of it takes read32's path
+        # a read without side effects, remembered for read32 with its group's source: the producer
+        # pointer's ((address, 0), lsb, mask) for a dual register, else mask 0 (group 0)
         p_address, p_lsb, p_mask = self._producer[r.block] if r.dual else (address, 0, 0)
         self._plain_reads[address] = ((p_address, 0), p_lsb, p_mask)
         return self._value(r, group)
@@ -633,39 +632,12 @@ class ModelTarget(Transport):
             self._fire()
 
     def _memory_of(self, layer: _Layer, view: RegisterView) -> DmaPorts:
-        """The memory ports of the layer's active DMA engines, each chosen by the engine's
-        own RAM_TYPE field (MC = primary DBBIF port, CV = secondary CVIF port); a layer may
-        use both (e.g. SDP input over MCIF, EW operand over CVIF). A port the profile lacks
-        is refused naming the register (with both ports there is nothing to refuse)."""
-        if "sec_mem" in self.memories:
+        """The memory ports of the layer's DMA engines (:func:`.model_views.ram_type_fields`; a layer
+        may use both). A port the profile lacks is refused naming the register."""
+        if "sec_mem" in self.memories:  # with both ports there is nothing to refuse
             return DmaPorts(dict(self.memories))
-        f = view.field
-        engines: list[tuple[str, str, str]] = []
-        if "CACC" in layer.blocks:
-            engines += [("CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")]
-        if "SDP" in layer.blocks:
-            if "SDP_RDMA" in layer.blocks and f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 0:
-                # MRDMA reads the input only off the fly: in flying mode the input comes from CACC
-                # and NVDLA's firmware (sdp.c) leaves D_SRC_DMA_CFG unwritten
-                engines.append(("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"))
-            # an operand engine's RAM type matters only when SDP_RDMA runs in this group (NVDLA's
-            # firmware leaves D_BRDMA_CFG = 0, DISABLE=NO RAM_TYPE=CV, on a fused conv without operands)
-            rdma_on = "SDP_RDMA" in layer.blocks or f("SDP_RDMA", "D_OP_ENABLE", "OP_EN")
-            for eng in ("BRDMA", "NRDMA", "ERDMA"):
-                if rdma_on and not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
-                    engines.append(("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_RAM_TYPE"))
-            if f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 0:
-                engines.append(("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"))
-        if "CDP" in layer.blocks:
-            engines += [("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"), ("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")]
-        if "RBK" in layer.blocks:
-            engines += [("RBK", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("RBK", "D_DAOUT_RAM_TYPE", "DATAOUT_RAM_TYPE")]
-        if "PDP" in layer.blocks:
-            if "PDP_RDMA" in layer.blocks:
-                engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
-            engines.append(("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"))
-        for blk, reg, fld in engines:
-            if f(blk, reg, fld) != 1:
+        for blk, reg, fld in ram_type_fields(layer.blocks, view):
+            if view.field(blk, reg, fld) != 1:
                 raise LayerConfigError(
                     f"{layer.done[0]} layer refused: {blk}.{reg}.{fld} selects the secondary memory port "
                     f"(CV), which {self.profile.name} does not have; program MC (1)")

@@ -4,6 +4,7 @@ SDP_RDMA that fetches no operand while it is idle (:class:`RdmaIdleView`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -12,7 +13,7 @@ from ...drivers.profiles import HardwareProfile
 from ...drivers.regmap import Register
 from ..refmodel.base import RegisterView
 
-__all__ = ["GroupView", "RdmaIdleView", "ViewSource"]
+__all__ = ["GroupView", "RdmaIdleView", "ViewSource", "ram_type_fields"]
 
 
 class ViewSource(Protocol):
@@ -74,3 +75,35 @@ class RdmaIdleView:
 
     def __getattr__(self, name: str):  # reg, lut, has: as the wrapped view
         return getattr(self._v, name)
+
+
+def ram_type_fields(blocks: Sequence[str], view: RegisterView) -> list[tuple[str, str, str]]:
+    """The ``(block, register, field)`` RAM_TYPE fields of the DMA engines a layer of ``blocks``
+    uses (``view``: its executing groups), each choosing its engine's memory port (MC = primary
+    DBBIF, CV = secondary CVIF)."""
+    f = view.field
+    engines: list[tuple[str, str, str]] = []
+    if "CACC" in blocks:
+        engines += [("CDMA", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("CDMA", "D_WEIGHT_RAM_TYPE", "WEIGHT_RAM_TYPE")]
+    if "SDP" in blocks:
+        if "SDP_RDMA" in blocks and f("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE") == 0:
+            # MRDMA reads the input only off the fly: in flying mode the input comes from CACC
+            # and NVDLA's firmware (sdp.c) leaves D_SRC_DMA_CFG unwritten
+            engines.append(("SDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"))
+        # an operand engine's RAM type matters only when SDP_RDMA runs in this group (NVDLA's
+        # firmware leaves D_BRDMA_CFG = 0, DISABLE=NO RAM_TYPE=CV, on a fused conv without operands)
+        rdma_on = "SDP_RDMA" in blocks or f("SDP_RDMA", "D_OP_ENABLE", "OP_EN")
+        for eng in ("BRDMA", "NRDMA", "ERDMA"):
+            if rdma_on and not f("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_DISABLE"):
+                engines.append(("SDP_RDMA", f"D_{eng}_CFG", f"{eng}_RAM_TYPE"))
+        if f("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST") == 0:
+            engines.append(("SDP", "D_DST_DMA_CFG", "DST_RAM_TYPE"))
+    if "CDP" in blocks:
+        engines += [("CDP_RDMA", "D_SRC_DMA_CFG", "SRC_RAM_TYPE"), ("CDP", "D_DST_DMA_CFG", "DST_RAM_TYPE")]
+    if "RBK" in blocks:
+        engines += [("RBK", "D_DAIN_RAM_TYPE", "DATAIN_RAM_TYPE"), ("RBK", "D_DAOUT_RAM_TYPE", "DATAOUT_RAM_TYPE")]
+    if "PDP" in blocks:
+        if "PDP_RDMA" in blocks:
+            engines.append(("PDP_RDMA", "D_SRC_RAM_CFG", "SRC_RAM_TYPE"))
+        engines.append(("PDP", "D_DST_RAM_CFG", "DST_RAM_TYPE"))
+    return engines
