@@ -327,12 +327,31 @@ _WORK: dict[tuple[str, int], Path] = {}
 
 @pytest.fixture
 def block_dir(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
-    def get(cmd: Command) -> Path:
+    """The block's work folder in this process, and whether it was made just now."""
+    def get(cmd: Command) -> tuple[Path, bool]:
         key = (cmd.file, cmd.block)
-        if key not in _WORK:
+        fresh = key not in _WORK
+        if fresh:
             _WORK[key] = tmp_path_factory.mktemp(f"readme-{Path(cmd.file).parent.name or 'top'}-{cmd.block}")
-        return _WORK[key]
+        return _WORK[key], fresh
     return get
+
+
+def _replay_block(cmd: Command, work: Path) -> None:
+    """Run the commands of ``cmd``'s block that come before it in ``work`` (results not checked:
+    their own tests do): a later command may read what an earlier one wrote, and under xdist the
+    earlier one may have run on another worker, in another folder."""
+    for c in COMMANDS:
+        if (c.file, c.block) != (cmd.file, cmd.block) or c.line >= cmd.line or _plan(c)[0] != "run":
+            continue
+        if c.text.startswith(("python ", "pytest ")):
+            continue
+        env, missing = _env_of(c)
+        text, more = localize(CHEAPER.get(c.text, (c.text, ""))[0], work, env)
+        if missing or more:
+            continue
+        subprocess.run(text, shell=True, cwd=work, env=_env(env), capture_output=True, timeout=HANG_GUARD_S,
+                       executable="/bin/bash", check=False)
 
 
 def _env_of(cmd: Command) -> tuple[dict[str, str], list[str]]:
@@ -419,14 +438,12 @@ def _plan(cmd: Command) -> tuple[str, str]:
     return "run", ""
 
 
-# a block's commands run in order in one folder (a later one reads what an earlier one wrote): one
-# xdist group per block keeps them on one worker (``--dist loadgroup``, pyproject's addopts)
-@pytest.mark.parametrize("cmd", [pytest.param(c, id=f"{c.file}:{c.line}",
-                                              marks=pytest.mark.xdist_group(f"readme:{c.file}:{c.block}"))
-                                 for c in COMMANDS])
+@pytest.mark.parametrize("cmd", COMMANDS, ids=[f"{c.file}:{c.line}" for c in COMMANDS])
 def test_readme_command(cmd: Command, block_dir) -> None:  # noqa: ANN001
     kind, why = _plan(cmd)
-    work = block_dir(cmd)
+    work, fresh = block_dir(cmd)
+    if fresh:
+        _replay_block(cmd, work)
     env, env_missing = _env_of(cmd)
     if kind == "external":
         _external(cmd, work)
