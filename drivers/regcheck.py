@@ -9,13 +9,17 @@ do not know of it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TypeVar
 
 from .profiles import HardwareProfile, load_profile
 from .rdl import import_checkout, import_rdl
 from .regmap import RegisterMap, load_regmap
 
 __all__ = ["check_against_checkout", "compare_regmaps", "compare_with_rdl"]
+
+T = TypeVar("T")
 
 
 def compare_with_rdl(regmap: RegisterMap, spec_manual_dir: str | Path) -> list[str]:
@@ -33,39 +37,34 @@ def check_against_checkout(
     return compare_regmaps(ours, import_checkout(nvdla_hw_path, prof.generation))
 
 
+def _matched(kind: str, where: str, ours: Mapping[str, T], theirs: Mapping[str, T], out: list[str]) -> Iterator[tuple[T, T]]:
+    """The pairs of items of both maps by name, in name order; an item only one map has is a line
+    of ``out`` (``<where>: <kind> only in upstream|ours``)."""
+    for name in sorted(set(ours) | set(theirs)):
+        a, b = ours.get(name), theirs.get(name)
+        if a is None or b is None:
+            out.append(f"{where}{name}: {kind} only in {'upstream' if a is None else 'ours'}")
+        else:
+            yield a, b
+
+
+def _attrs(name: str, a: object, b: object, attrs: tuple[str, ...], hexa: tuple[str, ...], out: list[str]) -> None:
+    """A line of ``out`` per attribute of ``attrs`` that differs (``hexa`` ones in hex, the rest repr)."""
+    for attr in attrs:
+        va, vb = getattr(a, attr), getattr(b, attr)
+        if va != vb:
+            fmt = (lambda v: f"{v:#x}") if attr in hexa else repr
+            out.append(f"{name}: {attr} {fmt(va)} != upstream {fmt(vb)}")
+
+
 def compare_regmaps(ours: RegisterMap, theirs: RegisterMap) -> list[str]:
     """Differences between two maps (block bases, offsets, resets, access, dual, trigger,
     field bits/access/reset/spec/enums), one line each; empty when identical."""
     out: list[str] = []
-    for bname in sorted(set(ours.blocks) | set(theirs.blocks)):
-        a, b = ours.blocks.get(bname), theirs.blocks.get(bname)
-        if a is None or b is None:
-            out.append(f"{bname}: block only in {'upstream' if a is None else 'ours'}")
-            continue
-        if a.base != b.base:
-            out.append(f"{bname}: base {a.base:#x} != upstream {b.base:#x}")
-        for rname in sorted(set(a.registers) | set(b.registers)):
-            ra, rb = a.registers.get(rname), b.registers.get(rname)
-            if ra is None or rb is None:
-                out.append(
-                    f"{bname}.{rname}: register only in {'upstream' if ra is None else 'ours'}"
-                )
-                continue
-            for attr in ("offset", "reset", "access", "dual", "trigger"):
-                va, vb = getattr(ra, attr), getattr(rb, attr)
-                if va != vb:
-                    fmt = (lambda v: f"{v:#x}") if attr in ("offset", "reset") else repr
-                    out.append(f"{ra.full_name}: {attr} {fmt(va)} != upstream {fmt(vb)}")
-            for fname in sorted(set(ra.fields) | set(rb.fields)):
-                fa, fb = ra.fields.get(fname), rb.fields.get(fname)
-                if fa is None or fb is None:
-                    out.append(
-                        f"{ra.full_name}.{fname}: field only in "
-                        f"{'upstream' if fa is None else 'ours'}"
-                    )
-                    continue
-                for attr in ("msb", "lsb", "access", "reset", "spec_access", "enums"):
-                    va, vb = getattr(fa, attr), getattr(fb, attr)
-                    if va != vb:
-                        out.append(f"{fa.full_name}: {attr} {va!r} != upstream {vb!r}")
+    for a, b in _matched("block", "", ours.blocks, theirs.blocks, out):
+        _attrs(a.name, a, b, ("base",), ("base",), out)
+        for ra, rb in _matched("register", f"{a.name}.", a.registers, b.registers, out):
+            _attrs(ra.full_name, ra, rb, ("offset", "reset", "access", "dual", "trigger"), ("offset", "reset"), out)
+            for fa, fb in _matched("field", f"{ra.full_name}.", ra.fields, rb.fields, out):
+                _attrs(fa.full_name, fa, fb, ("msb", "lsb", "access", "reset", "spec_access", "enums"), (), out)
     return out
