@@ -271,6 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "'-O3 -march=native')")
     v.add_argument("--output-split", type=int, default=None, metavar="N", help="Verilator's --output-split")
     v.add_argument("--lto", choices=("on", "off"), default=None, help="gcc's link-time optimisation")
+    v.add_argument("--verilator-extra", default="", metavar="FLAGS",
+                   help="more Verilator flags for our build, e.g. '--inline-cfuncs 200' (its own cached build)")
+    v.add_argument("--compiler", choices=("default", "clang"), default=None,
+                   help="the C++ compiler of our model: the default ($CXX, else g++) or clang++")
     v.add_argument("--pgo", action="store_true",
                    help="profile-guided: an instrumented build trained on PGO_TRAINING_NV_SMALL (none of "
                         "the measured --longest traces), then the build that uses its profile")
@@ -289,7 +293,9 @@ def target_options(args: argparse.Namespace):
         noassert=d.noassert if pick[args.noassert] is None else bool(pick[args.noassert]),
         opt_fast=d.opt_fast if args.opt_fast is None else args.opt_fast,
         output_split=d.output_split if args.output_split is None else args.output_split,
-        pgo=d.pgo, lto=d.lto if pick[args.lto] is None else bool(pick[args.lto]))
+        pgo=d.pgo, lto=d.lto if pick[args.lto] is None else bool(pick[args.lto]),
+        compiler=d.compiler if args.compiler is None else args.compiler.replace("default", ""),
+        extra=tuple(args.verilator_extra.split()))
 
 
 def train(build, traces: Path, names: tuple[str, ...], timeout: float) -> None:

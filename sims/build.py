@@ -30,6 +30,7 @@ import hashlib
 import os
 import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,7 +57,9 @@ from .toolchain import (
     BuildError,
     Progress,
     compiler_identity,
+    cxx_command,
     default_progress,
+    find_clang,
     have_fst_headers,
     host_cpu,
     log_tail,
@@ -115,6 +118,15 @@ PGO_CFLAGS: dict[str, str] = {
     "generate": "-fprofile-generate -fprofile-update=single",
     "use": "-fprofile-use -fprofile-partial-training -Wno-missing-profile",
 }
+#: the same for clang: the training run writes ``.profraw`` files (``LLVM_PROFILE_FILE``), merged
+#: by ``llvm-profdata`` into :data:`CLANG_PROFDATA` beside the objects before the compile
+CLANG_PROFDATA = "nvdla_hil_pgo.profdata"
+CLANG_PGO_CFLAGS: dict[str, str] = {
+    "generate": "-fprofile-generate",
+    "use": f"-fprofile-use={CLANG_PROFDATA} -Wno-profile-instr-unprofiled -Wno-profile-instr-out-of-date",
+}
+#: the C++ compilers a build can name (``""``: :func:`~.toolchain.cxx_command`, g++ as a rule)
+COMPILERS = ("", "clang")
 
 
 @dataclass(frozen=True)
@@ -128,7 +140,10 @@ class BuildOptions:
     model's hot code (make's ``OPT_FAST``; ``-march=native`` adds the host CPU to the key);
     ``output_split``: Verilator's ``--output-split`` (statements per C++ file); ``pgo``: the
     profile-guided optimisation step (``""`` none, ``"generate"``, ``"use"``); ``lto``: gcc's
-    link-time optimisation (the model's files inlined into each other at the link).
+    link-time optimisation (the model's files inlined into each other at the link); ``compiler``:
+    ``""`` the default C++ compiler (``$CXX``, else g++), ``"clang"`` clang++ (with clang's
+    profile format for ``pgo``); ``extra``: more Verilator flags, to measure one (``bench_sim.py
+    --verilator-extra``; they must keep every simulated cycle, which the bench checks).
     """
 
     verilator_o3: bool = True
@@ -138,8 +153,14 @@ class BuildOptions:
     output_split: int = 20000
     pgo: str = ""
     lto: bool = False
+    compiler: str = ""
+    extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.compiler not in COMPILERS:
+            raise BuildError(f"unknown compiler {self.compiler!r}; compilers: clang (or the default)")
+        if self.lto and self.compiler:
+            raise BuildError("link-time optimisation is measured with gcc only (no --lto with clang)")
         if self.pgo not in PGO_STEPS:
             raise BuildError(f"unknown profile-guided optimisation step {self.pgo!r}; steps: generate, use")
         if self.output_split < 0:
@@ -153,17 +174,28 @@ class BuildOptions:
         if self.verilator_o3:
             flags += ["-O3"]
         flags += ["--output-split", str(self.output_split)]
+        flags += list(self.extra)
         if self.noassert:
             flags += ["--noassert"]
         if self.pgo:
-            flags += ["-CFLAGS", PGO_CFLAGS[self.pgo], "-LDFLAGS", PGO_CFLAGS[self.pgo].split()[0]]
+            pgo = (CLANG_PGO_CFLAGS if self.compiler == "clang" else PGO_CFLAGS)[self.pgo]
+            flags += ["-CFLAGS", pgo, "-LDFLAGS", pgo.split()[0]]
         if self.lto:  # the link compiles the model: it needs the optimisation level too
             flags += ["-CFLAGS", "-flto=auto", "-LDFLAGS", f"-flto=auto {self.opt_fast}"]
         return flags
 
     def make_flags(self) -> tuple[str, ...]:
         """The make flags (:func:`~.toolchain.make_flags` with this ``OPT_FAST``)."""
-        return make_flags(self.opt_fast)
+        return make_flags(self.opt_fast, clang=self.compiler == "clang")
+
+    def cxx(self) -> str:
+        """The C++ compiler command (clang++ from PATH for ``compiler="clang"``)."""
+        if self.compiler == "clang":
+            clang = find_clang()
+            if clang is None:
+                raise BuildError("a clang build needs clang++ on PATH (Debian: apt-get install clang)")
+            return clang
+        return cxx_command()
 
     def key_parts(self) -> list[str]:
         """What the key needs beyond the flags: the host CPU of a ``-march=native`` build."""
@@ -171,7 +203,8 @@ class BuildOptions:
 
     def describe(self) -> str:
         """One line for logs and benches: every flag the build was made with."""
-        return f"verilator {' '.join(self.verilator_flags()[len(REQUIRED_VERILATOR_FLAGS):])}; OPT_FAST={self.opt_fast}"
+        cxx = f"; CXX={self.compiler}" if self.compiler else ""
+        return f"verilator {' '.join(self.verilator_flags()[len(REQUIRED_VERILATOR_FLAGS):])}; OPT_FAST={self.opt_fast}{cxx}"
 
 
 #: Verilator flags of the default build (part of the cache key)
@@ -187,11 +220,20 @@ class PgoProfile:
     training: str
 
     def install(self, obj: Path) -> int:
-        """Copy the profile beside the objects the compiler will write (where ``-fprofile-use``
-        looks); return how many files."""
+        """Put the profile beside the objects the compiler will write (where ``-fprofile-use``
+        looks): gcc's ``.gcda`` files copied, clang's ``.profraw`` files merged into
+        :data:`CLANG_PROFDATA`; return how many files."""
+        raw = sorted(self.directory.glob("*.profraw"))
+        if raw:
+            tool = shutil.which("llvm-profdata") or "llvm-profdata"
+            out = subprocess.run([tool, "merge", "-o", str(obj / CLANG_PROFDATA), *map(str, raw)],
+                                 capture_output=True, text=True, check=False)
+            if out.returncode != 0:
+                raise BuildError(f"llvm-profdata could not merge the training profile: {out.stderr.strip()}")
+            return len(raw)
         files = sorted(self.directory.glob("*.gcda"))
         if not files:
-            raise BuildError(f"no profile (.gcda files) in {self.directory}: the training run wrote none")
+            raise BuildError(f"no profile (.gcda or .profraw files) in {self.directory}: the training run wrote none")
         for f in files:
             shutil.copyfile(f, obj / f.name)
         return len(files)
@@ -351,7 +393,7 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
     key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
                     hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
                     vversion=vversion, cocotb_version=cocotb_version, coverage=coverage,
-                    opt_fast=options.opt_fast, make_flags=mflags)
+                    opt_fast=options.opt_fast, make_flags=mflags, cxx=options.cxx())
     root = cache or cache_root()
     if lookup_only:
         try:
@@ -382,6 +424,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     next to the entries while building, so a failed build leaves it for the user."""
     obj = tmp / "obj"
     obj.mkdir(parents=True)
+    cxx = (options or BuildOptions()).cxx()
     log_path = root / f"{key}.build.log"
     env = tool_env()
     vroot = verilator_root()
@@ -400,7 +443,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     progress(f"sim build: {name} ({config}) -> {root / key}\n  log: {log_path}")
     with open(log_path, "w") as log:
         log.write(f"nvdla-hil sim build {name} config={config} key={key}\n{vversion}\n"
-                  f"cocotb {cocotb_version}\n{compiler_identity()}\nmake flags: {' '.join(make_flags)}\n")
+                  f"cocotb {cocotb_version}\n{compiler_identity(cxx)}\nmake flags: {' '.join(make_flags)}\n")
         progress("  verilating ...")
         rc = run_logged(cmd, log, tmp, env, "verilate", progress)
         if rc != 0:
@@ -411,7 +454,7 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
             log.write(f"\nprofile: {n} .gcda files from {profile.directory}, trained on {profile.training}\n")
         progress(f"  compiling C++ with {jobs} jobs ...")
         make = ["make", "-j", str(jobs), "-C", str(obj), "-f", "Vtop.mk",
-                f"VM_TRACE={int(waves)}", *make_overrides(flags=make_flags)]
+                f"VM_TRACE={int(waves)}", *make_overrides(cxx, flags=make_flags)]
         rc = run_logged(make, log, tmp, env, "c++", progress, count_dir=obj)
         if rc != 0:
             raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
@@ -496,9 +539,11 @@ def build_pgo(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small",
     gen = build_nvdla(nvdla_hw, config, jobs=jobs, force=force, progress=progress, cache=cache,
                       options=replace(options, pgo="generate", lto=False))
     with tempfile.TemporaryDirectory(prefix="nvdla-hil-pgo-") as d:
-        saved = {k: os.environ.get(k) for k in ("GCOV_PREFIX", "GCOV_PREFIX_STRIP")}
-        # every .gcda lands in d by its file name (the objects' build folder is stripped)
-        os.environ.update(GCOV_PREFIX=d, GCOV_PREFIX_STRIP="999")
+        saved = {k: os.environ.get(k) for k in ("GCOV_PREFIX", "GCOV_PREFIX_STRIP", "LLVM_PROFILE_FILE")}
+        # every .gcda lands in d by its file name (the objects' build folder is stripped); a
+        # clang build writes one .profraw per simulator process there
+        os.environ.update(GCOV_PREFIX=d, GCOV_PREFIX_STRIP="999",
+                          LLVM_PROFILE_FILE=str(Path(d) / "train-%p.profraw"))
         try:
             progress(f"sim build: training the instrumented build on {training}")
             train(gen)

@@ -88,3 +88,21 @@ def test_cli_writes_the_widened_constraints_once_and_never_overwrites(tmp_path: 
     assert out.read_text() == text
     bad = subprocess.run(cmd[:-4] + ["--widen", "nosuch"], capture_output=True, text=True, timeout=300, check=False)
     assert bad.returncode == 2 and "unknown unit 'nosuch'" in bad.stderr
+
+
+def test_steering_feeds_the_baselines_holes_into_its_constraints(tmp_path: Path) -> None:
+    """``fuzz --steer rtl-coverage --baseline RUN`` widens before it draws (harness/fuzz/steer.py
+    ``hole_constraints``): the same range as ``coverage rtl RUN --widen``, from the baseline's own
+    build folder, and nothing for a baseline of another configuration."""
+    from nvdla_hil.harness.fuzz.steer import hole_constraints
+
+    run = _run_folder(tmp_path)
+    c = load_constraints("pdp", profile="nv_small")
+    out = tmp_path / "holes"
+    out.mkdir()
+    f, widened = hole_constraints(c, run / "tests", out)
+    assert f is not None and f.parent == out
+    assert widened == ["height [1, 64]"]
+    assert load_constraints("pdp", profile="nv_small", files=[f]).fields["height"].hi == 64
+    other = load_constraints("pdp", profile="nv_small_256_full")
+    assert hole_constraints(other, run, out) == (None, [])  # the baseline measured nv_small's RTL

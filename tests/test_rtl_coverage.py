@@ -306,9 +306,37 @@ def test_steering_scores_unseen_values_and_what_paid_above_what_was_drawn_for_no
     nov.add(c, narrow, 500)
     assert nov.score(c, narrow) > nov.score(c, wide)  # one draw each: the one that paid
     cost = _Cost(reset=276)
-    cost.add(1000, 276 + 1000 + 3000)
-    cost.add(100, 276 + 1000 + 300)
-    assert cost.estimate(2000) == 276 + 1000 + 3.0 * 2000
+    assert cost.estimate(2000) == 276 + 4.0 * 2000  # before any case: the prior rate
+    cost.add(1000, 276 + 3000)
+    cost.add(100, 276 + 300)
+    cost.add(10, 276 + 200)  # a small case's fixed cost: 20 per element
+    assert cost.estimate(2000) == 276 + 3.0 * 2000
+    # a case that took no more than its reset never makes an element free
+    tiny = _Cost(reset=276)
+    tiny.add(500, 276)
+    assert tiny.estimate(1_000_000) > 1_000_000 * 0.001
+
+
+def test_the_share_of_mutants_follows_what_each_kind_paid_lately() -> None:
+    """fuzz --steer rtl-coverage: half the candidates are mutants until both kinds have run
+    enough cases; then the kind with more new points per cycle in the recent cases gets the
+    larger share, never all of it; a run's first cases (which find most) are forgotten."""
+    from nvdla_hil.harness.fuzz.steer import SHARE_AFTER, SHARE_MIN, SHARE_WINDOW, _Share
+
+    s = _Share(0.5)
+    for _ in range(SHARE_AFTER):
+        s.add("uniform", 300, 1000)
+    assert s.share() == 0.5  # no mutant yet
+    for _ in range(SHARE_AFTER):
+        s.add("mutant", 100, 1000)
+    assert s.share() == pytest.approx(100 / (300 + 100))  # fresh draws paid three times as much per cycle
+    for _ in range(SHARE_AFTER):
+        s.add("mutant", 0, 1000)
+    assert s.share() == pytest.approx(max(50 / 350, SHARE_MIN))
+    for _ in range(SHARE_WINDOW):  # later, fresh draws find nothing and mutants do
+        s.add("uniform", 0, 1000)
+        s.add("mutant", 10, 1000)
+    assert s.share() == 1 - SHARE_MIN
 
 
 def test_a_coverage_folder_of_an_earlier_run_is_refused(tmp_path: Path) -> None:
@@ -357,3 +385,25 @@ def test_nights_of_different_builds_are_not_merged(tmp_path: Path) -> None:
     rc.compact(raw, tmp_path / "b", test="suite::t2", config="nv_small", build="nvdla-nv_small-k-cov")
     with pytest.raises(InputError, match="another simulator build's points"):
         rc.merge_runs([(tmp_path / "a", "a"), (tmp_path / "b", "b")])
+
+
+def test_raw_folders_of_killed_runs_are_removed_by_the_next_run_and_no_other(tmp_path: Path) -> None:
+    """A run killed before it closed its RTL coverage folder (SIGKILL, a SIGTERM nothing caught)
+    leaves its raw-file folder in /dev/shm (135 MB files: memory). The next run removes the
+    folders whose process is gone, and leaves a live process's and any folder not named so."""
+    import os
+    import subprocess
+    import sys
+
+    from nvdla_hil.harness.targets.rtl_coverage import RAW_PREFIX, remove_orphaned_raw_dirs
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()  # its pid is now free (reuse within this test is not a practical concern)
+    dead = tmp_path / f"{RAW_PREFIX}{p.pid}-abc"
+    live = tmp_path / f"{RAW_PREFIX}{os.getpid()}-def"
+    other = tmp_path / f"{RAW_PREFIX}notapid"
+    for d in (dead, live, other):
+        d.mkdir()
+        (d / "x.dat").write_bytes(b"raw")
+    assert remove_orphaned_raw_dirs(tmp_path) == [dead]
+    assert not dead.exists() and (live / "x.dat").is_file() and (other / "x.dat").is_file()

@@ -7,6 +7,7 @@ computed from fixed Verilator/cocotb version strings, so no tool needs to be ins
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ VARIANTS = {
     "output-split 5000": BuildOptions(output_split=5000),
     "pgo generate": BuildOptions(pgo="generate"),
     "lto": BuildOptions(lto=True),
+    "extra flags": BuildOptions(extra=("--inline-cfuncs", "200")),
 }
 
 
@@ -58,6 +60,7 @@ def test_each_speed_option_is_its_own_flag_and_cache_entry() -> None:
     assert "--x-assign" not in flags["no x fast"] and "--x-initial" not in flags["no x fast"]
     assert "--noassert" in flags["noassert"] and "--noassert" not in flags["default"]
     assert flags["output-split 5000"][-2:] == ["--output-split", "5000"]
+    assert flags["extra flags"][-2:] == ["--inline-cfuncs", "200"]
     assert "OPT_FAST=-O3" in VARIANTS["OPT_FAST -O3"].make_flags()
     lto = flags["lto"]
     assert lto[lto.index("-CFLAGS") + 1] == "-flto=auto" and lto[lto.index("-LDFLAGS") + 1] == "-flto=auto -O2"
@@ -101,6 +104,39 @@ def test_profile_guided_steps_and_their_flags(tmp_path: Path) -> None:
     (tmp_path / "obj").mkdir()
     assert PgoProfile(tmp_path / "prof", "t").install(tmp_path / "obj") == 1
     assert (tmp_path / "obj" / "Vtop__1.gcda").read_bytes() == b"x"
+
+
+def test_a_clang_build_has_clangs_make_flags_profile_format_and_its_own_key(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``BuildOptions(compiler="clang")``: clang++ from PATH with the make flags Verilator's
+    configure writes for clang, clang's profile flags for each PGO step (a training run's
+    ``.profraw`` files merged by llvm-profdata), its own cache entry; LTO stays gcc's."""
+    monkeypatch.setattr(simbuild, "find_clang", lambda: "/opt/llvm/bin/clang++")
+    clang = BuildOptions(compiler="clang")
+    assert clang.cxx() == "/opt/llvm/bin/clang++"
+    assert "CFG_LDLIBS_THREADS=-pthread -latomic" in clang.make_flags()
+    assert clang.describe().endswith("; CXX=clang")
+    gen = BuildOptions(compiler="clang", pgo="generate").verilator_flags()
+    use = BuildOptions(compiler="clang", pgo="use").verilator_flags()
+    assert gen[gen.index("-CFLAGS") + 1] == "-fprofile-generate"
+    assert use[use.index("-CFLAGS") + 1].split()[0] == f"-fprofile-use={simbuild.CLANG_PROFDATA}"
+    assert "-fprofile-partial-training" not in " ".join(use)  # gcc's; clang refuses it
+    assert _key(clang, cxx=clang.cxx()) != _key(BuildOptions())
+    with pytest.raises(BuildError, match="gcc only"):
+        BuildOptions(compiler="clang", lto=True)
+    with pytest.raises(BuildError, match="unknown compiler"):
+        BuildOptions(compiler="icc")
+    monkeypatch.setattr(simbuild, "find_clang", lambda: None)
+    with pytest.raises(BuildError, match="clang\\+\\+ on PATH"):
+        clang.cxx()
+    # a clang training profile is merged into one .profdata beside the objects
+    (tmp_path / "obj").mkdir()
+    (tmp_path / "prof").mkdir()
+    bad = tmp_path / "prof" / "train-1.profraw"
+    bad.write_bytes(b"not a profile")
+    if shutil.which("llvm-profdata"):
+        with pytest.raises(BuildError, match="llvm-profdata could not merge"):
+            PgoProfile(tmp_path / "prof", "t").install(tmp_path / "obj")
 
 
 def test_describe_names_every_speed_flag() -> None:

@@ -129,7 +129,8 @@ def _steered(args: argparse.Namespace, spec: object, c: object) -> int:
         rep = run_steered(args.unit, spec, folder, mode=args.steer, seed=args.seed, budget_cycles=args.cycles,
                           profile=args.profile, constraint_files=args.constraints or (), sets=args.set or (),
                           baseline=args.baseline, target=target, first=args.first,
-                          out=Path(args.out) if args.out else None, log=lambda s: print(s, flush=True))
+                          out=Path(args.out) if args.out else None, log=lambda s: print(s, flush=True),
+                          widen_holes=not args.keep_ranges)
     except (ValueError, InputError) as e:
         return _err("fuzz", str(e))
     print(f"summary: {rep.line()}")
@@ -330,6 +331,9 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--cycles", type=int, default=0, help="--steer: budget of simulated cycles")
     p.add_argument("--baseline", metavar="DIR", help="--steer: a run's rtl-coverage/ folder whose hits are not new "
                    "(e.g. the bundled suites' run)")
+    p.add_argument("--keep-ranges", action="store_true",
+                   help="--steer rtl-coverage: draw from the constraints as given (by default the --baseline's "
+                        "holes widen the fields that drive register fields it never set high first)")
     p.add_argument("--steer-target", metavar="WHERE", help="--steer: count only this unit (pdp) or file (NV_NVDLA_PDP_core.v[:100-300])")
     p.add_argument("--rtl-coverage-dir", metavar="DIR", help="--steer: where the per-case coverage goes (default a new temp folder)")
     add_target_options(p, include=("semantics", "hw", "lab"), profile_default=None,

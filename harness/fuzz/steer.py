@@ -17,6 +17,10 @@ layer generator can draw and size a candidate before the simulator spends a cycl
   RTL points earlier cases with it reached) over its *cost* (the simulator's reset plus the
   layer's elements times the cycles per element the run has measured so far).
 
+- With a baseline, the baseline's *holes* are fed back first (:func:`hole_constraints`,
+  harness/fuzz/widen.py): each constraint field driving a register field whose high bits the
+  baseline never set is widened, so the draws reach values no shipped range allows.
+
 ``target`` narrows what counts as new to a unit or a file's line range (DirectFuzz's target sites).
 Every case is still a full differential case: the reference model's golden, every output
 element compared (:func:`~.runner.run_one`); a disagreement is reported like any fuzz failure.
@@ -27,6 +31,7 @@ from __future__ import annotations
 
 import re
 import tempfile
+from collections import deque
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -105,6 +110,7 @@ class SteerReport:
     baseline_points: int = 0  # counted points the baseline already hit
     counted_points: int = 0  # counted points of the design (the target's)
     seconds: float = 0.0
+    widened: list[str] = field(default_factory=list)  # fields widened from the baseline's holes (field [lo, hi])
 
     @property
     def cycles(self) -> int:
@@ -136,7 +142,8 @@ class SteerReport:
                 f"({mut} mutants), {self.cycles} cycles of {self.budget_cycles}; {self.new_points} new line+toggle "
                 f"points beyond the baseline's {self.baseline_points} (of {self.counted_points}), "
                 f"{self.new_within_budget} by cases that ended within the budget; "
-                f"{len(self.failed)} failed; {self.seconds:.0f} s")
+                f"{len(self.failed)} failed; {self.seconds:.0f} s"
+                + (f"; widened from the baseline's holes: {', '.join(self.widened)}" if self.widened else ""))
 
 
 def _portable(ident: str, hier: str) -> str:
@@ -191,6 +198,44 @@ def baseline_hits(folder: str | Path | None, build: str | Path,
                      f"(it has: {', '.join(d.name for d in have) or 'none'})")
 
 
+def hole_constraints(c: Constraints, baseline: str | Path, out: Path) -> tuple[Path | None, list[str]]:
+    """The baseline's RTL holes fed back into ``c`` (:func:`.widen.widen` of the register fields
+    its coverage of ``c``'s configuration never set high, as ``coverage rtl RUN --widen UNIT``):
+    a constraints file written into the folder ``out`` (None when nothing widens), and the
+    widened fields as ``field [lo, hi]``. Which build of the baseline does not matter: the
+    register fields are named by the RTL's signals."""
+    from ..analysis import rtl_holes as rh
+    from .widen import constraints_text, field_drivers, widen
+
+    folder = Path(baseline)
+    tests = folder / "tests" if (folder / "tests").is_dir() else folder
+    for build in sorted(d for d in tests.glob("*") if (d / rc.CATALOGUE).is_file()):
+        run = rc.merge_build(build)
+        if run.config != c.profile.name:
+            continue
+        gaps, _ = rh.field_gaps(run, limit=10_000)
+        ws = widen(c, gaps, field_drivers(c))
+        if not ws:
+            return None, []
+        f = out / f"widened-{c.unit}.yaml"
+        f.write_text(constraints_text(c, ws, str(baseline)))
+        return f, [f"{w.field} [{w.lo}, {w.hi}]" for w in ws]
+    return None, []
+
+
+def _widen_holes(c: Constraints, baseline: str | Path, folder: Path, files: list[str], sets: list[str],
+                 rep: SteerReport, log: Callable[[str], None] | None) -> Constraints:  # fmt: skip
+    """:func:`hole_constraints` applied: its file joins ``files`` (it lives as long as ``folder``,
+    mutants load it again), ``rep`` names the widened fields, and ``c`` is loaded again with it."""
+    wfile, rep.widened = hole_constraints(c, baseline, folder)
+    if wfile is None:
+        return c
+    files.append(str(wfile))
+    if log is not None:
+        log(f"widened from the baseline's holes: {', '.join(rep.widened)}")
+    return load_constraints(c.unit, profile=c.profile.name, files=files, sets=sets)
+
+
 def _field_values(c: Constraints, seed: int, index: int, dut: str, draw: int = 0) -> dict[str, Any]:
     """The values the kept draw ``draw`` of case ``index`` of ``seed`` took for the constraint fields."""
     s = sampler_for(c, seed, index, draw, dut)
@@ -229,6 +274,15 @@ def value_class(spec: FieldSpec, value: Any) -> str:
 #: ``vectors.run``), and every case is compared with the model all the same, so a reset that
 #: left NVDLA unready would show as a failing case, not pass unseen
 RESET_WAIT = 256
+
+#: cycles per layer element (input or output) assumed before the run has measured any
+PRIOR_CYCLES_PER_ELEMENT = 4.0
+
+#: cases of each kind (fresh, mutant) among the last SHARE_WINDOW before the share of mutants follows what each kind paid,
+#: and the least share either kind keeps (:class:`_Share`)
+SHARE_AFTER = 5
+SHARE_WINDOW = 40
+SHARE_MIN = 0.1
 
 #: candidates drawn and sized for each case run; the best by expected new points per cycle runs
 SCREEN = 8
@@ -290,18 +344,66 @@ class _Novelty:
 @dataclass
 class _Cost:
     """Simulated cycles a case will take: the reset (measured) plus its layer's elements (inputs
-    and outputs) times the cycles per element the run's cases took (their median)."""
+    and outputs) times the cycles per element the run's cases took, all of their cycles after the
+    reset (their median; a small case's fixed cost makes its rate high, so a large candidate is
+    estimated high, never free: a rate of 0 would let a layer of millions of cycles look cheap)."""
 
     reset: int = 0
     per_element: list[float] = field(default_factory=list)
 
     def estimate(self, elements: int) -> float:
-        rate = float(np.median(self.per_element)) if self.per_element else 4.0
-        return self.reset + 1000 + rate * elements
+        rate = float(np.median(self.per_element)) if self.per_element else PRIOR_CYCLES_PER_ELEMENT
+        return self.reset + rate * max(elements, 1)
 
     def add(self, elements: int, cycles: int) -> None:
         if elements > 0:
-            self.per_element.append(max(cycles - self.reset - 1000, 0) / elements)
+            self.per_element.append(max(cycles - self.reset, 1) / elements)
+
+
+@dataclass
+class _Share:
+    """How many candidates are mutants: ``start`` until each kind (fresh draws, mutants) has run
+    :data:`SHARE_AFTER` of the last :data:`SHARE_WINDOW` cases, then the mutants' share of the
+    new points per cycle the two kinds made in those cases (their rate over both rates; recent
+    cases only, since the first cases of a run find the most whatever their kind), kept within
+    ``[SHARE_MIN, 1 - SHARE_MIN]`` so neither kind stops being tried. On one unit mutants of what
+    paid pay most, on another fresh draws (cdp-lrn: a layer's data is much of what it reaches);
+    the run finds out which."""
+
+    start: float = 0.5
+    recent: deque = field(default_factory=lambda: deque(maxlen=SHARE_WINDOW))  # (kind, new, cycles)
+
+    def add(self, kind: str, new: int, cycles: int) -> None:
+        self.recent.append((kind, new, cycles))
+
+    def share(self) -> float:
+        rate = {}
+        for kind in ("uniform", "mutant"):
+            mine = [(n, c) for k, n, c in self.recent if k == kind]
+            if len(mine) < SHARE_AFTER:
+                return self.start
+            rate[kind] = sum(n for n, _ in mine) / max(sum(c for _, c in mine), 1)
+        if rate["uniform"] + rate["mutant"] <= 0:
+            return self.start
+        return min(max(rate["mutant"] / (rate["uniform"] + rate["mutant"]), SHARE_MIN), 1 - SHARE_MIN)
+
+
+@dataclass
+class _Learned:
+    """What a steered run has learned from the cases it ran: the corpus (cases that reached new
+    points and passed), the novelty of value classes, the cost per element, the mutants' share."""
+
+    corpus: list[_Entry] = field(default_factory=list)
+    novelty: _Novelty = field(default_factory=_Novelty)
+    cost: _Cost = field(default_factory=_Cost)
+    share: _Share = field(default_factory=_Share)
+
+    def add(self, ran: _Candidate, values: dict[str, Any], fc: FuzzCase, new: int, cycles: int) -> None:
+        self.novelty.add(ran.c, values, new)
+        self.cost.add(ran.elements, cycles)
+        self.share.add("uniform" if ran.parent is None else "mutant", new, cycles)
+        if new and fc.status == "passed":
+            self.corpus.append(_Entry(fc.name, values, new, cycles))
 
 
 def _mutant(corpus: list[_Entry], mutable: list[str], pick: np.random.Generator) -> tuple[_Entry, list[str]]:
@@ -367,10 +469,11 @@ class _NewPoints:
 
 def _best(cands: list[_Candidate], novelty: _Novelty, cost: _Cost, left: float) -> _Candidate:
     """The candidate with the most expected new points per cycle among those expected to end
-    within the ``left`` cycles of the budget (all, when none is); the others' parents get their
-    child back."""
-    fits = [k for k in cands if cost.estimate(k.elements) <= left] or cands
-    best = max(fits, key=lambda k: novelty.score(k.c, k.values) / cost.estimate(k.elements))
+    within the ``left`` cycles of the budget (the cheapest, when none is); the others' parents get
+    their child back."""
+    fits = [k for k in cands if cost.estimate(k.elements) <= left]
+    best = (max(fits, key=lambda k: novelty.score(k.c, k.values) / cost.estimate(k.elements)) if fits
+            else min(cands, key=lambda k: cost.estimate(k.elements)))
     for k in cands:
         if k is not best and k.parent is not None:
             k.parent.children -= 1
@@ -382,13 +485,15 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 baseline: str | Path | None = None, target: Target | None = None, first: int = 0,
                 mutate_share: float = 0.5, screen: int = SCREEN, reset_wait: int | None = RESET_WAIT,
                 out: Path | None = None, max_cases: int = 10_000, log: Callable[[str], None] | None = None,
-                ) -> SteerReport:  # fmt: skip
+                widen_holes: bool = True) -> SteerReport:  # fmt: skip
     """Run ``unit`` cases on the verilator target of ``spec`` (instrumented; ``folder`` its
     :class:`~..targets.verilator.RtlCoverageFolder`) until ``budget_cycles`` simulated cycles
     are spent: uniform draws (``mode="uniform"``: cases ``first``, ``first+1``, ... of ``seed``)
     or steered by RTL coverage (``"rtl-coverage"``: each case the best of ``screen`` candidates,
-    a share ``mutate_share`` of them mutants once the corpus has entries; fresh candidates take
-    the uniform indices in turn, mutants indices of their own, ``first + 1_000_000 + n``)."""
+    a share of them mutants once the corpus has entries, ``mutate_share`` at first, then what
+    mutants paid against fresh draws (:class:`_Share`); fresh candidates take
+    the uniform indices in turn, mutants indices of their own, ``first + 1_000_000 + n``; with a
+    ``baseline`` and ``widen_holes``, its holes widen the constraints first: :func:`hole_constraints`)."""
     if mode not in MODES:
         raise ValueError(f"--steer {mode}: expected one of {', '.join(MODES)}")
     from ..targets import open_target
@@ -398,8 +503,8 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     dspec = replace(spec.with_profile(c0.profile.name), rtl_coverage=folder)
     rep = SteerReport(unit, c0.profile.name, mode, seed, budget_cycles)
     pick = np.random.Generator(np.random.PCG64([seed, 0x57EE4]))
-    corpus: list[_Entry] = []
-    novelty, cost = _Novelty(), _Cost()
+    learned = _Learned(share=_Share(mutate_share))
+    corpus, novelty, cost, share = learned.corpus, learned.novelty, learned.cost, learned.share
     mutable = _mutable(c0)
     counter = {"uniform": first, "mutant": first + 1_000_000}
 
@@ -407,7 +512,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         parent: _Entry | None = None
         case_sets: list[str] = []
         c = c0
-        if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
+        if mode == "rtl-coverage" and corpus and mutable and pick.random() < share.share():
             parent, case_sets = _mutant(corpus, mutable, pick)
             try:
                 c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
@@ -425,6 +530,9 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     t0 = time.monotonic()
     with open_target(dspec) as dut, tempfile.TemporaryDirectory(prefix="nvdla-steer-") as tmp:
         sim: Any = getattr(dut, "sim", dut)  # the VerilatorTarget (cycles, its coverage)
+        if mode == "rtl-coverage" and baseline is not None and widen_holes:
+            c0 = _widen_holes(c0, baseline, Path(tmp), files, sets, rep, log)
+            mutable = _mutable(c0)
         if reset_wait is not None:
             sim.reset_wait_cycles = reset_wait
         seen: _NewPoints | None = None
@@ -444,11 +552,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
                 rep.baseline_points, rep.counted_points = seen.baseline_points, int(np.count_nonzero(seen.counted))
             new = seen.add(npz)
             rep.cases.append(SteerCase(fc, cycles, new, parent.name if parent else None, best.sets))
-            values = _field_values(c, seed, index, dspec.kind, fc.draw)
-            novelty.add(c, values, new)
-            cost.add(best.elements, cycles)
-            if new and fc.status == "passed":
-                corpus.append(_Entry(fc.name, values, new, cycles))
+            learned.add(best, _field_values(c, seed, index, dspec.kind, fc.draw), fc, new, cycles)
             if log is not None and (new or fc.status != "passed"):
                 how = f" (mutant of {parent.name})" if parent else ""
                 log(f"{fc.status.upper()} {fc.name}{how}: {cycles} cycles, {new} new points"

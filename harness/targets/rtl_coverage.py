@@ -16,11 +16,34 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STARTUP", "RtlCoverageFolder"]
+__all__ = ["RAW_PREFIX", "STARTUP", "RtlCoverageFolder", "remove_orphaned_raw_dirs"]
 
 
 #: the pseudo-test a simulator's start-up (power-up and first reset) is counted under
 STARTUP = "<simulator start-up and reset>"
+
+
+#: the name of a raw-file folder in ``/dev/shm`` starts with this, then the owner's process id
+RAW_PREFIX = "nvdla-hil-cov-"
+
+
+def remove_orphaned_raw_dirs(where: Path) -> list[Path]:
+    """Remove the raw-file folders in ``where`` (``RAW_PREFIX<pid>-...``) of this user whose
+    process is gone; return them. A folder of a live process, of another user or not named so
+    is left alone."""
+    gone = []
+    for d in where.glob(f"{RAW_PREFIX}*"):
+        pid = d.name[len(RAW_PREFIX):].split("-", 1)[0]
+        try:
+            if not pid.isdigit() or d.is_symlink() or not d.is_dir() or d.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d)
+        except OSError:  # PermissionError: a live process of another user; the folder vanished
+            continue
+    return gone
 
 
 class RtlCoverageFolder:
@@ -65,12 +88,17 @@ class RtlCoverageFolder:
     def _raw_dir(self) -> Path:
         """Where the simulator writes a raw file before it is compacted: a private folder in
         memory (``/dev/shm``) when there is one (the raw file is 135 MB on nv_small), else the
-        coverage folder itself."""
+        coverage folder itself. Its name holds this process's id, so the folders of processes
+        killed before :meth:`close` (SIGKILL, a SIGTERM no handler caught) are removed by the
+        next one (:func:`remove_orphaned_raw_dirs`): memory is not leaked night after night."""
         with self._lock:
             if self._raw is None:
                 shm = Path("/dev/shm")
-                self._raw = Path(tempfile.mkdtemp(prefix="nvdla-hil-cov-", dir=shm)) \
-                    if shm.is_dir() and os.access(shm, os.W_OK) else self.folder
+                if shm.is_dir() and os.access(shm, os.W_OK):
+                    remove_orphaned_raw_dirs(shm)
+                    self._raw = Path(tempfile.mkdtemp(prefix=f"{RAW_PREFIX}{os.getpid()}-", dir=shm))
+                else:
+                    self._raw = self.folder
             return self._raw
 
     def close(self) -> None:
