@@ -317,28 +317,6 @@ def test_steering_scores_unseen_values_and_what_paid_above_what_was_drawn_for_no
     assert tiny.estimate(1_000_000) > 1_000_000 * 0.001
 
 
-def test_the_share_of_mutants_follows_what_each_kind_paid_lately() -> None:
-    """fuzz --steer rtl-coverage: half the candidates are mutants until both kinds have run
-    enough cases; then the kind with more new points per cycle in the recent cases gets the
-    larger share, never all of it; a run's first cases (which find most) are forgotten."""
-    from nvdla_hil.harness.fuzz.steer import SHARE_AFTER, SHARE_MIN, SHARE_WINDOW, _Share
-
-    s = _Share(0.5)
-    for _ in range(SHARE_AFTER):
-        s.add("uniform", 300, 1000)
-    assert s.share() == 0.5  # no mutant yet
-    for _ in range(SHARE_AFTER):
-        s.add("mutant", 100, 1000)
-    assert s.share() == pytest.approx(100 / (300 + 100))  # fresh draws paid three times as much per cycle
-    for _ in range(SHARE_AFTER):
-        s.add("mutant", 0, 1000)
-    assert s.share() == pytest.approx(max(50 / 350, SHARE_MIN))
-    for _ in range(SHARE_WINDOW):  # later, fresh draws find nothing and mutants do
-        s.add("uniform", 0, 1000)
-        s.add("mutant", 10, 1000)
-    assert s.share() == 1 - SHARE_MIN
-
-
 def test_a_coverage_folder_of_an_earlier_run_is_refused(tmp_path: Path) -> None:
     """--nvdla-rtl-coverage-dir naming a folder that holds per-test files is a usage error
     (exit 4 from pytest): they would be merged into this run's numbers."""

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections import deque
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -279,12 +278,6 @@ RESET_WAIT: int | None = None
 #: cycles per layer element (input or output) assumed before the run has measured any
 PRIOR_CYCLES_PER_ELEMENT = 4.0
 
-#: cases of each kind (fresh, mutant) among the last SHARE_WINDOW before the share of mutants follows what each kind paid,
-#: and the least share either kind keeps (:class:`_Share`)
-SHARE_AFTER = 5
-SHARE_WINDOW = 40
-SHARE_MIN = 0.1
-
 #: candidates drawn and sized for each case run; the best by expected new points per cycle runs
 SCREEN = 8
 
@@ -362,47 +355,17 @@ class _Cost:
 
 
 @dataclass
-class _Share:
-    """How many candidates are mutants: ``start`` until each kind (fresh draws, mutants) has run
-    :data:`SHARE_AFTER` of the last :data:`SHARE_WINDOW` cases, then the mutants' share of the
-    new points per cycle the two kinds made in those cases (their rate over both rates; recent
-    cases only, since the first cases of a run find the most whatever their kind), kept within
-    ``[SHARE_MIN, 1 - SHARE_MIN]`` so neither kind stops being tried. On one unit mutants of what
-    paid pay most, on another fresh draws (cdp-lrn: a layer's data is much of what it reaches);
-    the run finds out which."""
-
-    start: float = 0.5
-    recent: deque = field(default_factory=lambda: deque(maxlen=SHARE_WINDOW))  # (kind, new, cycles)
-
-    def add(self, kind: str, new: int, cycles: int) -> None:
-        self.recent.append((kind, new, cycles))
-
-    def share(self) -> float:
-        rate = {}
-        for kind in ("uniform", "mutant"):
-            mine = [(n, c) for k, n, c in self.recent if k == kind]
-            if len(mine) < SHARE_AFTER:
-                return self.start
-            rate[kind] = sum(n for n, _ in mine) / max(sum(c for _, c in mine), 1)
-        if rate["uniform"] + rate["mutant"] <= 0:
-            return self.start
-        return min(max(rate["mutant"] / (rate["uniform"] + rate["mutant"]), SHARE_MIN), 1 - SHARE_MIN)
-
-
-@dataclass
 class _Learned:
     """What a steered run has learned from the cases it ran: the corpus (cases that reached new
-    points and passed), the novelty of value classes, the cost per element, the mutants' share."""
+    points and passed), the novelty of value classes, the cost per element."""
 
     corpus: list[_Entry] = field(default_factory=list)
     novelty: _Novelty = field(default_factory=_Novelty)
     cost: _Cost = field(default_factory=_Cost)
-    share: _Share = field(default_factory=_Share)
 
     def add(self, ran: _Candidate, values: dict[str, Any], fc: FuzzCase, new: int, cycles: int) -> None:
         self.novelty.add(ran.c, values, new)
         self.cost.add(ran.elements, cycles)
-        self.share.add("uniform" if ran.parent is None else "mutant", new, cycles)
         if new and fc.status == "passed":
             self.corpus.append(_Entry(fc.name, values, new, cycles))
 
@@ -491,8 +454,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     :class:`~..targets.verilator.RtlCoverageFolder`) until ``budget_cycles`` simulated cycles
     are spent: uniform draws (``mode="uniform"``: cases ``first``, ``first+1``, ... of ``seed``)
     or steered by RTL coverage (``"rtl-coverage"``: each case the best of ``screen`` candidates,
-    a share of them mutants once the corpus has entries, ``mutate_share`` at first, then what
-    mutants paid against fresh draws (:class:`_Share`); fresh candidates take
+    a share ``mutate_share`` of them mutants once the corpus has entries; fresh candidates take
     the uniform indices in turn, mutants indices of their own, ``first + 1_000_000 + n``; with a
     ``baseline`` and ``widen_holes``, its holes widen the constraints first: :func:`hole_constraints`)."""
     if mode not in MODES:
@@ -504,8 +466,8 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     dspec = replace(spec.with_profile(c0.profile.name), rtl_coverage=folder)
     rep = SteerReport(unit, c0.profile.name, mode, seed, budget_cycles)
     pick = np.random.Generator(np.random.PCG64([seed, 0x57EE4]))
-    learned = _Learned(share=_Share(mutate_share))
-    corpus, novelty, cost, share = learned.corpus, learned.novelty, learned.cost, learned.share
+    learned = _Learned()
+    corpus, novelty, cost = learned.corpus, learned.novelty, learned.cost
     mutable = _mutable(c0)
     counter = {"uniform": first, "mutant": first + 1_000_000}
 
@@ -513,7 +475,7 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         parent: _Entry | None = None
         case_sets: list[str] = []
         c = c0
-        if mode == "rtl-coverage" and corpus and mutable and pick.random() < share.share():
+        if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
             parent, case_sets = _mutant(corpus, mutable, pick)
             try:
                 c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
