@@ -226,8 +226,11 @@ class PgoProfile:
         raw = sorted(self.directory.glob("*.profraw"))
         if raw:
             tool = shutil.which("llvm-profdata") or "llvm-profdata"
-            out = subprocess.run([tool, "merge", "-o", str(obj / CLANG_PROFDATA), *map(str, raw)],
-                                 capture_output=True, text=True, check=False)
+            try:
+                out = subprocess.run([tool, "merge", "-o", str(obj / CLANG_PROFDATA), *map(str, raw)],
+                                     capture_output=True, text=True, check=False, timeout=600)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise BuildError(f"llvm-profdata could not merge the training profile: {e}") from None
             if out.returncode != 0:
                 raise BuildError(f"llvm-profdata could not merge the training profile: {out.stderr.strip()}")
             return len(raw)
@@ -450,8 +453,8 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
             raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
         if profile is not None:
             n = profile.install(obj)
-            progress(f"  profile: {n} .gcda files trained on {profile.training}")
-            log.write(f"\nprofile: {n} .gcda files from {profile.directory}, trained on {profile.training}\n")
+            progress(f"  profile: {n} training files (.gcda or .profraw) trained on {profile.training}")
+            log.write(f"\nprofile: {n} training files from {profile.directory}, trained on {profile.training}\n")
         progress(f"  compiling C++ with {jobs} jobs ...")
         make = ["make", "-j", str(jobs), "-C", str(obj), "-f", "Vtop.mk",
                 f"VM_TRACE={int(waves)}", *make_overrides(cxx, flags=make_flags)]

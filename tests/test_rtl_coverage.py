@@ -383,5 +383,11 @@ def test_raw_folders_of_killed_runs_are_removed_by_the_next_run_and_no_other(tmp
     for d in (dead, live, other):
         d.mkdir()
         (d / "x.dat").write_bytes(b"raw")
+    # a link named like a dead run's folder, planted to point at someone's files: never followed
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_bytes(b"mine")
+    (tmp_path / f"{RAW_PREFIX}{p.pid}-lnk").symlink_to(victim, target_is_directory=True)
     assert remove_orphaned_raw_dirs(tmp_path) == [dead]
     assert not dead.exists() and (live / "x.dat").is_file() and (other / "x.dat").is_file()
+    assert (victim / "keep.txt").read_bytes() == b"mine"

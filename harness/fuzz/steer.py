@@ -467,7 +467,6 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
     rep = SteerReport(unit, c0.profile.name, mode, seed, budget_cycles)
     pick = np.random.Generator(np.random.PCG64([seed, 0x57EE4]))
     learned = _Learned()
-    corpus, novelty, cost = learned.corpus, learned.novelty, learned.cost
     mutable = _mutable(c0)
     counter = {"uniform": first, "mutant": first + 1_000_000}
 
@@ -475,8 +474,8 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
         parent: _Entry | None = None
         case_sets: list[str] = []
         c = c0
-        if mode == "rtl-coverage" and corpus and mutable and pick.random() < mutate_share:
-            parent, case_sets = _mutant(corpus, mutable, pick)
+        if mode == "rtl-coverage" and learned.corpus and mutable and pick.random() < mutate_share:
+            parent, case_sets = _mutant(learned.corpus, mutable, pick)
             try:
                 c = load_constraints(unit, profile=profile, files=files, sets=[*sets, *case_sets])
             except Exception:  # noqa: BLE001 - a pinned value the narrowed space refuses: draw afresh
@@ -500,13 +499,14 @@ def run_steered(unit: str, spec: Any, folder: Any, *, mode: str, seed: int, budg
             sim.reset_wait_cycles = reset_wait
         seen: _NewPoints | None = None
         while rep.cycles < budget_cycles and len(rep.cases) < max_cases:
-            best = (_best([candidate(Path(tmp)) for _ in range(max(screen, 1))], novelty, cost, budget_cycles - rep.cycles)
+            best = (_best([candidate(Path(tmp)) for _ in range(max(screen, 1))], learned.novelty, learned.cost,
+                          budget_cycles - rep.cycles)
                     if mode == "rtl-coverage" else candidate(Path(tmp)))
             c, index, parent = best.c, best.index, best.parent
             c_before = sim.cycles  # the budget counts every simulated cycle, NVDLA's reset included
             dut.reset()
             folder.reset_done(sim)
-            cost.reset = max(int(sim.cycles) - int(c_before), 0)
+            learned.cost.reset = max(int(sim.cycles) - int(c_before), 0)
             fc, _ = run_one(c, dspec, seed, index, out, dut=dut)
             cycles = max(int(sim.cycles) - int(c_before), 0)
             npz = folder.collect(sim, test=case_name(unit, seed, index))
