@@ -268,7 +268,7 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
         pc.set_convertor(name, setting)
     if case.statistics is not None:
         pc.enable_statistics(unit)
-    if case.unit == "CONV":
+    if "CDMA" in case.launch:  # a convolution, whichever unit's done ends the layer (CONV -> PDP)
         _wait_cbuf_flushed(drv, timeout)
     drv.launch(*case.launch)
     drv.wait_done(unit, group, timeout=timeout)
@@ -291,8 +291,11 @@ def _execute_case(case: Case, transport: Transport, driver: NvdlaDriver | None =
 
 
 def _wait_cbuf_flushed(drv: NvdlaDriver, timeout: float) -> None:
-    """A convolution may start only once CBUF is flushed after reset: the dc_* traces poll
-    ``CDMA.S_CBUF_FLUSH_STATUS`` for 1 before the first ``D_OP_ENABLE``."""
+    """A convolution may start only once CBUF is flushed after reset: CDMA writes every CBUF
+    entry once after ``rstn`` (``NV_NVDLA_CDMA_cvt.v`` ``dat_cbuf_flush_idx``, thousands of
+    cycles), and a layer launched before ``CDMA.S_CBUF_FLUSH_STATUS.FLUSH_DONE`` reads stale or
+    overwritten CBUF data. NVDLA's dc_* traces and firmware (``conv.c`` ``dla_conv_enable``) poll
+    it before the first ``D_OP_ENABLE``."""
     deadline = time.monotonic() + timeout
     polls = 0
     while not drv.read_field(("CDMA", "S_CBUF_FLUSH_STATUS"), "FLUSH_DONE"):
