@@ -265,6 +265,10 @@ class NvdlaDriver:
             status = self.transport.read32(status_reg.address)
             if (status & ~imask) & mask_bit:
                 break
+            if self.transport.settled():
+                raise LayerTimeoutError(
+                    f"{unit} group {group}: no done interrupt, and the {self.transport.profile_name} model has no "
+                    f"layer in flight: it never comes (GLB S_INTR_STATUS={status:#010x}, S_INTR_MASK={imask:#010x})")
             if time.monotonic() >= deadline:
                 raise LayerTimeoutError(
                     f"{unit} group {group}: no done interrupt within {timeout:g} s "

@@ -278,6 +278,13 @@ class Transport(ABC):
     def _wait_irq(self, timeout: float | None) -> bool:
         return True
 
+    def settled(self) -> bool:
+        """True when nothing the device does can change a register or raise the interrupt
+        until the host writes again: an in-process model with no layer in flight. A wait that is
+        not satisfied then fails at once, not after spinning to its timeout. Devices that run on
+        their own (a simulator, a board, a C model) are never settled: the default."""
+        return False
+
     def reset(self) -> None:
         """Reset the accelerator (registers to reset values; memory is kept)."""
         if not self._is_open:

@@ -337,6 +337,9 @@ class HangingModel(ModelTarget):
     layer_timeout_floor = 0.2
     suggested_layer_timeout = 600.0
 
+    def settled(self) -> bool:  # a device that runs on its own: the interrupt could still come
+        return False
+
     def _wait_irq(self, timeout: float | None) -> bool:
         time.sleep(min(timeout or 0.0, 0.02))
         return False

@@ -18,7 +18,7 @@ from _checkouts import generated_rtl
 
 from nvdla_hil.harness.cli import triage as triage_cli
 from nvdla_hil.harness.targets.outputs import OutputCube, diff_region
-from nvdla_hil.harness.analysis.report import (diag_path, fp16_errors, fp16_histogram_png, heatmap_png, parse_junit,
+from nvdla_hil.harness.analysis.report import (diag_path, fp16_errors, fp16_histogram_png, heat_mosaic, heatmap_png, parse_junit,
                                       read_diagnosis, render_report, write_diagnosis)
 from nvdla_hil.harness.analysis.triage import TraceDiagnosis
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case
@@ -56,6 +56,12 @@ def test_sidecar_round_trip_and_heat_map(tmp_path: Path) -> None:
     r = doc["regions"][0]
     assert (r["line"], r["n_elements"], r["coords"][0]) == (7, 4, [0, 0, 0])
     assert r["per_channel"] == {"0": 2, "3": 1, "9": 1}
+    mosaic, tiles, title = heat_mosaic(r)
+    # one tile per differing channel (0, 3, 9), in channel order, |actual - expected| where they differ
+    assert [label for _, _, label in tiles] == ["c=0: 2 differ", "c=3: 1 differ", "c=9: 1 differ"]
+    (y0, x0, _), (y3, x3, _), (y9, x9, _) = tiles
+    assert (mosaic[y0, x0], mosaic[y0, x0 + 1], mosaic[y3, x3 + 2], mosaic[y9, x9]) == (1, 2, 3, 4)
+    assert np.nansum(mosaic) == 10 and np.isnan(mosaic[y0 - 1, x0]) and "first" not in title
     uri = heatmap_png(r)
     assert uri is not None and uri.startswith("data:image/png;base64,") and len(uri) > 2000
     assert read_diagnosis(tmp_path / "missing.json") is None

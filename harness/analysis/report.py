@@ -146,45 +146,61 @@ def _plt():
     return plt
 
 
-def heatmap_png(region: dict[str, Any], max_channels: int = 16) -> str | None:
-    """A grid of h x w heat maps, one per differing channel, of |actual - expected| (data URI).
-    ``region``: a sidecar region (or RegionDiff through :func:`_region_dict`)."""
+def heat_mosaic(region: dict[str, Any], max_channels: int = 16) -> tuple[np.ndarray, list[tuple[int, int, str]], str] | None:
+    """The differing channels of ``region`` (a sidecar region, or RegionDiff through
+    :func:`_region_dict`) as one image: an h x w tile of |actual - expected| per channel, up to
+    four tiles a row, NaN between tiles (a label row above each, one column between); with each
+    tile's (row, column) of its top-left element and its label, and the figure's title."""
     cube = region.get("cube")
     coords = np.asarray(region.get("coords") or [], dtype=np.int64).reshape(-1, 3)
     if cube is None or not coords.size:
         return None
     err = np.abs(np.asarray(region["actual"], dtype=np.int64) - np.asarray(region["expected"], dtype=np.int64))
-    chans = sorted({int(c) for c in coords[:, 0]})
+    chans = np.unique(coords[:, 0])
     shown = chans[:max_channels]
-    plt = _plt()
+    h, w = int(cube["height"]), int(cube["width"])
     ncol = min(len(shown), 4)
     nrow = -(-len(shown) // ncol)
-    h, w = int(cube["height"]), int(cube["width"])
-    fig, axes = plt.subplots(nrow, ncol, figsize=(2.6 * ncol, 2.3 * nrow + 0.4), squeeze=False)
-    vmax = max(int(err.max()), 1)
-    im = None
-    for k, ax in enumerate(axes.flat):
-        if k >= len(shown):
-            ax.axis("off")
-            continue
-        c = shown[k]
-        grid = np.zeros((h, w))
+    label_rows = max(1, -(-h // 6))  # room for a tile's label, in element rows
+    mosaic = np.full((nrow * (h + label_rows), ncol * (w + 1) - 1), np.nan)
+    tiles = []
+    for k, c in enumerate(shown):
+        y, x = (k // ncol) * (h + label_rows) + label_rows, (k % ncol) * (w + 1)
         sel = coords[:, 0] == c
-        grid[coords[sel, 1], coords[sel, 2]] = err[sel]
-        im = ax.imshow(grid, cmap="magma", vmin=0, vmax=vmax, interpolation="nearest", aspect="auto")
-        ax.set_title(f"c={c}: {int(sel.sum())} differ", fontsize=8)
-        ax.set_xlabel("w", fontsize=7)
-        ax.set_ylabel("h", fontsize=7)
-        ax.tick_params(labelsize=6)
-        if w <= 16:
-            ax.set_xticks(range(w))
-        if h <= 16:
-            ax.set_yticks(range(h))
+        tile = np.zeros((h, w))
+        tile[coords[sel, 1], coords[sel, 2]] = err[sel]
+        mosaic[y:y + h, x:x + w] = tile
+        tiles.append((y, x, f"c={int(c)}: {int(sel.sum())} differ"))
     more = f" (first {len(shown)} of {len(chans)} channels)" if len(chans) > len(shown) else ""
-    fig.suptitle(f"{cube['unit']} output {cube['channels']}x{h}x{w}: |actual - expected| per channel{more}",
-                 fontsize=9)
-    if im is not None:
-        fig.colorbar(im, ax=axes.ravel().tolist(), shrink=0.8)
+    title = f"{cube['unit']} output {cube['channels']}x{h}x{w}: |actual - expected| per channel{more}"
+    return mosaic, tiles, title
+
+
+def heatmap_png(region: dict[str, Any], max_channels: int = 16) -> str | None:
+    """A grid of h x w heat maps, one per differing channel (:func:`heat_mosaic`), drawn as one
+    image with each tile labelled (data URI). One image rather than an axes per channel: a failing
+    run's report draws one per failing test, and sixteen axes with ticks cost about ten times as much."""
+    m = heat_mosaic(region, max_channels)
+    if m is None:
+        return None
+    mosaic, tiles, title = m
+    plt = _plt()
+    ncol = min(len(tiles), 4)
+    nrow = -(-len(tiles) // ncol)
+    fig, ax = plt.subplots(figsize=(2.6 * ncol + 0.8, 2.3 * nrow + 0.4))
+    cmap = plt.get_cmap("magma").with_extremes(bad="white")
+    im = ax.imshow(mosaic, cmap=cmap, vmin=0, vmax=max(float(np.nanmax(mosaic)), 1.0),
+                   interpolation="nearest", aspect="auto")
+    for y, x, label in tiles:
+        ax.text(x - 0.5, y - 0.6, label, fontsize=7, va="bottom", ha="left")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_xlabel("w (left to right in each tile)", fontsize=7)
+    ax.set_ylabel("h (top to bottom in each tile)", fontsize=7)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, shrink=0.8)
     return _png(fig)
 
 

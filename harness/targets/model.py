@@ -113,8 +113,7 @@ class ModelTarget(Transport):
                  record_reads: bool = False, polls_per_event: int | None = None,
                  bugs: list[str] | None = None, coverage: EventSink | bool | None = None) -> None:  # fmt: skip
         super().__init__()
-        # functional coverage (harness/analysis/coverage.py): the collector the layers feed (None or False:
-        # none); it never changes a result
+        # functional coverage (harness/analysis/coverage.py): the layers feed it (None/False: none); results never change
         self.coverage: EventSink | None = None if isinstance(coverage, bool) else coverage
         self.profile = load_profile(profile) if isinstance(profile, str) else profile
         self.profile_name = self.profile.name
@@ -126,8 +125,7 @@ class ModelTarget(Transport):
         self.bugs = [parse_bug(b, self.regmap) for b in (bugs or [])]
         # status polls in a row that let the next unit finish (None: IDLE_POLLS_PER_EVENT; 0: never)
         self.polls_per_event = IDLE_POLLS_PER_EVENT if polls_per_event is None else polls_per_event
-        # record_reads: remember which bytes the layers' DMA engines read (for poisoning only
-        # what a layer writes and never what it reads; see harness.traces)
+        # record_reads: which bytes the layers' DMA engines read (poison only what a layer writes: harness.traces)
         mem_class = RecordingMemory if record_reads else SparseMemory
         self.memories: dict[str, SparseMemory] = {"pri_mem": mem_class()}
         if self.profile.has("sec_mem"):
@@ -166,9 +164,8 @@ class ModelTarget(Transport):
     def _reset_state(self) -> None:
         self._regs.clear()
         self._regs.update(self._reset_regs)
-        # The CBUF flush after reset takes time (CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE): the first
-        # read of the status after reset still sees it running (nv_full's googlenet trace reads
-        # 0 early on), every later read sees it done (the v2 traces poll for 1).
+        # The CBUF flush after reset takes time (CDMA S_CBUF_FLUSH_STATUS.FLUSH_DONE): the first read after
+        # reset sees it running (nv_full's googlenet trace reads 0 early on), later reads see it done.
         self._flush_reads = 0
         self._luts = {u: {t: np.zeros(n, dtype=np.uint16) for t, n in LUT_DEPTH.items()} for u in ("SDP", "CDP")}
         self._live = {}
@@ -677,6 +674,9 @@ class ModelTarget(Transport):
         status = self._get("GLB", "S_INTR_STATUS")
         mask = self._get("GLB", "S_INTR_MASK")
         return bool(status & ~mask)
+
+    def settled(self) -> bool:  # nothing queued: layers end on the host's accesses, never by themselves
+        return not self._events
 
     def _wait_irq(self, timeout: float | None) -> bool:
         # Waiting lets the next unit finish unless the line is up for a bit the host has not
