@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchenv.py beside this script
 import benchenv  # noqa: E402
+from nvdla_hil.harness.targets.rtl_build import PGO_TRAINING  # noqa: E402
 
 NATIVE_STYLES = ("nvdla", "ours")  # nvdla_hil.sims.native.NATIVE_STYLES (imported late: a bench starts fast)
 
@@ -69,19 +70,9 @@ PINNED_CYCLES = {
     "dc_32x26x76_6x3x76x16_int8_0": 305_198,
     "dc_8192x1x1_2x3x1x41_int8_0": 288_310,
 }
-#: what a profile-guided build is trained on: one or two traces of each unit, none of
-#: LONGEST_NV_SMALL (the measured traces are not the training set)
-PGO_TRAINING_NV_SMALL = (
-    "dc_24x44x14_5x3x14x41_int8_0",
-    "dc_6x8x192_3x3x192x32_int8_0",
-    "dc_13x15x64_5x3x64x16_int8_0",
-    "sdp_3x3x33_bn_int8_reg_0",
-    "sdp_23x13x42_bs_int8_mem_0",
-    "pdp_8x8x64_2x2_ave_int8_0",
-    "pdp_28x28x8_2x2_max_int8_0",
-    "cdp_8x8x64_lrn3_int8_0",
-    "sdp_pdp_32x16x32_pass_through_int8_0",
-)
+#: what a profile-guided build is trained on (the harness's: ``regress --rtl-build pgo`` makes the
+#: same build): one to three traces of each unit, none of LONGEST_NV_SMALL
+PGO_TRAINING_NV_SMALL = PGO_TRAINING["nv_small"]
 
 
 @dataclass

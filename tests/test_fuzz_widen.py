@@ -57,15 +57,19 @@ def test_no_gap_a_field_drives_widens_nothing() -> None:
     assert widen(c, [("reg2dp_cube_in_height", 1, 13)], drivers) == []  # the shipped range sets bit 2 already
 
 
-def _run_folder(tmp: Path) -> Path:
-    """A fuzz run's coverage folder of one test: ``reg2dp_cube_in_height`` bits 0..3 toggled, 4..12 not."""
-    def key(bit: int) -> str:
+def _run_folder(tmp: Path, address_bits: range = range(0)) -> Path:
+    """A fuzz run's coverage folder of one test: ``reg2dp_cube_in_height`` bits 0..3 toggled, 4..12 not
+    (and ``reg2dp_src_base_addr_low`` bits ``address_bits``, none toggled)."""
+    def key(signal: str, bit: int) -> str:
         fields = [("t", "toggle"), ("page", "v_toggle/reg"), ("f", REG), ("l", "4"), ("n", "0"),
-                  ("o", f"reg2dp_cube_in_height[{bit}]:0->1")]
+                  ("o", f"{signal}[{bit}]:0->1")]
         return "".join(f"\x01{k}\x02{v}" for k, v in fields) + "\x01h\x02top.u_pdp_rdma"
 
+    tmp.mkdir(parents=True, exist_ok=True)
     raw = tmp / "t.dat"
-    raw.write_bytes(("# SystemC::Coverage-3\n" + "".join(f"C '{key(b)}' {int(b < 4)}\n" for b in range(13))).encode())
+    lines = [f"C '{key('reg2dp_cube_in_height', b)}' {int(b < 4)}\n" for b in range(13)]
+    lines += [f"C '{key('reg2dp_src_base_addr_low', b)}' 0\n" for b in address_bits]
+    raw.write_bytes(("# SystemC::Coverage-3\n" + "".join(lines)).encode())
     folder = tmp / "cov" / "tests"
     folder.mkdir(parents=True)
     rc.compact(raw, folder, test="fuzz-pdp-s1-00000", config="nv_small", build="nvdla-nv_small-k-cov-line-toggle")
@@ -106,3 +110,36 @@ def test_steering_feeds_the_baselines_holes_into_its_constraints(tmp_path: Path)
     assert load_constraints("pdp", profile="nv_small", files=[f]).fields["height"].hi == 64
     other = load_constraints("pdp", profile="nv_small_256_full")
     assert hole_constraints(other, run, out) == (None, [])  # the baseline measured nv_small's RTL
+
+
+def test_address_bits_never_toggled_widen_the_surfaces_placement(tmp_path: Path) -> None:
+    """A baseline that never toggled DMA address bits above the harness's placement (bits 24 and up:
+    every surface sat in the first MiBs above 0x80000000) gets the cases' placement drawn over its
+    whole legal range (``place_mib``, harness/fuzz/legal.py), which no shipped constraint draws; a
+    case placed there has every surface and every address register 1920 MiB higher."""
+    from nvdla_hil.harness.fuzz.case import sampler_for
+    from nvdla_hil.harness.fuzz.legal import PLACE_MIB
+    from nvdla_hil.harness.fuzz.registry import GENERATORS
+    from nvdla_hil.harness.fuzz.steer import hole_constraints
+
+    c = load_constraints("pdp", profile="nv_small")
+    assert "place_mib" not in c.fields  # uniform draws stay where every seed had them
+    out = tmp_path / "holes"
+    out.mkdir()
+    _, widened = hole_constraints(c, _run_folder(tmp_path / "low") / "tests", out)
+    assert widened == ["height [1, 64]"]  # address bits 0..23: within the placement, nothing to widen
+    f, widened = hole_constraints(c, _run_folder(tmp_path / "high", range(24, 31)) / "tests", out)
+    assert f is not None and widened == ["height [1, 64]", f"place_mib [0, {PLACE_MIB.hi}]"]
+    wide = load_constraints("pdp", profile="nv_small", files=[f])
+    assert (wide.fields["place_mib"].lo, wide.fields["place_mib"].hi) == (0, 1920)
+
+    def addresses(pinned: dict) -> tuple[list[int], int]:
+        s = sampler_for(c, 5, 0, 0, "verilator")
+        s.v.update(pinned)
+        d = GENERATORS["pdp"](s, c.profile, lambda d: {})
+        low = next(v for r in d.registers for k, v in r["fields"].items() if k == "SRC_BASE_ADDR_LOW")
+        return [int(o["address"]) for o in [*(m for m, _ in d.inputs), *d.outputs]], int(low)
+
+    (at0, low0), (at_hi, low_hi) = addresses({}), addresses({"place_mib": 1920})
+    assert all(a >= 0x8000_0000 for a in at0) and [a - b for a, b in zip(at_hi, at0, strict=True)] == [1920 << 20] * len(at0)
+    assert low_hi - low0 == 1920 << 20 or (low_hi - low0) << 5 == 1920 << 20  # the register holds the address (or address >> 5)

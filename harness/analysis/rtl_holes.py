@@ -32,13 +32,16 @@ import numpy as np
 
 from .rtl_coverage import KINDS, NOT_DESIGN, RunCoverage
 
-__all__ = ["CLASSES", "RULES", "HoleRule", "classify", "field_gaps", "format_classes"]
+__all__ = ["CLASSES", "PLACEMENT", "RULES", "HoleRule", "classify", "field_gaps", "format_classes"]
 
 CLASSES = ("held", "absent", "not drawn", "missed")
 
+#: why address bits are unhit: the fuzz constraints' ``place_mib`` reaches them (harness/fuzz/steer.py)
+PLACEMENT = "address bits above the harness's surface placement"
+
 #: lowest address bit the harness's surface placement never toggles (surfaces sit in the first MiBs
 #: above 0x80000000, harness/vectors: "keep their surfaces at 0x80000000 and above")
-_ADDRESS_BIT = 24
+ADDRESS_BIT = 24
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,7 @@ RULES: tuple[HoleRule, ...] = (
     HoleRule("absent", "signal", r"cvif|(^|_)cv_|cvsram|sec_mem", "the secondary memory port (CVIF)", "sec_mem"),
     HoleRule("absent", "hier", r"cvif", "the secondary memory port (CVIF)", "sec_mem"),
     HoleRule("not drawn", "file", r"cfgrom", "CFGROM: read only by CSB reads of its registers, which no suite makes"),
-    HoleRule("not drawn", "signal", r"addr|(^|_)base|_high", "address bits above the harness's surface placement",
-             min_bit=_ADDRESS_BIT),
+    HoleRule("not drawn", "signal", r"addr|(^|_)base|_high", PLACEMENT, min_bit=ADDRESS_BIT),
     HoleRule("not drawn", "signal", r"^reg2dp_", "register field values the generators never draw (high bits)"),
     HoleRule("not drawn", "signal", r"^dp2reg_.*(perf|cnt|count|num)|perf", "performance counters' high bits"),
 )

@@ -304,6 +304,8 @@ def _pytest_argv(args: argparse.Namespace, suites: list[str], traces: str | None
         argv.append("--nvdla-waves")
     if getattr(args, "rtl_clock_gating", "auto") != "auto":
         argv += ["--nvdla-rtl-clock-gating", args.rtl_clock_gating]
+    if getattr(args, "rtl_build", "plain") != "plain":
+        argv += ["--nvdla-rtl-build", args.rtl_build]
     if args.poison:
         argv.append("--nvdla-poison")
     if args.allow_empty:

@@ -98,6 +98,9 @@ class UnitSpec:
     groups: tuple[str, ...]
     generator: Callable[..., Any]
 
+    def __post_init__(self) -> None:  # every unit places its surfaces (PLACE_MIB), drawn last
+        object.__setattr__(self, "schema", {**self.schema, "place_mib": PLACE_MIB})
+
 
 def refusal(spec: UnitSpec, prof: HardwareProfile) -> str | None:
     """Why the unit cannot run on ``prof`` (one line, naming the shipped profiles that could), or
@@ -113,6 +116,13 @@ def refusal(spec: UnitSpec, prof: HardwareProfile) -> str | None:
 #: a surface's port (``pri`` / ``sec``: the secondary port only on profiles that have one)
 PORT = EnumF(("pri", "sec"), "pri", needs={"sec": "sec_mem"})
 ONOFF = EnumF((0, 1), 0)
+
+#: MiB above 0x80000000 where a case's surfaces start (harness/vectors/layer.py ``Mem``): 0 unless a
+#: constraint draws it. No shipped constraint file does (every seed's draws stay as they were); a
+#: coverage-steered run draws it over the whole range when its baseline never toggled the address
+#: bits above the first MiBs (harness/fuzz/steer.py ``hole_constraints``). Up to 1920: the largest
+#: case's surfaces still end below 4 GiB, the 32-bit address space of every shipped profile's port.
+PLACE_MIB = IntF(0, 1920, 0)
 
 #: schema fragments the SDP and CDP units share: the cube and its surfaces, the output convertor,
 #: the LUT, memory operands

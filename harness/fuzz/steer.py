@@ -44,6 +44,7 @@ from .case import case_name, sampler_for
 from .draw import Constraints, FieldSpec
 from .registry import load_constraints
 from .runner import FuzzCase, run_one
+from .widen import Widening
 
 __all__ = ["MODES", "SteerCase", "SteerReport", "Target", "baseline_hits", "run_steered"]
 
@@ -213,13 +214,30 @@ def hole_constraints(c: Constraints, baseline: str | Path, out: Path) -> tuple[P
         if run.config != c.profile.name:
             continue
         gaps, _ = rh.field_gaps(run, limit=10_000)
-        ws = widen(c, gaps, field_drivers(c))
+        ws = widen(c, gaps, field_drivers(c)) + _placement(c, run)
         if not ws:
             return None, []
         f = out / f"widened-{c.unit}.yaml"
         f.write_text(constraints_text(c, ws, str(baseline)))
         return f, [f"{w.field} [{w.lo}, {w.hi}]" for w in ws]
     return None, []
+
+
+def _placement(c: Constraints, run: Any) -> list[Widening]:
+    """The surfaces' placement widened to its legal range (``place_mib``, harness/fuzz/legal.py)
+    when the baseline left address bits above the first MiBs unhit (:data:`.rtl_holes.PLACEMENT`)
+    and ``c`` does not draw it already: where a case sits costs no cycles, so no step by step."""
+    from ..analysis import rtl_holes as rh
+
+    legal = c.schema.get("place_mib")
+    if legal is None or "place_mib" in c.fields:
+        return []
+    unhit = sum(reasons.get(rh.PLACEMENT, 0) for unit in rh.classify(run, c.profile.features).values()
+                for reasons in unit.values())
+    if not unhit:
+        return []
+    return [Widening("place_mib", legal.lo, legal.hi, legal.default, f"{unhit} address toggle points (DMA addresses)",
+                     (rh.ADDRESS_BIT, 31), False)]
 
 
 def _widen_holes(c: Constraints, baseline: str | Path, folder: Path, files: list[str], sets: list[str],

@@ -178,8 +178,12 @@ def constraints_text(c: Constraints, widenings: Sequence[Widening], source: str)
              f"# widened {BITS_PER_ROUND} bits past the lowest never set (harness/fuzz/widen.py)",
              f"unit: {c.unit}", f"profile: {c.profile.name}", "fields:"]
     for w in widenings:
-        spec = c.fields[w.field]
+        spec = c.fields.get(w.field)
         extra = ""
+        if spec is None:  # a field the constraints leave at its default (the placement): its range only
+            lines.append(f"  {w.field}: {{range: [{w.lo}, {w.hi}], extremes: 0.35}}  # was {w.old_hi}; "
+                         f"{w.register} bits {w.bits[0]}..{w.bits[1] - 1} never set")
+            continue
         if spec.when:
             extra += ", when: {" + ", ".join(f"{k}: [{', '.join(map(str, vs))}]" for k, vs in spec.when.items()) + "}"
             extra += f", default: {spec.default}"

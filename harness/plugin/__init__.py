@@ -23,6 +23,7 @@ Options, all prefixed ``--nvdla-`` (each with an environment-variable fallback, 
 ``--nvdla-poison``                     poison checked output regions before each trace
 ``--nvdla-waves``                      verilator: dump FST waves of every test
 ``--nvdla-rtl-clock-gating {auto,on,off}`` verilator: NVDLA's clock gating (auto: off for networks, nvdla/hw#183)
+``--nvdla-rtl-build {plain,pgo}``      verilator: the plain or the profile-guided simulator build
 ``--nvdla-failure-waves {rerun,off}``  verilator: re-run a failed test once with waves (default rerun)
 ``--nvdla-waves-dir DIR``              where those wave files go (default ``<--nvdla-log>/../waves``)
 ``--nvdla-log DIR``                    write each test's register-access log (and link record) to DIR

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from ..targets import TARGETS
+from ..targets.rtl_build import RTL_BUILDS
 from .keys import OPTS_KEY, is_worker
 
 DEFAULT_PROFILES = "nv_small,nv_small_256_full"
@@ -70,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="verilator target: NVDLA's second-level clock gating on as the RTL ships, or off, which works "
                      "round nvdla/hw#183; auto (default): off for loadables and networks, on for the rest (or "
                      "NVDLA_HIL_RTL_CLOCK_GATING)")
+    g.addoption("--nvdla-rtl-build", choices=RTL_BUILDS, default=None,
+                help="verilator target: the plain simulator build (default), or pgo: the profile-guided build "
+                     "(harness/targets/rtl_build.py: same cycles, fewer CPU-seconds; or NVDLA_HIL_RTL_BUILD)")
     g.addoption("--nvdla-failure-waves", choices=("rerun", "off"), default="rerun",
                 help="verilator target: re-run a failed test once with waves and link the wave file (default rerun)")
     g.addoption("--nvdla-waves-dir", default=None,

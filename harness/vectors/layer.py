@@ -198,14 +198,21 @@ def lut_tables(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 class Mem:
-    """Surfaces placed one after another per port from :data:`PRI_BASE`, each on a fresh 4 KiB page
-    with a free page between."""
+    """Surfaces placed one after another per port from :data:`PRI_BASE` (plus ``offset`` bytes),
+    each on a fresh 4 KiB page with a free page between; never past 4 GiB."""
 
-    def __init__(self) -> None:
-        self.next = {"pri_mem": PRI_BASE, "sec_mem": PRI_BASE}
+    def __init__(self, offset: int = 0) -> None:
+        self.next = {"pri_mem": PRI_BASE + offset, "sec_mem": PRI_BASE + offset}
+
+    @classmethod
+    def for_case(cls, s: Any) -> Mem:
+        """Placement from a fuzz case's ``place_mib`` (its sampler's value; 0 when it has none)."""
+        return cls(int(s.v.get("place_mib", 0)) << 20)
 
     def alloc(self, port: str, nbytes: int) -> int:
         a = self.next[port]
+        if a + nbytes > 1 << 32:
+            raise ValueError(f"{port} surface of {nbytes} bytes at {a:#x} would end past the 32-bit address space")
         self.next[port] = (a + nbytes + 0xFFF) // 0x1000 * 0x1000 + 0x1000
         return a
 

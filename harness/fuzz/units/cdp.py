@@ -31,7 +31,7 @@ def gen_cdp_lrn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     d = Draft(unit="CDP", profile=prof.name, statistics=True)
     if i16:
         d.features = tuple(sorted(set(d.features) | {"int16"}))
-    mem = Mem()
+    mem = Mem.for_case(s)
     atom = prof.atom_bytes
     geo = geometry(s, atom)
     x = data(s, (geo.c, geo.h, geo.w), np.int16 if i16 else np.int8)

@@ -448,7 +448,7 @@ def gen_conv(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
         return gen_winograd(s, prof, capture)
     d = Draft(unit="CONV", profile=prof.name, statistics=True)
     rng = s.rng
-    mem = Mem()
+    mem = Mem.for_case(s)
     atom = prof.atom_bytes
     bpe = 1 if prec == "int8" else 2
     p = _PREC[prec]

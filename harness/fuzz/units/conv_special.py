@@ -281,7 +281,7 @@ def gen_conv_image(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     p = _PREC[prec]
     d = Draft(unit="CONV", profile=prof.name, statistics=True)
     rng = s.rng
-    mem = Mem()
+    mem = Mem.for_case(s)
     atom = prof.atom_bytes
     post = _post_extension(s, prof, fmt)
     g = _image_geo(s, prof, name, esize)
@@ -552,7 +552,7 @@ def gen_conv_winograd(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     prec = s["precision"]
     d = Draft(unit="CONV", profile=prof.name, statistics=True)
     rng = s.rng
-    mem = Mem()
+    mem = Mem.for_case(s)
     atom = prof.atom_bytes
     bpe = 1 if prec == "int8" else 2
     p = _PREC[prec]

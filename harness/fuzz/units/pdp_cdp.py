@@ -246,7 +246,7 @@ def gen_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     else:
         info = np.iinfo(dtype)
         x = rng.integers(int(info.min), int(info.max) + 1, size=(c, h, w), dtype=np.int64).astype(dtype)
-    mem = Mem()
+    mem = Mem.for_case(s)
     src = place_feature(d, mem, "src", x, s["src_port"], atom, Geo(w, h, c, line_in, surf_in), dtype=dtype)
     dst = place_feature(d, mem, "dst", (c, oh, ow), s["dst_port"], atom, Geo(ow, oh, c, line_out, surf_out), output=True,
                    dtype=dtype)
@@ -283,7 +283,7 @@ def _sdp_int16(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     """An INT16 -> INT16 SDP layer to memory: BS with register operands (ALU max/min/sum with
     shift, MUL/PReLU with shift, ReLU), BN/EW bypassed, the output convertor fitted to the data."""
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem, atom = Mem(), prof.atom_bytes
+    mem, atom = Mem.for_case(s), prof.atom_bytes
     geo = geometry(s, atom)
     x = data(s, (geo.c, geo.h, geo.w), np.int16)
     src = place_feature(d, mem, "src", x, s["src_port"], atom, geo, dtype="int16")
@@ -342,7 +342,7 @@ def gen_sdp_pdp(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     gap = int(s["gaps"])
     line_out = g.ow * atom + (atom * int(rng.integers(1, 3)) if gap else 0)
     surf_out = g.oh * line_out + (atom * int(rng.integers(1, 3)) if gap else 0)
-    mem = Mem()
+    mem = Mem.for_case(s)
     mem.next = {k: v + 0x1000000 for k, v in mem.next.items()}  # above everything the source generator placed
     dst = place_feature(d, mem, "pdp_dst", (c, g.oh, g.ow), s["dst_port"], atom, Geo(g.ow, g.oh, c, line_out, surf_out),
                    output=True, dtype=_PREC[prec][1])
@@ -473,7 +473,7 @@ def gen_cdp_fp16(s: Sampler, prof: HardwareProfile, capture) -> Draft:
     geo = Geo(w, h, c, line, surf)
     x = fp16_data(rng, (c, h, w), special_pct=int(s["special_pct"]), exp_lo=int(s["exp_lo"]),
                   exp_hi=int(s["exp_hi"])).view(np.float16)
-    mem = Mem()
+    mem = Mem.for_case(s)
     src = place_feature(d, mem, "src", x, s["src_port"], atom, geo, dtype="float16")
     dst = place_feature(d, mem, "dst", (c, h, w), s["dst_port"], atom, geo, output=True, dtype="float16")
     nl = int(s["normalz_len"])

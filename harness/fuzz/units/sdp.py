@@ -27,7 +27,7 @@ from ..legal import CUBE, CVT, LUT, OPS, EnumF, IntF, UnitSpec
 
 def gen_sdp_lut(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem = Mem()
+    mem = Mem.for_case(s)
     geo, _ = sdp_io(d, s, prof, mem)
     m = int(s["bs_mul"])
     d.registers += [reg("SDP.D_DP_BS_CFG", BS_BYPASS=0, BS_ALU_BYPASS=1, BS_ALU_ALGO=0, BS_MUL_BYPASS=0,
@@ -77,7 +77,7 @@ def _operand_input(d: Draft, s: Sampler, mem: Mem, prof: HardwareProfile, geo: G
 
 def gen_sdp_bsbn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem = Mem()
+    mem = Mem.for_case(s)
     geo, _ = sdp_io(d, s, prof, mem)
     desc = []
     for _k, (st, dma) in enumerate((("BS", "BRDMA"), ("BN", "NRDMA"))):
@@ -122,7 +122,7 @@ def gen_sdp_bsbn(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
 
 def gen_sdp_ew(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem = Mem()
+    mem = Mem.for_case(s)
     geo, _ = sdp_io(d, s, prof, mem)
     bypass(d, "BS", "BN")
     rdma_off(d, "BRDMA", "NRDMA")
@@ -175,7 +175,7 @@ def gen_sdp_ew(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
 
 def gen_sdp_cvt(s: Sampler, prof: HardwareProfile, capture: Capture) -> Draft:
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem = Mem()
+    mem = Mem.for_case(s)
     geo, x = sdp_io(d, s, prof, mem)
     bypass(d, "BS", "BN", "EW")
     rdma_off(d, "BRDMA", "NRDMA", "ERDMA")

@@ -238,7 +238,7 @@ def gen_sdp_fp16(s: Sampler, prof: HardwareProfile, capture: Any) -> Draft:
     convertor): FP16 data with specials, BS / BN (:func:`_bs_bn_stages`), EW and the LUT
     (:func:`_ew_stage`), NAN_TO_ZERO and the NaN / Inf counters."""
     d = Draft(unit="SDP", profile=prof.name, statistics=True)
-    mem = Mem()
+    mem = Mem.for_case(s)
     atom = prof.atom_bytes
     geo = geometry(s, atom)
     if geo.w == 1 and geo.h == 1:  # 1x1xC: packed surfaces (the cmod asserts SURFACE_STRIDE == atom)
