@@ -98,7 +98,9 @@ def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_m
     if rtl_build not in RTL_BUILDS:  # the environment's default, which argparse does not check
         raise BadInput(f"--rtl-build / NVDLA_HIL_RTL_BUILD {rtl_build!r}: expected one of {', '.join(RTL_BUILDS)}")
     if rtl_build != "plain" and args.target == "verilator":
-        extra["rtl_build"] = rtl_build
+        from ..traces.pgo import train_on_traces
+
+        extra.update(rtl_build=rtl_build, pgo_train=train_on_traces)
     spec = TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
                       nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
                       lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book, extra=extra)

@@ -95,7 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--nvdla-rtl-build / NVDLA_HIL_RTL_BUILD {rtl_build!r}: expected one of {', '.join(RTL_BUILDS)}")
     if rtl_build != "plain" and kind == "verilator":
         spec = config.stash[SPEC_KEY]
-        config.stash[SPEC_KEY] = replace(spec, extra={**spec.extra, "rtl_build": rtl_build})
+        from ..traces.pgo import train_on_traces
+
+        config.stash[SPEC_KEY] = replace(spec, extra={**spec.extra, "rtl_build": rtl_build, "pgo_train": train_on_traces})
     gating = env_option(config, "--nvdla-rtl-clock-gating", "NVDLA_HIL_RTL_CLOCK_GATING", "auto") or "auto"
     try:  # nvdla/hw#183 (harness/targets/verilator.py SLCG_WEIGHT_LEAK)
         config.stash[SPEC_KEY] = clock_gating_spec(config.stash[SPEC_KEY], gating)

@@ -6,7 +6,8 @@ compiled a second time with the branch and call profile of a first, instrumented
 NVDLA's own trace tests: the same RTL, the same flags, the same cycles (``bench/bench_sim.py``
 checks the pinned cycle counts), about 1.3-1.4x fewer CPU-seconds per simulated cycle than the
 plain build (``sims/README.md``, "Speed options of the build"). The training runs on the trace
-runner, which is why this lives above ``sims`` (that folder knows nothing of traces). Training
+runner (:mod:`~nvdla_hil.harness.traces.pgo`, handed in by the plugin and the CLI: ``sims`` and
+the targets know nothing of traces); this module chooses the training set and the build. Training
 and both builds happen once per checkout and configuration (the cache key names the training
 set); a training trace that does not pass on the instrumented build stops the build with an
 error naming it, since a profile of a broken run would be of the wrong code.
@@ -73,31 +74,14 @@ def pgo_training(nvdla_hw: str | os.PathLike[str] | None, config: str) -> list[P
     return [root / n for n in names]
 
 
-def _train(traces: Sequence[Path], timeout: float) -> Callable[[Any], None]:
-    """Runs each training trace on a fresh simulator of the instrumented build (its profile is
-    written when the simulator quits)."""
-
-    def train(build: Any) -> None:
-        from nvdla_hil.sims.build import BuildError
-
-        from ..traces import parse_trace, run_trace
-        from .verilator import VerilatorTarget
-
-        for t in traces:
-            with VerilatorTarget(build, config=build.config) as sim:
-                r = run_trace(parse_trace(t), sim, timeout=timeout)
-            if r.status != "passed":
-                raise BuildError(f"profile-guided build: training trace {t} {r.status} on the instrumented build: "
-                                 f"{r.message}")
-
-    return train
-
-
 def nvdla_build(nvdla_hw: str | os.PathLike[str] | None, config: str, *, waves: bool = False,
-                coverage: Sequence[str] = (), rtl_build: str = "plain", timeout: float = 600.0) -> Any:
+                coverage: Sequence[str] = (), rtl_build: str = "plain",
+                train: Callable[[Any, list[Path]], None] | None = None) -> Any:
     """The :class:`~nvdla_hil.sims.build.SimBuild` a verilator target of ``config`` runs (built
-    or taken from the cache). ``rtl_build="pgo"`` is the profile-guided build; it has no waves
-    or coverage variant (those builds are for looking into a run, not for speed)."""
+    or taken from the cache). ``rtl_build="pgo"`` is the profile-guided build, trained when not
+    cached by ``train(instrumented build, trace folders)`` (:func:`~..traces.pgo.train_on_traces`,
+    which the plugin and the CLI hand in: running traces is a layer above the targets). It has no
+    waves or coverage variant (those builds are for looking into a run, not for speed)."""
     from nvdla_hil.sims.build import BuildError, build_nvdla, build_pgo
 
     if rtl_build not in RTL_BUILDS:
@@ -105,5 +89,12 @@ def nvdla_build(nvdla_hw: str | os.PathLike[str] | None, config: str, *, waves: 
     if rtl_build == "plain" or waves or coverage:
         return build_nvdla(nvdla_hw, config, waves=waves, coverage=coverage)
     traces = pgo_training(nvdla_hw, config)
-    return build_pgo(nvdla_hw, config, train=_train(traces, timeout),
-                     training=f"{config} traces {' '.join(t.name for t in traces)}")
+
+    def run_training(build: Any) -> None:  # only when the trained build is not cached
+        if train is None:
+            raise BuildError("the profile-guided build is not cached and there is no trainer (the trace runner) to "
+                             "make it: open the target through nvdla-hil's CLI or pytest plugin, or pass "
+                             "pgo_train=harness.traces.pgo.train_on_traces")
+        train(build, traces)
+
+    return build_pgo(nvdla_hw, config, train=run_training, training=f"{config} traces {' '.join(t.name for t in traces)}")

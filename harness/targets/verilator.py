@@ -96,7 +96,8 @@ class VerilatorTarget(SimProcessTarget):
             works round nvdla/hw#183 (:data:`SLCG_WEIGHT_LEAK`), which hangs back-to-back
             convolutions of compiled networks. Same results and cycle counts otherwise.
         rtl_build: ``"plain"`` or ``"pgo"``, the profile-guided build (:mod:`.rtl_build`): the
-            same cycles in fewer CPU-seconds; ignored when ``build`` is given.
+            same cycles in fewer CPU-seconds; ignored when ``build`` is given. ``pgo_train``
+            trains it when it is not cached (:func:`~..traces.pgo.train_on_traces`).
     """
 
     #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
@@ -116,12 +117,14 @@ class VerilatorTarget(SimProcessTarget):
                  startup_timeout: float = 120.0, run_dir: str | os.PathLike[str] | None = None,
                  reset_wait_cycles: int | None = None, irq_settle_cycles: int = 256,
                  build_cache: BuildCache | None = None, rtl_coverage: RtlCoverageFolder | None = None,
-                 clock_gating: bool = True, layer_timeout: float | None = None, rtl_build: str = "plain") -> None:
+                 clock_gating: bool = True, layer_timeout: float | None = None, rtl_build: str = "plain",
+                 pgo_train: Any = None) -> None:
         super().__init__(request_timeout=request_timeout, startup_timeout=startup_timeout, run_dir=run_dir)
         if layer_timeout is not None:  # --layer-timeout: how long a layer may take here
             self.suggested_layer_timeout = layer_timeout
         self.clock_gating = clock_gating
         self.rtl_build = rtl_build
+        self._pgo_train = pgo_train
         self._build_arg = build
         self._build_cache = build_cache
         self._nvdla_hw = nvdla_hw
@@ -148,7 +151,8 @@ class VerilatorTarget(SimProcessTarget):
         kinds = self.rtl_coverage.kinds if self.rtl_coverage is not None else ()
 
         def make() -> SimBuild:
-            return nvdla_build(self._nvdla_hw, self._config, waves=self.waves, coverage=kinds, rtl_build=self.rtl_build)
+            return nvdla_build(self._nvdla_hw, self._config, waves=self.waves, coverage=kinds, rtl_build=self.rtl_build,
+                               train=self._pgo_train)
 
         # one content-hash check per session and configuration, not one per test
         key = ("verilator", str(self._nvdla_hw or os.environ.get("NVDLA_HW")), self._config, self.waves, kinds,
@@ -484,7 +488,8 @@ class WarmSimulators:
             from .rtl_build import nvdla_build
 
             try:
-                build = nvdla_build(spec.nvdla_hw, spec.profile, coverage=kinds, rtl_build=rtl_build)
+                build = nvdla_build(spec.nvdla_hw, spec.profile, coverage=kinds, rtl_build=rtl_build,
+                                    train=(spec.extra or {}).get("pgo_train"))
             except BuildError as e:
                 raise TransportError(f"cannot build the {spec.profile} simulator: {e}") from e
             with self._lock:
