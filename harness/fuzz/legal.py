@@ -98,7 +98,7 @@ class UnitSpec:
     groups: tuple[str, ...]
     generator: Callable[..., Any]
 
-    def __post_init__(self) -> None:  # every unit places its surfaces (PLACE_MIB), drawn last
+    def __post_init__(self) -> None:  # every unit places its surfaces (PLACE_MIB), last in drawing order
         object.__setattr__(self, "schema", {**self.schema, "place_mib": PLACE_MIB})
 
 
@@ -121,7 +121,7 @@ ONOFF = EnumF((0, 1), 0)
 #: constraint draws it. No shipped constraint file does (every seed's draws stay as they were); a
 #: coverage-steered run draws it over the whole range when its baseline never toggled the address
 #: bits above the first MiBs (harness/fuzz/steer.py ``hole_constraints``). Up to 1920: the largest
-#: case's surfaces still end below 4 GiB, the 32-bit address space of every shipped profile's port.
+#: case's surfaces still end below 4 GiB, inside every shipped profile's address space (nv_small's is 32 bits).
 PLACE_MIB = IntF(0, 1920, 0)
 
 #: schema fragments the SDP and CDP units share: the cube and its surfaces, the output convertor,
