@@ -94,16 +94,15 @@ def target_spec(args: argparse.Namespace, profile: str | None = None, *, board_m
     if layer is not None and not 0 < layer < 1e7:
         raise BadInput(f"--layer-timeout {layer:g}: expected seconds above 0")
     extra = {"layer_timeout": layer} if layer is not None and args.target in ("verilator", "cmod") else {}
-    rtl_build = getattr(args, "rtl_build", None) or os.environ.get("NVDLA_HIL_RTL_BUILD", "plain")
-    if rtl_build not in RTL_BUILDS:  # the environment's default, which argparse does not check
-        raise BadInput(f"--rtl-build / NVDLA_HIL_RTL_BUILD {rtl_build!r}: expected one of {', '.join(RTL_BUILDS)}")
-    if rtl_build != "plain" and args.target == "verilator":
-        from ..traces.pgo import train_on_traces
-
-        extra.update(rtl_build=rtl_build, pgo_train=train_on_traces)
     spec = TargetSpec(kind=args.target, profile=prof, semantics=getattr(args, "model_semantics", "rtl"),
                       nvdla_hw=getattr(args, "nvdla_hw", None), waves=getattr(args, "waves", False),
                       lab=getattr(args, "lab", None), board=getattr(args, "board", None), memory_book=book, extra=extra)
+    from ..traces.pgo import rtl_build_spec
+
+    try:  # NVDLA_HIL_RTL_BUILD is the option's default, which argparse does not check
+        spec = rtl_build_spec(spec, getattr(args, "rtl_build", None) or os.environ.get("NVDLA_HIL_RTL_BUILD", "plain"))
+    except ValueError as e:
+        raise BadInput(f"--rtl-build / NVDLA_HIL_RTL_BUILD {e}") from None
     try:  # NVDLA_HIL_RTL_CLOCK_GATING is the option's default, which argparse does not check
         return clock_gating_spec(spec, getattr(args, "rtl_clock_gating", None)
                                  or os.environ.get("NVDLA_HIL_RTL_CLOCK_GATING", "auto"))  # a command without the option

@@ -22,7 +22,6 @@ from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.transport import Transport
 from ..analysis.coverage import Coverage
 from ..targets import TARGETS, TargetSpec, clock_gating_spec
-from ..targets.rtl_build import RTL_BUILDS
 from .boards import configure_boards, labgrid_lab
 from .coverage import coverage_for_session, session_sink
 from .junit import set_junit_family
@@ -90,14 +89,13 @@ def pytest_configure(config: pytest.Config) -> None:
         memory_book=_memory_book() if kind == "serial" else None,
         rtl_coverage=rtl_cov,
     )
-    rtl_build = env_option(config, "--nvdla-rtl-build", "NVDLA_HIL_RTL_BUILD", "plain") or "plain"
-    if rtl_build not in RTL_BUILDS:
-        raise pytest.UsageError(f"--nvdla-rtl-build / NVDLA_HIL_RTL_BUILD {rtl_build!r}: expected one of {', '.join(RTL_BUILDS)}")
-    if rtl_build != "plain" and kind == "verilator":
-        spec = config.stash[SPEC_KEY]
-        from ..traces.pgo import train_on_traces
+    from ..traces.pgo import rtl_build_spec  # the trace player: only imported when a session starts
 
-        config.stash[SPEC_KEY] = replace(spec, extra={**spec.extra, "rtl_build": rtl_build, "pgo_train": train_on_traces})
+    try:
+        config.stash[SPEC_KEY] = rtl_build_spec(config.stash[SPEC_KEY], env_option(
+            config, "--nvdla-rtl-build", "NVDLA_HIL_RTL_BUILD", "plain") or "plain")
+    except ValueError as e:
+        raise pytest.UsageError(f"--nvdla-rtl-build / NVDLA_HIL_RTL_BUILD {e}") from None
     gating = env_option(config, "--nvdla-rtl-clock-gating", "NVDLA_HIL_RTL_CLOCK_GATING", "auto") or "auto"
     try:  # nvdla/hw#183 (harness/targets/verilator.py SLCG_WEIGHT_LEAK)
         config.stash[SPEC_KEY] = clock_gating_spec(config.stash[SPEC_KEY], gating)

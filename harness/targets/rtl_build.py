@@ -56,10 +56,11 @@ def pgo_training(nvdla_hw: str | os.PathLike[str] | None, config: str) -> list[P
     BuildError when no trace-test folder of the configuration is found, or one named is missing."""
     from nvdla_hil.sims.build import BuildError
 
-    root = next((r for r in _trace_roots(nvdla_hw, config) if r.is_dir()), None)
+    roots = _trace_roots(nvdla_hw, config)
+    root = next((r for r in roots if r.is_dir()), None)
     if root is None:
         raise BuildError(f"a profile-guided {config} build trains on NVDLA's trace tests, and none was found "
-                         f"(looked in: {', '.join(str(r) for r in _trace_roots(nvdla_hw, config)) or 'nowhere'}; "
+                         f"(looked in: {', '.join(str(r) for r in roots) or 'nowhere'}; "
                          f"set NVDLA_TRACE_SETS to the folder holding <config>/<trace>/)")
     names = PGO_TRAINING.get(config)
     if names is None:

@@ -5,10 +5,26 @@ profile of a broken run would be of the wrong code."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-__all__ = ["train_on_traces"]
+from ..targets import TargetSpec
+from ..targets.rtl_build import RTL_BUILDS
+
+__all__ = ["rtl_build_spec", "train_on_traces"]
+
+
+def rtl_build_spec(spec: TargetSpec, choice: str) -> TargetSpec:
+    """``spec`` running the ``choice`` simulator build (:data:`~..targets.rtl_build.RTL_BUILDS`;
+    the option or ``NVDLA_HIL_RTL_BUILD``): a profile-guided one is trained by
+    :func:`train_on_traces` when not cached. Other targets are left as they are. ValueError for a
+    build that does not exist (the caller names its option)."""
+    if choice not in RTL_BUILDS:
+        raise ValueError(f"{choice!r}: expected one of {', '.join(RTL_BUILDS)}")
+    if choice == "plain" or spec.kind != "verilator":
+        return spec
+    return replace(spec, extra={**spec.extra, "rtl_build": choice, "pgo_train": train_on_traces})
 
 
 def train_on_traces(build: Any, traces: list[Path], timeout: float = 600.0) -> None:
