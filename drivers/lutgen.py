@@ -37,6 +37,7 @@ import numpy as np
 from .precision import LUT_SIZES, lut_config_from_fields, lut_register_fields
 from .precision import LutConfig as LutParams
 from .regmap import load_regmap
+from ..semantics import Semantics
 
 __all__ = [
     "TableSpec", "LutProgram",
@@ -357,7 +358,7 @@ def lut_params_to_registers(params: LutParams, unit: str = "sdp") -> dict[str, i
     return {f: v for flds in lut_register_fields(u.upper(), params).values() for f, v in flds.items()}
 
 
-def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics: str = "rtl") -> LutParams:
+def registers_to_lut_params(fields: dict[str, int], unit: str = "sdp", semantics: Semantics = "rtl") -> LutParams:
     """Inverse of ``lut_params_to_registers``. CDP selects are read as the RTL does (6-bit
     signed, bits 7:6 ignored); with ``semantics="cmod"`` a select byte with bit 5 clear is
     taken whole (doc 6.3 [DIFF], :func:`~nvdla_hil.lut_registers.cdp_index_select`). Missing

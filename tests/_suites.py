@@ -9,6 +9,7 @@ from pathlib import Path
 
 from nvdla_hil.harness.targets.model import ModelTarget
 from nvdla_hil.harness.vectors import bundled_root, find_cases, load_case, run_case
+from nvdla_hil.semantics import Semantics
 
 
 def bundled_cases(suite: str) -> list[Path]:
@@ -24,7 +25,7 @@ def assert_cmod_provenance(cases: list[Path], *, minimum: int = 12) -> None:
         assert "NVDLA C model" in prov["note"], p
 
 
-def assert_passes_on_model(case: Path, semantics: str = "cmod") -> None:
+def assert_passes_on_model(case: Path, semantics: Semantics = "cmod") -> None:
     """Run one bundled case on the model target (C-model semantics unless told: an RTL-golden
     suite runs in ``"rtl"``); every output must match."""
     c = load_case(case)

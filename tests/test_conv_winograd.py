@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from nvdla_hil.harness.refmodel.conv.winograd import pra, winograd_output, winograd_weight_offsets
+from nvdla_hil.semantics import Semantics
 
 ROOT = Path(__file__).resolve().parents[1] / "testvectors"
 
@@ -75,7 +76,7 @@ def _cases(suite: str) -> list[Path]:
     return find_cases(ROOT / suite)
 
 
-def _run(path: Path, semantics: str = "cmod"):
+def _run(path: Path, semantics: Semantics = "cmod"):
     from nvdla_hil.harness.targets.model import ModelTarget
     from nvdla_hil.harness.vectors import load_case, run_case
 

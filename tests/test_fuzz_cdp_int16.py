@@ -16,11 +16,12 @@ import pytest
 from nvdla_hil.harness import fuzz
 from nvdla_hil.harness.refmodel.cdp import cdp_lut
 from nvdla_hil.harness.refmodel.lut import LutParams
+from nvdla_hil.semantics import Semantics
 
 ZERO_LE, ZERO_LO = np.zeros(65, np.int16), np.zeros(257, np.int16)
 
 
-def _le_uflow(s: int, *, offset: int, start: int, scale: int, shift: int, semantics: str) -> int:
+def _le_uflow(s: int, *, offset: int, start: int, scale: int, shift: int, semantics: Semantics) -> int:
     """One square sum below both tables (LE exponent, LO linear), underflow priority LE: the
     LE underflow extrapolation from table entry 0 (= 0 here)."""
     p = LutParams(le_function="exponent", le_index_offset=offset, le_start=start, le_end=start + (1 << 30),

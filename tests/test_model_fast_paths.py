@@ -20,10 +20,11 @@ from nvdla_hil.harness.refmodel import fp16 as F
 from nvdla_hil.harness.refmodel.pdp import AVE, MAX, MIN, PdpConfig, pool2d_fp16
 from nvdla_hil.harness.refmodel.pdp_fp import pool2d_fp16_slices
 from nvdla_hil.harness.targets.model import ModelTarget
+from nvdla_hil.semantics import Semantics
 
 
 @pytest.mark.parametrize("semantics", ["rtl", "cmod"])
-def test_lut_burst_equals_word_by_word(semantics: str) -> None:
+def test_lut_burst_equals_word_by_word(semantics: Semantics) -> None:
     rng = np.random.default_rng(29)
     with ModelTarget("nv_full", semantics=semantics) as burst, ModelTarget("nv_full", semantics=semantics) as words:
         for unit in ("SDP", "CDP"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from nvdla_hil.drivers.driver import NvdlaDriver
@@ -210,3 +211,33 @@ def test_lut_burst_equals_word_by_word_writes(profile, semantics, cfg_reg, data_
             unit = "CDP" if cfg_reg == CDP_CFG else "SDP"
             state.append(([tbl.tolist() for tbl in t._luts[unit].values()], t._lut_ports[unit].addr, t.read32(cfg_reg)))
     assert state[0] == state[1]
+
+
+def test_every_layer_model_loads_its_entry_point():
+    """Each hardware layer kind names a reference model that exists (a rename in refmodel fails
+    here, not when that kind of layer first runs); one that is not there is UnitNotModelled."""
+    from types import SimpleNamespace
+
+    from nvdla_hil.harness.targets.model_layers import LayerModel
+
+    for kind in LayerModel:
+        entry = kind.load()
+        assert callable(entry) and entry.__name__ == kind.value[1], kind
+    for gone in (("sdp", "run_nothing"), ("nothing", "run_sdp")):
+        with pytest.raises(UnitNotModelled, match=f"{gone[1]}: this layer's reference model is not available"):
+            LayerModel.load(SimpleNamespace(value=gone))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", ["RTL", "c_model", "", None])
+def test_semantics_other_than_rtl_or_cmod_is_refused(bad):
+    """Where the RTL and the C model differ the model takes one of two branches, chosen by a string:
+    a near miss ("RTL") must be refused, not quietly take the C model's branch."""
+    from nvdla_hil.harness.refmodel.base import ModelOptions
+    from nvdla_hil.harness.refmodel.lut import sdp_lut
+
+    with pytest.raises(ValueError, match=rf"semantics must be 'rtl' or 'cmod', not {bad!r}"):
+        ModelTarget("nv_small", semantics=bad)
+    with pytest.raises(ValueError, match="semantics must be 'rtl' or 'cmod'"):
+        ModelOptions(semantics=bad)
+    with pytest.raises(ValueError, match="semantics must be 'rtl' or 'cmod'"):
+        sdp_lut(np.zeros(1, dtype=np.int64), None, np.zeros(65), np.zeros(257), semantics=bad)

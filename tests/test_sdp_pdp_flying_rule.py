@@ -43,6 +43,7 @@ from nvdla_hil.harness.targets.verilator import VerilatorTarget
 from nvdla_hil.harness.targets.workload import case_budget
 from nvdla_hil.harness.vectors import load_case, run_case
 from nvdla_hil.harness.vectors.layer import rng_for
+from nvdla_hil.semantics import Semantics
 
 SEED, INDEX, PROFILE = 7171, 24, "nv_small_256_full"  # the reported hang
 
@@ -78,12 +79,12 @@ def _with(case, **changes: dict[str, int]):  # noqa: ANN001, ANN202
     return dataclasses.replace(case, registers=tuple(regs))
 
 
-def _run(case, semantics: str = "rtl"):  # noqa: ANN001, ANN202
+def _run(case, semantics: Semantics = "rtl"):  # noqa: ANN001, ANN202
     with ModelTarget(case.profile, semantics=semantics) as t:
         return run_case(case, t)
 
 
-def _gen(tmp_path: Path, profile: str, seed: int, index: int, sets: list[str], semantics: str = "rtl"):  # noqa: ANN202
+def _gen(tmp_path: Path, profile: str, seed: int, index: int, sets: list[str], semantics: Semantics = "rtl"):  # noqa: ANN202
     c = load_constraints("sdp-pdp", profile=profile, sets=sets)
     return load_case(generate(c, seed, index, tmp_path / f"{profile}-{seed}-{index}", semantics=semantics, dut="verilator"))
 

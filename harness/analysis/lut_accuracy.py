@@ -13,6 +13,7 @@ import numpy as np
 from ...drivers.lutgen import Fn, LutProgram, eval_function
 from ..refmodel.cdp import cdp_lut
 from ..refmodel.lut import sdp_lut
+from ...semantics import Semantics
 
 __all__ = ["LutError", "program_error"]
 
@@ -28,7 +29,7 @@ class LutError:
 
 
 def program_error(program: LutProgram, fn: Fn, unit: str | None = None, *, points: int = 4097,
-                  x_range: tuple[float, float] | None = None, semantics: str = "rtl") -> LutError:
+                  x_range: tuple[float, float] | None = None, semantics: Semantics = "rtl") -> LutError:
     """Run a dense grid of the input range of a :class:`~nvdla_hil.drivers.lutgen.LutProgram`
     through the bit-exact LUT model of ``unit`` (SDP :func:`sdp_lut` / CDP :func:`cdp_lut`) and
     compare with ``fn``: worst-case and mean absolute error in real output units. The grid is

@@ -50,6 +50,7 @@ from ..vectors.load import load_case
 from ..vectors.run import execute_case, run_case
 from ..vectors.surface import packed_size, unpack_surface
 from ..vectors.write import write_case
+from ...semantics import Semantics
 
 __all__ = ["LayerState", "Signature", "MinimizeResult", "MinimizeError", "trace_to_state", "case_to_state",
            "state_to_case", "minimize", "minimize_path", "trace_data_bytes", "case_data_bytes", "trace_profile"]
@@ -296,7 +297,7 @@ def _sdp_lut_on(st: LayerState) -> bool:
         return False
 
 
-def trace_to_state(trace: Trace | str | Path, profile: HardwareProfile | str, *, semantics: str = "rtl") -> LayerState:
+def trace_to_state(trace: Trace | str | Path, profile: HardwareProfile | str, *, semantics: Semantics = "rtl") -> LayerState:
     """The layer of a single-layer SDP/CDP/PDP trace as a :class:`LayerState` (from a run on
     the reference model with read recording)."""
     from ..targets.model import ModelTarget
@@ -348,7 +349,7 @@ def _dim_field(st: LayerState, k: str) -> tuple[str, str, str]:
     return blk, reg.format(k), fld.format(k)
 
 
-def case_to_state(case: Case | str | Path, *, semantics: str = "rtl") -> LayerState:
+def case_to_state(case: Case | str | Path, *, semantics: Semantics = "rtl") -> LayerState:
     """A packed layer vector as a :class:`LayerState` (run once on the reference model)."""
     from ..targets.model import ModelTarget
 
@@ -413,7 +414,7 @@ def _manifest(st: LayerState, golden: dict[str, np.ndarray] | None, note: str) -
     return man, blobs
 
 
-def state_to_case(st: LayerState, folder: str | Path, *, semantics: str = "rtl", note: str = "") -> Case:
+def state_to_case(st: LayerState, folder: str | Path, *, semantics: Semantics = "rtl", note: str = "") -> Case:
     """Write ``st`` as a packed vector into ``folder`` with its golden from the reference model."""
     from ..targets.model import ModelTarget
 
@@ -492,7 +493,7 @@ class MinimizeResult:
         return "\n".join(lines)
 
 
-def _trim_extra(st: LayerState, semantics: str) -> LayerState:
+def _trim_extra(st: LayerState, semantics: Semantics) -> LayerState:
     """Operand memory cut to the bytes the (shrunk) layer really reads."""
     from ..targets.model import ModelTarget
 
@@ -517,7 +518,7 @@ class _Search:
     target and says whether it fails the way the original failed (``first``), until ``deadline``."""
 
     target_factory: Callable[[], Transport]
-    semantics: str
+    semantics: Semantics
     tmp: Path
     deadline: float
     runs: int = 0
@@ -609,7 +610,7 @@ def _zero_lut(st: LayerState, search: _Search) -> tuple[LayerState, int, int]:
     return st, lut_before, int(np.count_nonzero(tables["le"]) + np.count_nonzero(tables["lo"]))
 
 
-def minimize(st: LayerState, target_factory: Callable[[], Transport], *, semantics: str = "rtl",
+def minimize(st: LayerState, target_factory: Callable[[], Transport], *, semantics: Semantics = "rtl",
              out: str | Path | None = None, budget: float = 60.0, original_bytes: int | None = None,
              log: Callable[[str], None] | None = None) -> MinimizeResult:
     """Shrink ``st`` while it fails on ``target_factory()`` the way it fails first."""
@@ -649,7 +650,7 @@ def minimize(st: LayerState, target_factory: Callable[[], Transport], *, semanti
 
 
 def minimize_path(path: str | Path, target_factory: Callable[[], Transport], *, profile: str | None = None,
-                  semantics: str = "rtl", out: str | Path | None = None, budget: float = 60.0,
+                  semantics: Semantics = "rtl", out: str | Path | None = None, budget: float = 60.0,
                   log: Callable[[str], None] | None = None) -> MinimizeResult:
     """Minimise a trace folder/.cfg or a packed vector (folder or case.yaml)."""
     p = Path(path)

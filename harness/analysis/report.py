@@ -45,6 +45,7 @@ from ..results.textsafe import http_link, rel_link
 from .rtl_coverage_html import rtl_coverage_html
 from .junit import (INTERRUPTED, SELF_CONSISTENCY, VACUOUS, TestRow, error_reason, failure_reason, find_test_file,
                     oracle_counts, parse_junit, read_regular, read_run_json, safe_name)
+from ...semantics import Semantics
 
 __all__ = ["DIAG_FORMAT", "MAX_ELEMENTS", "TestRow", "diag_path", "diagnosis_dict", "write_diagnosis",
            "read_diagnosis", "lut_info", "parse_junit", "oracle_counts", "SELF_CONSISTENCY", "failure_reason",
@@ -554,7 +555,7 @@ def _lut_unit(drv: Any, unit: str) -> bool:
         return False
 
 
-def trace_lut_info(trace: Any, profile: Any, semantics: str = "rtl") -> dict[str, Any] | None:
+def trace_lut_info(trace: Any, profile: Any, semantics: Semantics = "rtl") -> dict[str, Any] | None:
     """The ``lut`` sidecar entry of a trace whose layer uses a LUT (None otherwise): tables and
     configuration as programmed, hit counts from the reference model's statistics."""
     from ...drivers.driver import NvdlaDriver
@@ -576,7 +577,7 @@ def trace_lut_info(trace: Any, profile: Any, semantics: str = "rtl") -> dict[str
                         pc.read_lut(unit, "LO", force=True), stats)
 
 
-def vector_lut_info(case: Any, semantics: str = "rtl") -> dict[str, Any] | None:
+def vector_lut_info(case: Any, semantics: Semantics = "rtl") -> dict[str, Any] | None:
     """The ``lut`` sidecar entry of a packed vector with a LUT (hit counts from the model)."""
     from ...drivers.driver import NvdlaDriver
     from ..targets.model import ModelTarget

@@ -33,6 +33,7 @@ from ...drivers.regmap import RegisterMapError
 from ..targets.outputs import RegionDiff, cube_for, diff_region, layer_snapshots
 from ..traces.parse import Trace, TraceCommand, parse_trace
 from ..traces.player import run_trace
+from ...semantics import Semantics
 
 __all__ = ["Suspect", "TraceDiagnosis", "diagnose_trace", "model_regions", "rank_suspects", "trace_writes"]
 
@@ -109,7 +110,7 @@ def trace_writes(trace: Trace, profile: HardwareProfile) -> list[tuple[int, int,
     return out
 
 
-def model_regions(trace: Trace, profile: HardwareProfile, semantics: str, bugs: list[str] | None = None,
+def model_regions(trace: Trace, profile: HardwareProfile, semantics: Semantics, bugs: list[str] | None = None,
                   replace: dict[int, int] | None = None) -> dict[int, np.ndarray] | None:  # fmt: skip
     """Final bytes of every check_crc region after running ``trace`` on the model (with reg_write
     values replaced per command line where ``replace`` says)."""
@@ -164,7 +165,7 @@ HINT_RUNS = 200
 
 
 def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: HardwareProfile, *,
-                  semantics: str = "rtl", runs: int = HINT_RUNS) -> tuple[list[Suspect], int, int]:  # fmt: skip
+                  semantics: Semantics = "rtl", runs: int = HINT_RUNS) -> tuple[list[Suspect], int, int]:  # fmt: skip
     """Perturbation search (module docstring); returns suspects best first, the runs made and
     the candidates there were."""
     base = model_regions(trace, profile, semantics)
@@ -190,7 +191,7 @@ def rank_suspects(trace: Trace, actual: dict[int, np.ndarray], profile: Hardware
 
 
 def diagnose_trace(trace: Trace | str, actual: dict[int, np.ndarray], profile: HardwareProfile | str, *,
-                   semantics: str = "rtl", suspects: bool = True, runs: int = HINT_RUNS) -> TraceDiagnosis:  # fmt: skip
+                   semantics: Semantics = "rtl", suspects: bool = True, runs: int = HINT_RUNS) -> TraceDiagnosis:  # fmt: skip
     """Explain the failing checks of ``trace``: ``actual`` maps a check_crc command's line to
     the bytes the target left in its region."""
     t = trace if isinstance(trace, Trace) else parse_trace(trace)

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 
+from .exits import EXIT_BAD_INPUT
+
 __all__ = ["Extra", "add_subcommands", "add_optional"]
 
 
@@ -77,6 +79,6 @@ def add_optional(sub: argparse._SubParsersAction, load: Callable[[], ModuleType]
 def _needs_extra(command: str, extra: Extra, missing: str) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         print(extra.message(command, missing), file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
 
     return run

@@ -6,11 +6,20 @@ that ended a command onto it."""
 from __future__ import annotations
 
 import errno
+import sys
 
 from ...drivers.errors import ConfigError, is_own_error
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_INTERNAL", "EXIT_INFRASTRUCTURE", "BadInput", "exit_code_for", "describe"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_INTERNAL", "EXIT_INFRASTRUCTURE", "EXIT_PASSED",
+           "BadInput", "bad_input", "exit_code_for", "describe"]
 
+#: tests ran and none failed
+EXIT_PASSED = 0
+#: a test failed on its result (its output, statistics or status differs from the golden)
+EXIT_FAILED = 1
+#: bad input or configuration (a malformed vector, trace or loadable, an unknown option value, a
+#: missing checkout): nothing ran, or what ran cannot be trusted
+EXIT_BAD_INPUT = 2
 #: Ctrl-C (or SIGTERM) stopped the command: 128 + SIGINT, as shells report it; never 2 (bad input)
 EXIT_INTERRUPTED = 130
 #: a programming error inside nvdla-hil (a traceback is printed): please report it
@@ -40,9 +49,9 @@ def exit_code_for(exc: BaseException) -> int:
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     if is_own_error(exc):
-        return 2
+        return EXIT_BAD_INPUT
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno in _ENV_ERRNOS:
-        return 2
+        return EXIT_BAD_INPUT
     return EXIT_INTERNAL
 
 
@@ -52,3 +61,9 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and not is_own_error(exc) and exc.filename is not None:
         return f"{exc.filename}: {exc.strerror or exc}"
     return str(exc)
+
+
+def bad_input(command: str, message: str) -> int:
+    """Print ``nvdla-hil COMMAND: MESSAGE`` on stderr; returns :data:`EXIT_BAD_INPUT`."""
+    print(f"nvdla-hil {command}: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT

@@ -26,21 +26,17 @@ could not run), 2 bad input (constraints, options).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .options import add_target_options, target_spec
+from .exits import bad_input
 
 if TYPE_CHECKING:
     from ..analysis.rtl_coverage import RunCoverage
 
 __all__ = ["add_subcommands"]
 
-
-def _err(cmd: str, msg: str) -> int:
-    print(f"nvdla-hil {cmd}: {msg}", file=sys.stderr)
-    return 2
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
@@ -49,27 +45,27 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     from ..fuzz.runner import AIM_DRAWS
 
     if args.count < 1 or args.budget < 1 or args.jobs < 1 or args.first < 0 or args.seed < 0:
-        return _err("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
+        return bad_input("fuzz", "--count, --budget and --jobs must be >= 1; --seed and --first >= 0")
     try:  # first: a unit the profile cannot run is refused whatever the target
         c = load_constraints(args.unit, profile=args.profile, files=args.constraints or (), sets=args.set or ())
     except ConstraintError as e:
-        return _err("fuzz", str(e))
+        return bad_input("fuzz", str(e))
     if args.target in ("verilator", "cmod") and not args.nvdla_hw:
-        return _err("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+        return bad_input("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
     if args.keep and Path(args.keep).exists() and not Path(args.keep).is_dir():
-        return _err("fuzz", f"--keep {args.keep}: not a folder")
+        return bad_input("fuzz", f"--keep {args.keep}: not a folder")
     if args.target == "serial" and not (args.lab and args.board):
-        return _err("fuzz", "--target serial needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+        return bad_input("fuzz", "--target serial needs --lab FILE --board NAME (or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     if args.model_bug and args.target != "model":
-        return _err("fuzz", "--model-bug injects a fault into the model target only (--target model)")
+        return bad_input("fuzz", "--model-bug injects a fault into the model target only (--target model)")
     if args.target == "model" and not args.model_bug:
         # the golden of every case is the reference model's: the model as the DUT would agree by
         # construction and prove nothing (nor should --keep record the model's outputs as goldens)
-        return _err("fuzz", "--target model (the default) would compare the reference model with itself, so every case "
+        return bad_input("fuzz", "--target model (the default) would compare the reference model with itself, so every case "
                     "would pass and prove nothing: choose a device under test with --target verilator|cmod|serial, or "
                     "inject a fault with --model-bug SPEC to test the harness itself")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        return _err("fuzz", f"--out {args.out}: not a folder")
+        return bad_input("fuzz", f"--out {args.out}: not a folder")
     spec = target_spec(args, c.profile.name, board_memory=False)
     if args.steer:
         return _steered(args, spec, c)
@@ -103,7 +99,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
             print(f"every aimed bin of {args.unit} on {c.profile.name} hit after {len(rep.cases)} cases")
     if rep.cases and all(fc.status == "error" and "cannot open the target" in fc.line for fc in rep.cases):
         # nothing ran: the target itself is the problem (no simulator, no checkout, no board)
-        return _err("fuzz", f"the {args.target} target could not be opened: "
+        return bad_input("fuzz", f"the {args.target} target could not be opened: "
                     f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
     return 1 if rep.failed else 0
 
@@ -118,9 +114,9 @@ def _steered(args: argparse.Namespace, spec: object, c: object) -> int:
     from ..targets.rtl_coverage import RtlCoverageFolder
 
     if args.target != "verilator":
-        return _err("fuzz", "--steer needs the RTL's coverage: --target verilator")
+        return bad_input("fuzz", "--steer needs the RTL's coverage: --target verilator")
     if args.cycles < 1:
-        return _err("fuzz", "--steer needs a budget of simulated cycles: --cycles N (N >= 1)")
+        return bad_input("fuzz", "--steer needs a budget of simulated cycles: --cycles N (N >= 1)")
     try:
         target = Target.parse(args.steer_target)
         where = Path(args.rtl_coverage_dir) if args.rtl_coverage_dir else Path(tempfile.mkdtemp(prefix="nvdla-steer-"))
@@ -132,7 +128,7 @@ def _steered(args: argparse.Namespace, spec: object, c: object) -> int:
                           out=Path(args.out) if args.out else None, log=lambda s: print(s, flush=True),
                           widen_holes=not args.keep_ranges)
     except (ValueError, InputError) as e:
-        return _err("fuzz", str(e))
+        return bad_input("fuzz", str(e))
     print(f"summary: {rep.line()}")
     print(f"RTL coverage of every case: {where} (`nvdla-hil coverage rtl {where}`)")
     return 1 if rep.failed else 0
@@ -145,7 +141,7 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
 
     if len(args.run) > 1:
         if args.widen:
-            return _err("coverage", "--widen reads one run's holes; give one run folder")
+            return bad_input("coverage", "--widen reads one run's holes; give one run folder")
         return _rtl_coverage_of_runs(args)
     run = Path(args.run[0])
     tests, junit = _rtl_coverage_tests(run)
@@ -164,7 +160,7 @@ def _cmd_rtl_coverage(args: argparse.Namespace) -> int:
                 seconds = {t: by_name[t.split("::")[-1]] for t in r.tests if t.split("::")[-1] in by_name}
                 r.seconds = seconds
     except InputError as e:
-        return _err("coverage", str(e))
+        return bad_input("coverage", str(e))
     for name, one in ((n, r.summary()) for n, r in runs.items()):
         print(f"{name}: {one['tests']} tests, {rc.total_line(one)}")
         print(rc.format_unit_table(one["units"]))
@@ -201,7 +197,7 @@ def _widen(args: argparse.Namespace, run: RunCoverage) -> int:
     try:
         c = load_constraints(args.widen, profile=run.config)
     except ConstraintError as e:
-        return _err("coverage", f"--widen {args.widen}: {e}")
+        return bad_input("coverage", f"--widen {args.widen}: {e}")
     gaps, _ = rh.field_gaps(run, limit=10_000)
     ws = widen(c, gaps, field_drivers(c))
     text = constraints_text(c, ws, " ".join(args.run))
@@ -214,9 +210,9 @@ def _widen(args: argparse.Namespace, run: RunCoverage) -> int:
             with out.open("x", encoding="utf-8") as f:
                 f.write(text)
         except FileExistsError:
-            return _err("coverage", f"--widen-out {out}: exists; not overwritten (give a new file)")
+            return bad_input("coverage", f"--widen-out {out}: exists; not overwritten (give a new file)")
         except OSError as e:
-            return _err("coverage", f"--widen-out {out}: {e.strerror or e}")
+            return bad_input("coverage", f"--widen-out {out}: {e.strerror or e}")
         load_constraints(args.widen, profile=run.config, files=[out])  # what we wrote must load
         print(f"widened constraints of {args.widen} ({', '.join(w.field for w in ws)}): {out}; "
               f"use: nvdla-hil fuzz --unit {args.widen} --profile {run.config} --constraints {out}")
@@ -261,11 +257,11 @@ def _rtl_coverage_of_runs(args: argparse.Namespace) -> int:
         tests, junit = _rtl_coverage_tests(r)
         folders.append((tests, junit.parent.name))
     if len({lab for _, lab in folders}) < len(folders):
-        return _err("coverage", "two of the runs have the same folder name: give each run once")
+        return bad_input("coverage", "two of the runs have the same folder name: give each run once")
     try:
         runs = rc.merge_runs(folders)
     except InputError as e:
-        return _err("coverage", str(e))
+        return bad_input("coverage", str(e))
     for name, run in runs.items():
         one = run.summary()
         print(f"{name}: {len(folders)} runs, {one['tests']} tests, {rc.total_line(one)}")
@@ -286,18 +282,18 @@ def _cmd_coverage(args: argparse.Namespace) -> int:
     try:
         covs = [covmod.load(p) for p in args.files]
     except (OSError, ValueError) as e:
-        return _err("coverage", str(e))
+        return bad_input("coverage", str(e))
     cov = covmod.merge(*covs)
     if args.coverage_cmd == "merge":
         if Path(args.out).exists() and not args.force:
-            return _err("coverage", f"--out {args.out} exists; pass --force to replace it")
+            return bad_input("coverage", f"--out {args.out} exists; pass --force to replace it")
         cov.write(args.out)
         print(f"merged {len(covs)} file(s) into {args.out}")
         return 0
     try:
         print(covmod.format_table(cov, args.profile or None))
     except Exception as e:  # noqa: BLE001 - a bad profile name
-        return _err("coverage", str(e))
+        return bad_input("coverage", str(e))
     return 0
 
 

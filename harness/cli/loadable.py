@@ -13,10 +13,10 @@ from __future__ import annotations
 import argparse
 import os
 import stat
-import sys
 from pathlib import Path
 
 from ..targets import firmware_spec
+from .exits import bad_input
 from .options import add_target_options, target_spec
 
 __all__ = ["add_subcommands", "show_text"]
@@ -185,8 +185,7 @@ def _cmd_run(args: argparse.Namespace) -> int:  # long: the checks of every file
     if args.input:
         check_regular(args.input, "--input", MAX_INPUT)
     if args.model_bug and args.target != "model":
-        print("nvdla-hil loadable run: --model-bug applies to the model target only", file=sys.stderr)
-        return 2
+        return bad_input("loadable run", "--model-bug applies to the model target only")
     golden = args.golden
     if golden is None and not args.input:  # NVDLA's goldens are of the run without an image
         path = Path(args.file).resolve()

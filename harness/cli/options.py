@@ -18,6 +18,7 @@ from collections.abc import Collection, Sequence
 from ..targets import TARGETS, TargetSpec, clock_gating_spec
 from ..targets.rtl_build import RTL_BUILDS
 from .exits import BadInput
+from ...semantics import SEMANTICS
 
 __all__ = ["ALL_TARGET_OPTIONS", "add_target_options", "target_spec", "labgrid_lab"]
 
@@ -48,7 +49,7 @@ def add_target_options(p: argparse.ArgumentParser, *, kinds: Sequence[str] = TAR
                    default=os.environ.get("NVDLA_HIL_CONFIG") if profile_default is _FROM_ENV else profile_default,
                    help=profile_help or "hardware profile (nv_small, nv_small_256_full, nv_full, ...)")
     if "semantics" in include:
-        g.add_argument("--model-semantics", choices=("rtl", "cmod"), default="rtl",
+        g.add_argument("--model-semantics", choices=SEMANTICS, default="rtl",
                        help="model target: follow the RTL (default) or NVDLA's C model where they differ")
     if "hw" in include:
         g.add_argument("--nvdla-hw", default=os.environ.get("NVDLA_HW"),

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from .exits import bad_input
 
 __all__ = ["add_subcommands", "profile_fields"]
 
@@ -58,20 +59,17 @@ def _cmd_profile(args: argparse.Namespace) -> int:
                                             if q.stem != "projects")
             sources += [spec_path(args.nvdla_hw, c) for c in configs]
         if not sources:
-            print("nvdla-hil profile derive: give --nvdla-hw PATH [--config NAME ...] or .spec files", file=sys.stderr)
-            return 2
+            return bad_input("profile derive", "give --nvdla-hw PATH [--config NAME ...] or .spec files")
         for src in sources:
             out[src.stem] = profile_from_spec(src)
     except SpecError as e:
-        print(f"nvdla-hil profile derive: {e}", file=sys.stderr)
-        return 2
+        return bad_input("profile derive", str(e))
     text = yaml.safe_dump({"format": "nvdla-hil-profiles/1", "profiles": out}, sort_keys=False,
                           default_flow_style=None, width=100)
     if args.out:
         dest = Path(args.out)
         if dest.exists() and not args.force:
-            print(f"nvdla-hil profile derive: {dest} exists; pass --force to replace it", file=sys.stderr)
-            return 2
+            return bad_input("profile derive", f"{dest} exists; pass --force to replace it")
         dest.write_text(text, encoding="utf-8")
         print(f"wrote {len(out)} profile(s) to {dest}")
     else:

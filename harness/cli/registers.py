@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..targets import open_target
-from .exits import BadInput
+from .exits import EXIT_BAD_INPUT, BadInput
 from .options import add_target_options, target_spec
 
 __all__ = ["add_subcommands"]
@@ -73,7 +73,7 @@ def _cmd_regs(args: argparse.Namespace) -> int:
         hw = args.nvdla_hw
         if not hw:
             print("nvdla-hil regs check: give --nvdla-hw PATH (or NVDLA_HW)", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
         diffs = check_against_checkout(hw, args.profile or "nv_small")
         for d in diffs:
             print(d)

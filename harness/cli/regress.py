@@ -22,7 +22,7 @@ from typing import Any
 
 from ...drivers.errors import ResultsError, write_atomic
 from ..results.rundir import new_run_dir, point_latest
-from .exits import EXIT_INFRASTRUCTURE, EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput
+from .exits import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput
 from .options import add_target_options
 
 __all__ = ["SUITES", "REGRESS_EPILOG", "add_subcommands"]
@@ -180,7 +180,7 @@ def _cmd_regress(args: argparse.Namespace) -> int:
             _check_nvdla_sw(args.nvdla_sw)  # the bundled networks run through its firmware
     except BadInput as e:
         print(f"nvdla-hil regress: {e}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     run, meta = _start_run(args)
     junit = Path(args.junit) if args.junit else run / "junit.xml"
     junit_part = run / ".junit.xml.part"  # pytest writes here; renamed into place only when whole

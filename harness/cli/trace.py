@@ -13,6 +13,7 @@ from ...drivers.regmap import RegisterMapError
 from ...drivers.transport import Transport
 from ..targets import layer_timeout, open_target
 from .options import add_target_options, target_spec
+from .exits import EXIT_BAD_INPUT
 from ..analysis.triage import HINT_RUNS
 
 __all__ = ["add_subcommands"]
@@ -51,7 +52,7 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         bad = _refuse_log(args.log, trace, args.force)
         if bad:
             print(f"nvdla-hil trace: --log {args.log}: {bad}", file=sys.stderr)
-            return 2
+            return EXIT_BAD_INPUT
     feats = trace_features(trace)
     if args.profile:
         profiles = args.profile.split(",")
@@ -65,10 +66,10 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         lacking = " and ".join(p.name for p in profs)
         print(f"{trace.name} needs {', '.join(missing)}, which {lacking} lack{'s' if len(profs) == 1 else ''}; "
               f"give --nvdla-config a profile that has it (e.g. nv_small_256_full)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     if args.model_bug and args.target != "model":
         print("nvdla-hil trace: --model-bug injects a bug into the model target only (--target model)", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     if args.model_bug:
         from ..targets.model import ModelTarget
 
@@ -120,7 +121,7 @@ def _finish_trace(args: argparse.Namespace, result, log) -> int:  # noqa: ANN001
         print("\n".join("  " + line for line in log.tail(15)))
     if result.status == "skipped":
         print(f"nvdla-hil trace: nothing was checked: {result.message}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     return 0 if result.status == "passed" else 1
 
 
@@ -135,13 +136,13 @@ def _cmd_txn(args: argparse.Namespace) -> int:
     if prof.generation != "v1":
         print(f"{test.name} is an nvdlav1 (nv_full) test; --nvdla-config {prof.name} is a {prof.generation} design",
               file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     if args.log and Path(args.log).exists() and not args.force:
         print(f"nvdla-hil trace: --log {args.log}: the file exists; pass --force to replace it", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     if args.log and Path(args.log).resolve().parent == test.folder.resolve():
         print(f"nvdla-hil trace: --log {args.log}: refusing to write into the test's own folder", file=sys.stderr)
-        return 2
+        return EXIT_BAD_INPUT
     with open_target(target_spec(args, prof.name)) as target:
         log = AccessLog(prof.regmap)
         target.add_observer(log)

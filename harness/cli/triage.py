@@ -34,14 +34,12 @@ from typing import Any
 import numpy as np
 
 from .options import add_target_options, target_spec
+from .exits import bad_input
 from ..analysis.triage import HINT_RUNS
+from ...semantics import Semantics, check_semantics
 
 __all__ = ["add_subcommands", "find_test", "run_options", "triage_test"]
 
-
-def _err(cmd: str, msg: str) -> int:
-    print(f"nvdla-hil {cmd}: {msg}", file=sys.stderr)
-    return 2
 
 
 # ---- report ---------------------------------------------------------------------------------------
@@ -52,9 +50,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
     run = Path(args.run_dir)
     if not run.is_dir():
-        return _err("report", f"{run}: no such run directory")
+        return bad_input("report", f"{run}: no such run directory")
     if not (run / "junit.xml").is_file():
-        return _err("report", f"{run}: no junit.xml (not a regression run directory?)")
+        return bad_input("report", f"{run}: no junit.xml (not a regression run directory?)")
     path = write_report(run, args.out, db=args.results_db)
     print(f"report: {path}")
     return 0
@@ -124,7 +122,7 @@ def _source(row, opts: dict[str, Any]) -> tuple[str, Path]:  # noqa: ANN001
 
 
 def _triage_loadable(src: Path, opts: dict[str, Any], target: str, profile: str, bugs: list[str] | None,
-                     semantics: str, folder: Path) -> tuple[str, str, dict[str, Any], list[str]]:
+                     semantics: Semantics, folder: Path) -> tuple[str, str, dict[str, Any], list[str]]:
     """Rerun one loadable through NVDLA's firmware with the register accesses logged, name the
     first wrong layer against the model (harness/loadables/check.py) and keep its output dump;
     returns (status, result text, diagnosis, files written)."""
@@ -163,7 +161,7 @@ def _triage_loadable(src: Path, opts: dict[str, Any], target: str, profile: str,
     return v.status, text, doc, files
 
 
-def _open(target: str, profile: str, opts: dict[str, Any], bugs: list[str] | None, semantics: str, waves_dir: Path):
+def _open(target: str, profile: str, opts: dict[str, Any], bugs: list[str] | None, semantics: Semantics, waves_dir: Path):
     from ..targets import TargetSpec, open_target
     from ..targets.model import ModelTarget
 
@@ -184,7 +182,7 @@ def _open(target: str, profile: str, opts: dict[str, Any], bugs: list[str] | Non
     raise ValueError(f"unknown target {target!r}")
 
 
-def _lut_from_model(kind: str, src: Path, profile: str, semantics: str) -> dict[str, Any] | None:
+def _lut_from_model(kind: str, src: Path, profile: str, semantics: Semantics) -> dict[str, Any] | None:
     from ..analysis.report import trace_lut_info, vector_lut_info
 
     try:
@@ -209,7 +207,10 @@ def triage_test(run: Path, name: str, *, out: Path | None = None, bugs: list[str
     kind, src = _source(row, opts)
     target = target or row.target or opts.get("target") or "model"
     profile = profile or row.profile or "nv_small"
-    semantics = row.properties.get("model_semantics") or opts.get("model-semantics") or "rtl"
+    try:
+        semantics = check_semantics(row.properties.get("model_semantics") or opts.get("model-semantics") or "rtl")
+    except ValueError as e:
+        raise ValueError(f"run {run}: its recorded model {e}") from None
     folder = out or run / "bundles" / safe_name(row.name)
     if folder.exists():
         shutil.rmtree(folder)
@@ -259,7 +260,7 @@ class _Rerun:
 
 
 def _rerun(kind: str, src: Path, target: str, profile: str, opts: dict[str, Any], bugs: list[str] | None,
-           semantics: str, folder: Path) -> _Rerun:
+           semantics: Semantics, folder: Path) -> _Rerun:
     """Run the trace or vector once more on ``target`` with the access log on (waves on Verilator)."""
     from ...drivers.driver import AccessLog, NvdlaDriver
     from ..traces import parse_trace, run_trace
@@ -296,7 +297,7 @@ def _rerun(kind: str, src: Path, target: str, profile: str, opts: dict[str, Any]
     return r
 
 
-def _diagnose(r: _Rerun, kind: str, profile: str, semantics: str, hint_runs: int, folder: Path):  # noqa: ANN202
+def _diagnose(r: _Rerun, kind: str, profile: str, semantics: Semantics, hint_runs: int, folder: Path):  # noqa: ANN202
     """The element-wise diff against the reference model (and the suspect-register hint of a
     trace); the failing regions, as the target wrote them and as the model expects them."""
     diag = None
@@ -319,7 +320,7 @@ def _diagnose(r: _Rerun, kind: str, profile: str, semantics: str, hint_runs: int
     return diag
 
 
-def _write_rerun_files(r: _Rerun, kind: str, src: Path, test: str, diag: Any, profile: str, semantics: str,
+def _write_rerun_files(r: _Rerun, kind: str, src: Path, test: str, diag: Any, profile: str, semantics: Semantics,
                        folder: Path) -> dict[str, Any]:
     """The bundle's data files: waves, access log (with the link record), diag.json, stats.json,
     result.txt and a copy of the trace or case; the diagnosis document."""
@@ -345,7 +346,7 @@ def _write_rerun_files(r: _Rerun, kind: str, src: Path, test: str, diag: Any, pr
     return doc
 
 
-def _reference_regions(trace, profile: str, semantics: str) -> dict[int, np.ndarray] | None:  # noqa: ANN001
+def _reference_regions(trace, profile: str, semantics: Semantics) -> dict[int, np.ndarray] | None:  # noqa: ANN001
     from ..analysis.triage import model_regions as _regions
 
     return _regions(trace, load_profile_cached(profile), semantics)
@@ -388,14 +389,14 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 
     p = Path(args.path)
     if not p.exists():
-        return _err("minimize", f"{p}: no such trace or vector")
+        return bad_input("minimize", f"{p}: no such trace or vector")
     if args.model_bug and args.target != "model":
-        return _err("minimize", "--model-bug injects a bug into the model target only (--target model)")
+        return bad_input("minimize", "--model-bug injects a bug into the model target only (--target model)")
     out = Path(args.out)
     if out.exists() and not args.force:
-        return _err("minimize", f"--out {out}: exists; pass --force to replace it")
+        return bad_input("minimize", f"--out {out}: exists; pass --force to replace it")
     if out.resolve() == (p if p.is_dir() else p.parent).resolve():
-        return _err("minimize", f"--out {out}: that is the input; choose another folder")
+        return bad_input("minimize", f"--out {out}: that is the input; choose another folder")
 
     def factory():  # noqa: ANN202
         prof = args.profile or state_profile[0]
@@ -429,12 +430,12 @@ def _cmd_minimize(args: argparse.Namespace) -> int:
 def _cmd_triage(args: argparse.Namespace) -> int:
     run = Path(args.run)
     if not (run / "junit.xml").is_file():
-        return _err("triage", f"--run {run}: no junit.xml (give a regression run directory, e.g. results/latest)")
+        return bad_input("triage", f"--run {run}: no junit.xml (give a regression run directory, e.g. results/latest)")
     try:
         code, _ = triage_test(run, args.test, out=Path(args.out) if args.out else None, bugs=args.model_bug,
                               target=args.target, profile=args.profile, hint_runs=args.hint_runs)
     except ValueError as e:
-        return _err("triage", str(e))
+        return bad_input("triage", str(e))
     return code
 
 

@@ -24,7 +24,6 @@ over the manifest it regenerates from.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +32,11 @@ import numpy as np
 from ..vectors import Case, VectorError, bundled_root, find_cases, load_case, run_case, unpack_surface
 from ..vectors.run import spec_for_case
 from .options import add_target_options, target_spec
+from .exits import EXIT_BAD_INPUT, bad_input
+from ...semantics import SEMANTICS
 
 __all__ = ["add_subcommands", "show_case", "diff_cases"]
 
-
-def _err(msg: str) -> int:
-    print(f"nvdla-hil vectors: {msg}", file=sys.stderr)
-    return 2
 
 
 # ---- gen ---------------------------------------------------------------------------------------
@@ -57,27 +54,27 @@ def _cmd_gen(args: argparse.Namespace) -> int:
             if p.get("suite") is not None and p.get("seed") is not None and p.get("index") is not None:
                 dest = Path(args.out) / case_name(str(p["suite"]), int(p["seed"]), int(p["index"]))
                 if dest.resolve() == src.folder.resolve():
-                    return _err(f"--out {args.out}: would write {dest} over the case it regenerates from "
+                    return bad_input("vectors", f"--out {args.out}: would write {dest} over the case it regenerates from "
                                 f"({args.from_manifest}); choose another --out")
                 if dest.exists() and not args.force:
-                    return _err(f"--out {args.out}: case {dest} exists; pass --force to replace it")
+                    return bad_input("vectors", f"--out {args.out}: case {dest} exists; pass --force to replace it")
             path = regenerate(args.from_manifest, args.out)
             print(f"regenerated {path}")
             return 0
         if not args.suite:
-            return _err(f"give a SUITE ({', '.join(SUITES)}) or --from-manifest CASE/case.yaml")
+            return bad_input("vectors", f"give a SUITE ({', '.join(SUITES)}) or --from-manifest CASE/case.yaml")
         if args.suite not in SUITES:
-            return _err(f"unknown suite {args.suite!r}; suites: {', '.join(SUITES)}")
+            return bad_input("vectors", f"unknown suite {args.suite!r}; suites: {', '.join(SUITES)}")
         if args.count < 1:
-            return _err(f"--count {args.count}: give at least 1")
+            return bad_input("vectors", f"--count {args.count}: give at least 1")
         existing = [Path(args.out) / case_name(args.suite, args.seed, i) for i in range(args.count)]
         existing = [d for d in existing if d.exists()]
         if existing and not args.force:
             more = f" and {len(existing) - 1} more" if len(existing) > 1 else ""
-            return _err(f"--out {args.out}: case {existing[0]}{more} exists; pass --force to replace")
+            return bad_input("vectors", f"--out {args.out}: case {existing[0]}{more} exists; pass --force to replace")
         paths = generate_suite(args.suite, args.seed, args.count, args.out, semantics=args.semantics)
     except (VectorError, ValueError) as e:
-        return _err(str(e))
+        return bad_input("vectors", str(e))
     for path in paths:
         print(path)
     if args.target and args.target != "model":
@@ -104,7 +101,7 @@ def _regolden_paths(paths: list[Path], args: argparse.Namespace) -> int:
                 case = load_case(p)
             except VectorError as e:
                 print(f"{p}: ERROR {e}")
-                worst = max(worst, 2)
+                worst = max(worst, EXIT_BAD_INPUT)
                 counts["errors"] += 1
                 continue
             if case.kind == "layout":
@@ -143,7 +140,7 @@ def _cmd_regolden(args: argparse.Namespace) -> int:
     root = Path(args.case)
     paths = find_cases(root)
     if not paths:
-        return _err(f"no cases (folders with case.yaml) under {root}")
+        return bad_input("vectors", f"no cases (folders with case.yaml) under {root}")
     return _regolden_paths(paths, args)
 
 
@@ -157,7 +154,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     root = Path(args.case) if args.case else bundled_root()
     paths = find_cases(root)
     if not paths:
-        return _err(f"no cases (folders with case.yaml) under {root}")
+        return bad_input("vectors", f"no cases (folders with case.yaml) under {root}")
     worst = 0
     counts: dict[str, int] = {}
     for p in paths:
@@ -166,7 +163,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except VectorError as e:
             print(f"{p}: ERROR {e}")
             counts["error"] = counts.get("error", 0) + 1
-            worst = max(worst, 2)
+            worst = max(worst, EXIT_BAD_INPUT)
             continue
         if case.kind == "layout":
             res = run_case(case)
@@ -263,7 +260,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     try:
         print(show_case(load_case(args.case)))
     except VectorError as e:
-        return _err(str(e))
+        return bad_input("vectors", str(e))
     return 0
 
 
@@ -320,7 +317,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     try:
         a, b = load_case(args.a), load_case(args.b)
     except VectorError as e:
-        return _err(str(e))
+        return bad_input("vectors", str(e))
     lines = diff_cases(a, b)
     real = [ln for ln in lines if not ln.startswith("  (info)")]
     print(f"{a.path.parent} vs {b.path.parent}: " + ("identical" if not real else f"{len(real)} difference(s)"))
@@ -353,7 +350,7 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=int, default=1)
     g.add_argument("--count", type=int, default=8)
     g.add_argument("--out", required=True, help="output folder (one sub-folder per case)")
-    g.add_argument("--semantics", choices=("rtl", "cmod"), default="rtl")
+    g.add_argument("--semantics", choices=SEMANTICS, default="rtl")
     g.add_argument("--from-manifest", help="regenerate the case of this case.yaml byte for byte")
     g.add_argument("--force", action="store_true", help="replace case folders that exist")
     add_target_options(g, kinds=("model", "verilator", "cmod"), default="model", profile_default=None, include=("hw",),

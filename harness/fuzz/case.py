@@ -33,6 +33,7 @@ from ..vectors.run import execute_layer, output_information
 from ..vectors.write import write_case
 from .draw import Constraints, Sampler
 from .registry import GENERATORS
+from ...semantics import Semantics
 
 
 class EventCapture:
@@ -49,7 +50,7 @@ def case_name(unit: str, seed: int, index: int) -> str:
     return f"fuzz-{unit}-s{seed}-{index:05d}"
 
 
-def provenance(c: Constraints, seed: int, index: int, semantics: str, informative: bool = True) -> dict[str, Any]:
+def provenance(c: Constraints, seed: int, index: int, semantics: Semantics, informative: bool = True) -> dict[str, Any]:
     note = f"replay: nvdla-hil fuzz --unit {c.unit} --profile {c.profile.name} --seed {seed} --first {index} --count 1"
     if not informative:
         note += " --allow-degenerate"
@@ -62,7 +63,7 @@ def provenance(c: Constraints, seed: int, index: int, semantics: str, informativ
             "model_version": model_version(), "semantics": semantics, "note": note}
 
 
-def run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics: str, sink: Any):
+def run_reference(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics: Semantics, sink: Any):
     from ..targets.model import ModelTarget
 
     man, blobs = manifest_layer(name, to_field_units(d), prov, None)
@@ -107,7 +108,7 @@ def sampler_for(c: Constraints, seed: int, index: int, draw: int = 0, dut: str =
     return Sampler(c, rng_for(seed, index, draw), dut=dut, pinned={k: first.v[k] for k in first.corners})
 
 
-def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: str = "rtl",
+def generate(c: Constraints, seed: int, index: int, work: Path, *, semantics: Semantics = "rtl",
              coverage: covmod.Coverage | None = None, dut: str = "model", informative: bool = True) -> Path:  # fmt: skip
     """Draw case ``index`` of ``seed`` under ``c``, compute its golden on the reference model
     (feeding ``coverage`` with the draw kept) and write the packed case into ``work/<name>``;

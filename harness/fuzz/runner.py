@@ -31,6 +31,7 @@ from ..vectors.write import golden_source_of, write_case
 from .case import case_name, generate
 from .draw import Constraints
 from .registry import UNIT_GROUPS, load_constraints
+from ...semantics import Semantics
 
 
 @dataclass
@@ -82,7 +83,7 @@ AIM_DRAWS = 64
 AIM_SEED = 0xA1ED
 
 
-def aimed_bins(c: Constraints, *, dut: str = "model", semantics: str = "rtl",
+def aimed_bins(c: Constraints, *, dut: str = "model", semantics: Semantics = "rtl",
                draws: int = AIM_DRAWS) -> tuple[list[str], list[str]]:  # fmt: skip
     """``(aimed, undrawn)``: of the bins of the unit's coverage groups that ``c``'s profile has
     (:func:`~..analysis.coverage.reachable`), those the unit's own generator reaches under ``c``,
@@ -137,7 +138,7 @@ def _aim_cache() -> Path:
 _AIM_SOURCES = ("drivers", "harness/fuzz", "harness/refmodel", "harness/vectors", "harness/analysis/coverage.py")
 
 
-def _aim_key(c: Constraints, dut: str, semantics: str, draws: int) -> str:
+def _aim_key(c: Constraints, dut: str, semantics: Semantics, draws: int) -> str:
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256(f"aim-v1\0{c.unit}\0{dut}\0{semantics}\0{draws}\0{AIM_SEED}\0".encode())
     h.update(repr(c.fields).encode() + b"\0" + repr(c.profile).encode())
@@ -246,7 +247,7 @@ def run_budgeted(case: Any, target: Any, kind: str) -> Any:
     return res
 
 
-def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: str = "rtl",
+def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, *, semantics: Semantics = "rtl",
             model_bugs: list[str] | None = None, dut: Any = None, keep: Path | None = None, informative: bool = True,
             ) -> tuple[FuzzCase, dict[str, Any]]:  # fmt: skip
     """Generate, run on the DUT, compare; returns the case record and the reference coverage (JSON).
@@ -295,7 +296,7 @@ def run_one(c: Constraints, spec: Any, seed: int, index: int, out: Path | None, 
     return FuzzCase(index, name, status, line, time.monotonic() - t0, saved, draw, weak), cov.to_json()
 
 
-def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path | None, *, semantics: str,
+def _run_chunk(c: Constraints, spec: Any, seed: int, idx: list[int], out: Path | None, *, semantics: Semantics,
                model_bugs: list[str] | None, keep: Path | None, informative: bool = True,
                ) -> list[tuple[FuzzCase, dict[str, Any]]]:  # fmt: skip
     """Run cases ``idx`` on one DUT opened for the chunk (a simulator or C model starts once, not
@@ -345,7 +346,7 @@ def _worker(args: tuple) -> list[tuple[FuzzCase, dict[str, Any]]]:
 
 def run_fuzz(unit: str, spec: Any, *, count: int = 50, seed: int = 1, first: int = 0, profile: str | None = None,
              constraint_files: Iterable[str] = (), sets: Iterable[str] = (), out: str | Path | None = None,
-             until_covered: bool = False, budget: int = 1000, jobs: int = 1, semantics: str = "rtl",
+             until_covered: bool = False, budget: int = 1000, jobs: int = 1, semantics: Semantics = "rtl",
              model_bugs: list[str] | None = None, log: Callable[[str], None] | None = None,
              keep: str | Path | None = None, informative: bool = True) -> FuzzReport:  # fmt: skip
     """Run ``count`` cases (``first`` .. ``first+count-1``), or with ``until_covered`` up to

@@ -18,6 +18,7 @@ import pytest
 from ..targets import TARGETS
 from ..targets.rtl_build import RTL_BUILDS
 from .keys import OPTS_KEY, is_worker
+from ...semantics import SEMANTICS
 
 DEFAULT_PROFILES = "nv_small,nv_small_256_full"
 
@@ -61,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                      "boards; with -n N each xdist worker gets a board of its own (or NVDLA_HIL_BOARD)")
     g.addoption("--nvdla-board-wait", type=float, default=300.0, metavar="SECONDS",
                 help="serial target with fewer boards than workers: how long a test waits for a board (default 300)")
-    g.addoption("--nvdla-model-semantics", choices=("rtl", "cmod"), default=None, dest="nvdla_model_semantics",
+    g.addoption("--nvdla-model-semantics", choices=SEMANTICS, default=None, dest="nvdla_model_semantics",
                 help="model follows the RTL (default) or NVDLA's C model")
     g.addoption("--nvdla-poison", action="store_true", default=False, dest="nvdla_poison",
                 help="poison checked output regions before each trace")
@@ -130,7 +131,7 @@ def add_deprecated_aliases(parser: pytest.Parser) -> list[str]:
         if old == "--target":
             kw.update(choices=TARGETS, default=None)
         elif old == "--model-semantics":
-            kw.update(choices=("rtl", "cmod"), default=None)
+            kw.update(choices=SEMANTICS, default=None)
         elif old in ("--poison", "--waves"):
             kw.update(action="store_true", default=False)
         else:

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...errors import ModelError
+from ...semantics import Semantics, check_semantics
 
 __all__ = ["RegisterView", "MemoryPort", "DmaPorts", "engine_memory", "ModelOptions", "LayerResult",
            "UnitNotModelled", "InvalidLayer"]
@@ -100,7 +101,7 @@ class ModelOptions:
     NVDLA's C model.
     """
 
-    semantics: str = "rtl"
+    semantics: Semantics = "rtl"
     #: memory atom in bytes (profile ``atom_bytes``): the channel group of every DMA cube
     atom_bytes: int = 8
     #: MAC atomic C / K (profile ``mac_atomic_c/k``): the channel slice and kernel group of
@@ -118,7 +119,7 @@ class ModelOptions:
     coverage: EventSink | None = field(default=None, compare=False, repr=False)
 
     @classmethod
-    def for_profile(cls, profile, semantics: str = "rtl") -> ModelOptions:
+    def for_profile(cls, profile, semantics: Semantics = "rtl") -> ModelOptions:
         """The options of a hardware profile (``drivers.profiles.HardwareProfile``); the
         defaults above are nv_small's, for unit tests of single functions only."""
         return cls(semantics=semantics, atom_bytes=profile.atom_bytes,
@@ -128,8 +129,7 @@ class ModelOptions:
                    cbuf_entry_bytes=profile.cbuf_entry_bytes)  # fmt: skip
 
     def __post_init__(self) -> None:
-        if self.semantics not in ("rtl", "cmod"):
-            raise ValueError(f"semantics must be 'rtl' or 'cmod', not {self.semantics!r}")
+        check_semantics(self.semantics)
 
 
 @dataclass

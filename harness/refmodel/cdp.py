@@ -80,6 +80,7 @@ from .base import EventSink, LayerResult, MemoryPort, ModelOptions, RegisterView
 from .fp16_extra import fp17_to_fp16_bits
 from .lut import LE_ENTRIES, LO_ENTRIES, LutParams, LutStats
 from .ops import rnd, rsat, rsat_flag, sat, sshift, sx
+from ...semantics import Semantics
 
 __all__ = [
     "HIT",
@@ -123,7 +124,7 @@ class CdpConfig:
     bits: int = 8  # element width: 8 (INT8) or 16 (INT16)
 
 
-def decode_cdp_lut(view: RegisterView, semantics: str = "rtl", bits: int = 8) -> LutParams:
+def decode_cdp_lut(view: RegisterView, semantics: Semantics = "rtl", bits: int = 8) -> LutParams:
     """Decode the CDP S_LUT_* registers into :class:`LutParams` (starts/ends 38-bit signed,
     :func:`~nvdla_hil.lut_registers.lut_config_from_fields`); the index selects follow
     ``semantics`` and the precision (6.3 [DIFF], :func:`~nvdla_hil.lut_registers.cdp_index_select`)."""
@@ -166,7 +167,7 @@ def _frac16(rem: np.ndarray, k: np.ndarray | int) -> np.ndarray:
     return np.where(k <= 16, rem << up, rem >> down)
 
 
-def _linear_index(d: np.ndarray, sel: int, depth: int, semantics: str, rtl_abs_bits: int):
+def _linear_index(d: np.ndarray, sel: int, depth: int, semantics: Semantics, rtl_abs_bits: int):
     """Linear table index: state, index and 16-bit fraction for ``d = s - START > 0``."""
     if sel < 0:
         amount = -sel
@@ -209,7 +210,7 @@ def _table(
     uflow_shift: int,
     oflow_scale: int,
     oflow_shift: int,
-    semantics: str,
+    semantics: Semantics,
     rtl_abs_bits: int,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Value and state (UF/OF/HIT) of one table for every square sum ``s``."""
@@ -264,7 +265,7 @@ def cdp_lut(
     le: np.ndarray,
     lo: np.ndarray,
     p: LutParams,
-    semantics: str = "rtl",
+    semantics: Semantics = "rtl",
     bits: int = 8,
 ) -> tuple[np.ndarray, LutStats, np.ndarray, np.ndarray]:
     """CDP two-table LUT on square sums ``s`` (int64).
@@ -336,7 +337,7 @@ def cdp_lrn(
     le: np.ndarray,
     lo: np.ndarray,
     lut: LutParams,
-    semantics: str = "rtl",
+    semantics: Semantics = "rtl",
     observer: EventSink | None = None,
 ) -> tuple[np.ndarray, LutStats, int]:
     """LRN over the last axis of ``x`` (int8 values, ``[..., Cp]``, ``Cp >= channels``; int16

@@ -17,6 +17,7 @@ from ...lut_registers import LUT_SIZES, LutConfig, lut_config_from_fields
 from . import fp16 as F
 from .base import EventSink
 from .ops import lsat, rnd
+from ...semantics import Semantics, check_semantics
 
 __all__ = [
     "KIND_HIT",
@@ -126,7 +127,7 @@ def _sshift32(v: np.ndarray, s: int) -> np.ndarray:
     return lsat(v, -s, 32)
 
 
-def le_uflow_bias(eo: int, semantics: str) -> int:
+def le_uflow_bias(eo: int, semantics: Semantics) -> int:
     """Anchor bias of an LE-exponent underflow (section 5.5): the anchor is ``LE_START + bias``.
 
     RTL (``NV_NVDLA_SDP_CORE_Y_lut.v``, ``out_bias = offset[7] ? 0 : (1 << offset)`` into a
@@ -148,7 +149,7 @@ def sdp_lut(
     p: LutParams,
     le: np.ndarray,
     lo: np.ndarray,
-    semantics: str = "rtl",
+    semantics: Semantics = "rtl",
     observer: EventSink | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """SDP LUT (section 5) on 32-bit signed inputs.
@@ -163,8 +164,7 @@ def sdp_lut(
     ``observer`` (optional, functional coverage): gets ``observer.event("sdp_lut", ...)`` with
     the per-element table kinds, indices and selection; results are the same with or without.
     """
-    if semantics not in ("rtl", "cmod"):
-        raise ValueError(f"semantics must be 'rtl' or 'cmod', not {semantics!r}")
+    check_semantics(semantics)
     le = np.asarray(le).astype(np.uint16).view(np.int16).astype(I64)
     lo = np.asarray(lo).astype(np.uint16).view(np.int16).astype(I64)
     if le.shape != (LE_ENTRIES,) or lo.shape != (LO_ENTRIES,):
@@ -200,7 +200,7 @@ def _sdp_lut_gather(x, p, le, lo, semantics):
     return y_out.reshape(x.shape), (c_out & 4) != 0, (c_out & 8) != 0, c_out & np.uint8(3)
 
 
-def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: str,
+def _sdp_lut_direct(x: np.ndarray, p: LutParams, le: np.ndarray, lo: np.ndarray, semantics: Semantics,
                     observer: EventSink | None = None):
     x = x.astype(I64, copy=False)
     # per-table lookups (5.2)

@@ -14,6 +14,8 @@ from typing import overload
 
 import numpy as np
 
+from ...semantics import Semantics
+
 __all__ = ["sx", "clamp", "clamp_flag", "rsat", "rsat_flag", "lsat", "sshift", "ishift", "sat", "rnd"]
 
 I64 = np.int64
@@ -72,7 +74,7 @@ def rsat(v: np.ndarray, s: int, bits: int, *, in_bits: int | None = None) -> np.
     return clamp(rnd(v, s), bits)
 
 
-def rsat_flag(v: np.ndarray, s: int, bits: int, *, semantics: str = "rtl", in_bits: int | None = None) -> np.ndarray:
+def rsat_flag(v: np.ndarray, s: int, bits: int, *, semantics: Semantics = "rtl", in_bits: int | None = None) -> np.ndarray:
     """Saturation flag of RSAT (section 1.2). ``semantics`` 'rtl' or 'cmod' ([DIFF] at the boundary).
 
     The RTL flags every clamped result (plus a floor of min - 1 that rounds back to min).

@@ -54,7 +54,8 @@ from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
 from .sdp_dma import Cube, fetch_operands, read_main, reg_address, stage_operand, write_dst
 from .sdp_fp import fp_datapath, fp_finish
-from .sdp_stats import SdpLiveCounters, sdp_statistics
+from .sdp_stats import SdpDatapathOut, SdpLiveCounters, sdp_statistics
+from ...semantics import Semantics
 
 __all__ = ["SdpLiveCounters", "bs_bn_stage", "ew_operand_cvt", "ew_stage", "output_convert", "run_sdp"]
 
@@ -70,7 +71,7 @@ ALGO_MAX, ALGO_MIN, ALGO_SUM, ALGO_EQL = 0, 1, 2, 3
 # arithmetic stages (pure functions on int64 arrays)
 
 
-def _rsat32_trt(p: np.ndarray, s: int, semantics: str, in_bits: int) -> np.ndarray:
+def _rsat32_trt(p: np.ndarray, s: int, semantics: Semantics, in_bits: int) -> np.ndarray:
     """RSAT(p, s, 32); RTL returns 0 for s >= in_bits ([DIFF] 1.1)."""
     if semantics == "rtl" and s >= in_bits:
         return np.zeros_like(p)
@@ -89,7 +90,7 @@ def bs_bn_stage(
     mul_op: np.ndarray | int,
     mul_shift: int,
     relu_bypass: bool,
-    semantics: str = "rtl",
+    semantics: Semantics = "rtl",
 ) -> np.ndarray:
     """One BS (X1) or BN (X2) stage, section 3.1. ``alu_op``/``mul_op`` are 16-bit signed
     operands (already sign-extended). Returns 32-bit signed values as int64."""
@@ -136,7 +137,7 @@ def ew_stage(
     mul_prelu: bool,
     mul_op: np.ndarray | int,
     truncate: int,
-    semantics: str = "rtl",
+    semantics: Semantics = "rtl",
 ) -> np.ndarray:
     """EW (Y) stage without the LUT, section 3.2: MUL + truncate, then saturating ALU.
     Operands are 32-bit signed (register value or converted memory operand)."""
@@ -166,7 +167,7 @@ _CHUNK = 1 << 16  # elements per cache-sized block in the large-array paths
 
 
 def output_convert(
-    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: str = "rtl"
+    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: Semantics = "rtl"
 ) -> tuple[np.ndarray, np.ndarray]:
     """SDP output convertor (section 2, stage C); see :func:`_output_convert`. Large arrays
     are processed in cache-sized blocks (same result)."""
@@ -183,7 +184,7 @@ def output_convert(
 
 
 def _output_convert(
-    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: str = "rtl"
+    x: np.ndarray, *, offset: int, scale: int, shift: int, out_bits: int, semantics: Semantics = "rtl"
 ) -> tuple[np.ndarray, np.ndarray]:
     """SDP output convertor (section 2, stage C): ``RSAT((x - offset) * scale, shift, 17)``,
     then a silent clamp to ``out_bits`` (8 or 16). Returns (values, saturation flags of the
@@ -365,7 +366,6 @@ def run_sdp(
     proc_bpe = 1 if proc == PREC_INT8 else 2
     group = atom // proc_bpe  # processing / operand group (cmod: proc_precision for BS/BN/EW DMAs)
     cube = Cube(w, h, c, group)
-    notes: list[str] = []
 
     # main input (MRDMA), or CACC in flying mode
     if flying:
@@ -379,13 +379,10 @@ def run_sdp(
         x = read_main(view, mem, w, h, c, group, proc_bpe)
 
     if proc == PREC_FP16:
-        x, notes_extra, eql, counts, lut = fp_datapath(view, mem, x, cube, options, flying=flying)
-        notes.extend(notes_extra)
-        return fp_finish(view, mem, options, x, cube, out_prec, eql, notes, live, to_pdp, counts, lut)
-    x, notes_extra, eql, lstats, lut_on, ew_on = _datapath(view, mem, x, cube, options)
-    notes.extend(notes_extra)
-    return _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
-                   proc=proc)  # fmt: skip
+        dp = fp_datapath(view, mem, x, cube, options, flying=flying)
+        return fp_finish(view, mem, options, dp, cube, out_prec, live=live, to_pdp=to_pdp)
+    dp = _datapath(view, mem, x, cube, options)
+    return _finish(view, mem, options, dp, cube, out_prec, live=live, to_pdp=to_pdp, proc=proc)
 
 
 class _BatchView:
@@ -431,9 +428,8 @@ def _run_batches(view: RegisterView, mem: MemoryPort, options: ModelOptions, liv
     return LayerResult(stats=stats, elements=elements, notes=notes)
 
 
-def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: Cube, options: ModelOptions):
-    """BS, BN, EW (+LUT) on the (Cpad, H, W) input; returns
-    (x, notes, eql, lut stats, lut_on, ew_on)."""
+def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: Cube, options: ModelOptions) -> SdpDatapathOut:
+    """BS, BN, EW (+LUT) on the (Cpad, H, W) input."""
     sem = options.semantics
     notes: list[str] = []
     # BS (X1), BN (X2)
@@ -479,12 +475,13 @@ def _datapath(view: RegisterView, mem: MemoryPort, x: np.ndarray, cube: Cube, op
             else:
                 notes.append("SDP: LUT configured but absent from the profile: bypassed (RTL)")
 
-    return x, notes, eql, lstats, lut_on, ew_on
+    return SdpDatapathOut(x, eql=eql, lut=lstats, lut_on=lut_on, ew_on=ew_on, notes=notes)
 
 
-def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on, notes, live, to_pdp,
-            proc: int = PREC_INT8) -> LayerResult:  # fmt: skip
+def _finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, dp: SdpDatapathOut, cube: Cube, out_prec: int, *,
+            live: SdpLiveCounters | None, to_pdp: bool, proc: int = PREC_INT8) -> LayerResult:  # fmt: skip
     """Output convertor (C), WDMA or PDP, statistics."""
+    x, eql, notes, (w, h, c) = dp.x, dp.eql, dp.notes, (cube.width, cube.height, cube.channels)
     sem = options.semantics
     atom = options.atom_bytes
     pdp_res: LayerResult | None = None
@@ -537,7 +534,7 @@ def _finish(view, mem, options, x, w, h, c, out_prec, eql, lstats, lut_on, ew_on
         else:
             write_dst(view, mem, y, w, h, ocube.channels, out_group, out_bpe)
 
-    stats.update(sdp_statistics(view, sem, sat_count, lstats, lut_on, ew_on, notes, live))
+    stats.update(sdp_statistics(view, sem, sat_count, dp, live))
     if out_fp16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = 0  # an integer pipeline makes no NaN
     if pdp_res is not None:

@@ -53,7 +53,7 @@ from .base import InvalidLayer, LayerResult, MemoryPort, ModelOptions, RegisterV
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut_fp
 from .ops import sx
 from .sdp_dma import Cube, fetch_operands, stage_operand, write_dst
-from .sdp_stats import sdp_statistics
+from .sdp_stats import SdpDatapathOut, SdpLiveCounters, sdp_statistics
 
 __all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input"]
 
@@ -216,10 +216,10 @@ def _check_two_byte(view: RegisterView, dma: str) -> None:
 
 
 def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube, options: ModelOptions, *,
-                flying: bool = False):
+                flying: bool = False) -> SdpDatapathOut:
     """Input conversion, BS, BN, EW (+ LUT) on the (Cpad, H, W) FP16 input (raw DMA values; in
-    flying mode the CACC's fp32 patterns); returns (fp32 patterns - their float32 values when the stages ran
-    on values and no LUT follows -, notes, eql, input NaN/INF counts, (LUT stats, lut_on, ew_on))."""
+    flying mode the CACC's fp32 patterns); the results are fp32 patterns, or their float32 values
+    when the stages ran on values and no LUT follows."""
     n2z = bool(view.field("SDP", "D_FEATURE_MODE_CFG", "NAN_TO_ZERO"))
     if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
         x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
@@ -259,14 +259,14 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
         x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
                                         observer=options.coverage)
         lstats, lut_on = lut_stats(hle, hlo, kind), True
-    return x, notes, eql, counts, (lstats, lut_on, ew_on)
+    return SdpDatapathOut(x, eql=eql, lut=lstats, lut_on=lut_on, ew_on=ew_on, input_counts=counts, notes=notes)
 
 
-def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.ndarray, cube: Cube, out_prec: int,
-              eql: bool, notes: list[str], live, to_pdp: bool, counts: F.NanInfCounts,
-              lut: tuple[LutStats, bool, bool] = (LutStats(), False, False)) -> LayerResult:  # fmt: skip
-    """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics; ``x``: fp32 patterns or float32 values
-    (:func:`fp_datapath`; EQL results are patterns)."""
+def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, dp: SdpDatapathOut, cube: Cube, out_prec: int, *,
+              live: SdpLiveCounters | None, to_pdp: bool) -> LayerResult:  # fmt: skip
+    """Output (cmod sdp_c.cpp, FP branch), WDMA, statistics; ``dp.x``: fp32 patterns or float32
+    values (:func:`fp_datapath`; EQL results are patterns)."""
+    x, eql, notes, counts = dp.x, dp.eql, dp.notes, dp.input_counts
     atom = options.atom_bytes
     group = atom // 2
     stats: dict[tuple[str, str], int] = {}
@@ -294,7 +294,7 @@ def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, x: np.
             pdp_res = run_pdp(view, mem, options, source=y)
         else:
             write_dst(view, mem, y, cube.width, cube.height, cube.channels, group, 2)
-    stats.update(sdp_statistics(view, options.semantics, sat_count, lut[0], lut[1], lut[2], notes, live))
+    stats.update(sdp_statistics(view, options.semantics, sat_count, dp, live))
     if out_prec == PREC_FP16 and view.field("SDP", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):
         stats[("SDP", "D_STATUS_NAN_OUTPUT_NUM")] = nan_out
     if view.field("SDP_RDMA", "D_PERF_ENABLE", "PERF_NAN_INF_COUNT_EN"):

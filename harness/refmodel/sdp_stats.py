@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .base import RegisterView
-from .lut import LutStats
+import numpy as np
 
-__all__ = ["LUT_COUNTERS", "SdpLiveCounters", "sdp_statistics"]
+from .base import RegisterView
+from .fp16 import NanInfCounts
+from .lut import LutStats
+from ...semantics import Semantics
+
+__all__ = ["LUT_COUNTERS", "SdpDatapathOut", "SdpLiveCounters", "sdp_statistics"]
 
 U32_MAX = 0xFFFFFFFF
 
@@ -22,6 +26,24 @@ LUT_COUNTERS = (
     ("D_PERF_LUT_LE_HIT", "le_hit"),
     ("D_PERF_LUT_LO_HIT", "lo_hit"),
 )
+
+
+@dataclass
+class SdpDatapathOut:
+    """What SDP's datapath (BS, BN, EW and its LUT; :mod:`.sdp`, :mod:`.sdp_fp`) hands the output
+    stage (the C convertor, WDMA or PDP, and the statistics)."""
+
+    #: the results, (Cpad, H, W): 32-bit values, fp32 patterns, or float32 values (:mod:`.sdp_fp`)
+    x: np.ndarray
+    #: EW's ALU compared for EQL: its 0/1 results pass C unsaturated and nothing is written (3.3)
+    eql: bool = False
+    #: the LUT's hit and range counts, and whether the LUT and EW ran (the counters' rules, 8.2)
+    lut: LutStats = field(default_factory=LutStats)
+    lut_on: bool = False
+    ew_on: bool = False
+    #: FP16 input: the NaN / INF patterns of the input atoms read (8.3)
+    input_counts: NanInfCounts = field(default_factory=NanInfCounts)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -37,9 +59,11 @@ class SdpLiveCounters:
     values: dict[str, int] = field(default_factory=dict)
 
 
-def sdp_statistics(view: RegisterView, sem: str, sat_count: int, lstats: LutStats, lut_on: bool, ew_on: bool,
-                   notes: list[str], live: SdpLiveCounters | None) -> dict[tuple[str, str], int]:
-    """SDP statistics registers (section 8.2/8.3)."""
+def sdp_statistics(view: RegisterView, sem: Semantics, sat_count: int, dp: SdpDatapathOut,
+                   live: SdpLiveCounters | None) -> dict[tuple[str, str], int]:
+    """SDP statistics registers (section 8.2/8.3) of a layer whose datapath gave ``dp`` and whose
+    output saturated ``sat_count`` times; notes go to ``dp.notes``."""
+    lstats, lut_on, ew_on, notes = dp.lut, dp.lut_on, dp.ew_on, dp.notes
     stats: dict[tuple[str, str], int] = {}
     counters: dict[str, tuple[bool, int]] = {
         "D_PERF_OUT_SATURATION": (bool(view.field("SDP", "D_PERF_ENABLE", "PERF_SAT_EN")), sat_count),

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...drivers.transport import Transport
 from .builds import BuildCache
+from ...semantics import Semantics
 
 if TYPE_CHECKING:
     from .verilator import WarmSimulators
@@ -32,7 +33,7 @@ class TargetSpec:
 
     kind: str = "model"
     profile: str = "nv_small"
-    semantics: str = "rtl"  # model target: follow the RTL or the C model on every [DIFF]
+    semantics: Semantics = "rtl"  # model target: follow the RTL or the C model on every [DIFF]
     nvdla_hw: str | None = None  # verilator: path of the user's nvdla/hw checkout
     waves: bool = False  # verilator: dump FST waves
     #: verilator: NVDLA's second-level clock gating, "on" as the RTL ships, "off" (nvdla/hw#183), or

@@ -41,7 +41,9 @@ from ...drivers.regmap import Register, RegisterMap, RegisterMapError
 from ...drivers.transport import Transport, TransportError
 from .memory import RecordingMemory, SparseMemory
 from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
+from .model_layers import Layer, LayerModel
 from .model_views import GroupView, RdmaIdleView, ram_type_fields
+from ...semantics import Semantics
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
 
@@ -63,34 +65,6 @@ COMPLETION_ORDER = ("BDMA", "CDMA_DAT", "CDMA_WT", "CACC", "SDP", "CDP", "PDP", 
 IDLE_POLLS_PER_EVENT = 2
 
 
-@dataclass(frozen=True)
-class _Layer:
-    """One hardware layer: the engines that must all be enabled in the group, the units
-    whose done interrupt it raises, and the reference-model entry point that runs it."""
-
-    blocks: tuple[str, ...]
-    done: tuple[str, ...]
-    runner: str  # "module:function" in nvdla_hil.harness.refmodel
-    #: (block, group) where a block executes another group than the one enabled (a fused conv:
-    #: NVDLA's firmware assigns groups per processor, so its SDP may run group 0 while the
-    #: conv pipeline runs group 1); empty: every block in the enabled group
-    groups: tuple[tuple[str, int], ...] = ()
-
-    def group_map(self, group: int) -> dict[str, int]:
-        return {b: group for b in self.blocks} | dict(self.groups)
-
-
-def _load_runner(spec: str) -> Callable[..., LayerResult]:
-    """Import a layer model lazily; a model that is not there is a clear UnitNotModelled."""
-    import importlib
-
-    module, func = spec.split(":")
-    try:
-        return getattr(importlib.import_module(f"nvdla_hil.harness.refmodel.{module}"), func)
-    except (ImportError, AttributeError):
-        raise UnitNotModelled(f"{func}: this layer's reference model is not available yet") from None
-
-
 @dataclass
 class _LutPort:
     """State of one S_LUT_ACCESS_CFG/DATA port."""
@@ -109,7 +83,7 @@ class ModelTarget(Transport):
         semantics: ``"rtl"`` (default) or ``"cmod"`` for every [DIFF] of the semantics doc.
     """
 
-    def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: str = "rtl",
+    def __init__(self, profile: HardwareProfile | str = "nv_small", *, semantics: Semantics = "rtl",
                  record_reads: bool = False, polls_per_event: int | None = None,
                  bugs: list[str] | None = None, coverage: EventSink | bool | None = None) -> None:  # fmt: skip
         super().__init__()
@@ -145,8 +119,8 @@ class ModelTarget(Transport):
         self._producer: dict[str, tuple[int, int, int]] = {}
         self._luts: dict[str, dict[str, np.ndarray]] = {}
         self._lut_ports: dict[str, _LutPort] = {}
-        self._runners: dict[str, Callable[..., LayerResult]] = {}  # layer model entry points, imported once
-        self._done_bits: dict[tuple[_Layer, tuple[int, ...]], tuple[int, ...]] = {}  # see _run
+        self._runners: dict[LayerModel, Callable[..., LayerResult]] = {}  # layer model entry points, imported once
+        self._done_bits: dict[tuple[Layer, tuple[int, ...]], tuple[int, ...]] = {}  # see _run
         # units -> the (field, value) reads of the last precision check that passed
         self._precisions_passed: dict[tuple[str, ...], tuple[tuple[tuple[str, ...], int], ...]] = {}
         # completion events: (GLB S_INTR_STATUS bits, what completes the layer or None)
@@ -418,15 +392,15 @@ class ModelTarget(Transport):
             return ()  # an engine of the layer is not enabled yet
         if any(self._field(b, "S_POINTER", "CONSUMER") != gmap[b] for b in layer.blocks):
             return ()  # waits until the consumer pointer reaches this group
-        if layer.runner == "conv:run_conv" and self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", gmap["SDP"]) != 1:
+        if layer.runner is LayerModel.CONV and self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", gmap["SDP"]) != 1:
             return ()  # the SDP still has a standalone layer in the group it executes next
         self._run(layer, group)
         return layer.blocks
 
-    def _layer_of(self, block: str, group: int) -> _Layer | None:
+    def _layer_of(self, block: str, group: int) -> Layer | None:
         """The layer that ``block``'s OP_EN belongs to, decoded from the group's registers."""
         if block == "RBK":
-            return _Layer(("RBK",), ("RUBIK",), "rubik:run_rubik")
+            return Layer(("RBK",), ("RUBIK",), LayerModel.RUBIK)
         f = lambda b, r, fld: self._field(b, r, fld, group)  # noqa: E731
         # each engine (SDP and its RDMA, PDP and its RDMA, the conv pipeline in lockstep) executes the
         # group its own consumer pointer names (the enabled block: ``group``): its register groups
@@ -438,7 +412,7 @@ class ModelTarget(Transport):
         # operands) belongs to that convolution and waits for it, never runs as a standalone SDP
         sdp_group = cons("SDP")
         sdp_flying = self._field("SDP", "D_FEATURE_MODE_CFG", "FLYING_MODE", sdp_group) == 1
-        mk = lambda blocks, done, runner: _Layer(blocks, done, runner, tuple(
+        mk = lambda blocks, done, runner: Layer(blocks, done, runner, tuple(
             bg for bg in ((b, cons(b)) for b in blocks) if bg[1] != group))  # noqa: E731
         to_pdp = self._field("SDP", "D_FEATURE_MODE_CFG", "OUTPUT_DST", sdp_group) == 1
         if block in CONV_BLOCKS or (block in ("SDP", "SDP_RDMA") and sdp_flying):
@@ -447,15 +421,15 @@ class ModelTarget(Transport):
                 # a fused conv whose SDP reads operands (NVDLA's firmware enables SDP_RDMA):
                 # SDP_RDMA completes with the layer (OP_EN cleared, its pointer toggled)
                 blocks += ("SDP_RDMA",)
-            return mk(blocks, ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ()), "conv:run_conv")
+            return mk(blocks, ("SDP", "CACC", "CDMA_DAT", "CDMA_WT") + (("PDP",) if to_pdp else ()), LayerModel.CONV)
         if block in ("SDP", "SDP_RDMA") or (block == "PDP" and f("PDP", "D_OPERATION_MODE_CFG", "FLYING_MODE") == 0):  # ON_FLYING
             if to_pdp:
-                return mk(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), "conv:run_sdp_pdp")
-            return mk(("SDP", "SDP_RDMA"), ("SDP",), "sdp:run_sdp")
+                return mk(("SDP", "SDP_RDMA", "PDP"), ("SDP", "PDP"), LayerModel.SDP_PDP)
+            return mk(("SDP", "SDP_RDMA"), ("SDP",), LayerModel.SDP)
         if block in ("PDP", "PDP_RDMA"):
-            return mk(("PDP", "PDP_RDMA"), ("PDP",), "pdp:run_pdp")
+            return mk(("PDP", "PDP_RDMA"), ("PDP",), LayerModel.PDP)
         if block in ("CDP", "CDP_RDMA"):
-            return mk(("CDP", "CDP_RDMA"), ("CDP",), "cdp:run_cdp")
+            return mk(("CDP", "CDP_RDMA"), ("CDP",), LayerModel.CDP)
         return None
 
     def _clear_stats(self, block: str, group: int) -> None:
@@ -469,8 +443,8 @@ class ModelTarget(Transport):
             if r.dual and not r.writable and r.name != "D_OP_ENABLE":
                 self._regs[(r.address, group)] = 0
 
-    def _run(self, layer: _Layer, group: int) -> None:
-        runner = self._runners.get(layer.runner) or self._runners.setdefault(layer.runner, _load_runner(layer.runner))
+    def _run(self, layer: Layer, group: int) -> None:
+        runner = self._runners.get(layer.runner) or self._runners.setdefault(layer.runner, layer.runner.load())
         gmap = layer.group_map(group)
         view: RegisterView = GroupView(self, gmap, group)
         if "SDP" in layer.blocks and "SDP_RDMA" not in layer.blocks and not self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", gmap["SDP"]):
@@ -530,7 +504,7 @@ class ModelTarget(Transport):
     def _coverage_sink(self) -> EventSink | None:
         return self.coverage
 
-    def _complete(self, layer: _Layer, group: int, result: LayerResult) -> None:
+    def _complete(self, layer: Layer, group: int, result: LayerResult) -> None:
         """The layer finishes: statistics loaded, OP_EN cleared, consumer pointers toggled; a
         layer already enabled in the other group starts."""
         gmap = layer.group_map(group)
@@ -628,7 +602,7 @@ class ModelTarget(Transport):
         while self._events:
             self._fire()
 
-    def _memory_of(self, layer: _Layer, view: RegisterView) -> DmaPorts:
+    def _memory_of(self, layer: Layer, view: RegisterView) -> DmaPorts:
         """The memory ports of the layer's DMA engines (:func:`.model_views.ram_type_fields`; a layer
         may use both). A port the profile lacks is refused naming the register."""
         if "sec_mem" in self.memories:  # with both ports there is nothing to refuse
@@ -640,7 +614,7 @@ class ModelTarget(Transport):
                     f"(CV), which {self.profile.name} does not have; program MC (1)")
         return DmaPorts(dict(self.memories))
 
-    def _check_precisions(self, layer: _Layer, view: RegisterView) -> None:
+    def _check_precisions(self, layer: Layer, view: RegisterView) -> None:
         """Refuse a layer whose precision settings are not in seed 000's conversion tables (a check
         that passed is not repeated while the fields it read read the same)."""
         units = tuple(u for blk, u in (("CACC", "conv"), ("SDP", "sdp"), ("CDP", "cdp"), ("PDP", "pdp"))

@@ -28,6 +28,7 @@ from .limits import TraceError
 from .memory_setup import SetupPlan, SetupWriter, mem_fill, overlaps, plan_setup
 from .needs import check_against_profile
 from .parse import Trace, parse_trace
+from ...semantics import Semantics
 
 __all__ = ["POISON_BYTE", "run_trace", "run_traces", "footprint"]
 
@@ -281,7 +282,7 @@ def _verdict(result: TraceResult) -> None:
 # ---- what the layers touch, found on the reference model ----------------------------------
 
 
-def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[int, np.ndarray] | None:
+def _written_masks(trace: Trace, profile: str, semantics: Semantics = "rtl") -> dict[int, np.ndarray] | None:
     """Which bytes of each checked region the layers write and never read, found on the
     reference model. A first run records which bytes the layers' DMA engines read (an input
     sharing the region, an in-place layer: never poisoned, on the port the check names);
@@ -292,7 +293,7 @@ def _written_masks(trace: Trace, profile: str, semantics: str = "rtl") -> dict[i
     return None if fp is None else fp.masks
 
 
-def footprint(trace: Trace, profile: str, semantics: str = "rtl", *, masks: bool = True) -> Footprint | None:
+def footprint(trace: Trace, profile: str, semantics: Semantics = "rtl", *, masks: bool = True) -> Footprint | None:
     """What the trace's layers touch (:class:`~.lean.Footprint`), from runs of the trace on the
     reference model; ``masks`` adds the two pre-filled runs of :func:`_written_masks`. None when
     the model cannot run the trace."""

@@ -52,6 +52,7 @@ from .suite_layout import gen_layout_dmp, gen_layout_nvdla, gen_layout_sophgo
 from .suite_sdp import gen_sdp_bsbn, gen_sdp_cvt, gen_sdp_int16, gen_sdp_lut
 from .surface import pack_surface, unpack_surface
 from .write import write_case
+from ...semantics import Semantics
 
 __all__ = [
     "SUITES",
@@ -87,7 +88,7 @@ SUITES: dict[str, Callable[[np.random.Generator, int], Draft]] = {
 # ---- building and writing -------------------------------------------------------------------------
 
 
-def _provenance(suite: str, seed: int, index: int, semantics: str) -> dict[str, Any]:
+def _provenance(suite: str, seed: int, index: int, semantics: Semantics) -> dict[str, Any]:
     return {"generator": "nvdla-hil vectors gen", "suite": suite, "seed": seed, "index": index,
             "model_version": model_version(), "semantics": semantics}
 
@@ -104,7 +105,7 @@ def _manifest_layout(name: str, d: Draft, prov: dict[str, Any]) -> tuple[dict, d
     return man, {"array.bin": arr.astype(arr.dtype.newbyteorder("<")).tobytes(), "packed.bin": packed.tobytes()}
 
 
-def generate_case(suite: str, seed: int, index: int, out: str | Path, *, semantics: str = "rtl") -> Path:
+def generate_case(suite: str, seed: int, index: int, out: str | Path, *, semantics: Semantics = "rtl") -> Path:
     """Generate case ``index`` of ``suite`` with ``seed`` into ``out/<case name>/``; returns the folder."""
     try:
         gen = SUITES[suite]
@@ -131,7 +132,7 @@ def generate_case(suite: str, seed: int, index: int, out: str | Path, *, semanti
     return final
 
 
-def _golden_for(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics: str) -> dict[str, Any]:
+def _golden_for(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics: Semantics) -> dict[str, Any]:
     """Run the draft on the model; with ``d.tune`` try every shift and keep the most informative."""
     shifts = list(d.tune[1]) if d.tune else [None]
     best: tuple[int, int, dict[str, Any]] | None = None
@@ -154,7 +155,7 @@ def _golden_for(d: Draft, name: str, prov: dict[str, Any], work: Path, semantics
     return best[2]
 
 
-def _golden(case: Case, semantics: str) -> dict[str, Any]:
+def _golden(case: Case, semantics: Semantics) -> dict[str, Any]:
     from ..targets.model import ModelTarget
 
     with ModelTarget(case.profile or "nv_small", semantics=semantics) as t:
@@ -165,7 +166,7 @@ def _golden(case: Case, semantics: str) -> dict[str, Any]:
     return {"outputs": rb.outputs, "statistics": st, "statuses": dict(rb.statuses)}
 
 
-def generate_suite(suite: str, seed: int, count: int, out: str | Path, *, semantics: str = "rtl") -> list[Path]:
+def generate_suite(suite: str, seed: int, count: int, out: str | Path, *, semantics: Semantics = "rtl") -> list[Path]:
     return [generate_case(suite, seed, i, out, semantics=semantics) for i in range(count)]
 
 

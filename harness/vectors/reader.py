@@ -24,6 +24,7 @@ from .format import (
     VectorError,
 )
 from .surface import layout_spec
+from ...semantics import SEMANTICS
 
 
 class CaseReader:
@@ -211,7 +212,7 @@ def read_provenance(ctx: CaseReader, v: Any) -> dict[str, Any]:
         if p.get(k) is not None:
             ctx.string(p[k], f"provenance.{k}")
     if p.get("semantics") is not None:
-        ctx.string(p["semantics"], "provenance.semantics", ("rtl", "cmod"))
+        ctx.string(p["semantics"], "provenance.semantics", SEMANTICS)
     return p
 
 

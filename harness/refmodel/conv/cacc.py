@@ -14,12 +14,13 @@ from ..ops import rnd
 from ._common import I64, INT32_MAX, INT32_MIN, PREC_INT8, PREC_INT16, PSUM_BITS, PSUM_BITS_INT16
 from .cmac import mac_step
 from .csc import ConvConfig, pad_input, tap
+from ....semantics import Semantics
 
 __all__ = ["cacc_truncate", "conv_accumulate", "direct_conv"]
 
 
 def conv_accumulate(
-    d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 8, semantics: str = "rtl",
+    d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, atomic_c: int = 8, semantics: Semantics = "rtl",
     psum_bits: int = PSUM_BITS, cmod_saturates: bool = False,
 ) -> np.ndarray:  # fmt: skip
     """CMAC + CACC accumulation: (K, OH, OW) int64 sums of ``w[k,c,ky,kx] * d[c, y, x]``.
@@ -55,7 +56,7 @@ def conv_accumulate(
 
 
 def cacc_truncate(
-    a: np.ndarray, truncate: int, *, semantics: str = "rtl"
+    a: np.ndarray, truncate: int, *, semantics: Semantics = "rtl"
 ) -> tuple[np.ndarray, int]:
     """CACC clip (doc section 4): ``clamp(rnd(A, t), 32)`` and the saturation count.
 
@@ -85,7 +86,7 @@ def cacc_truncate(
 
 
 def direct_conv(d: np.ndarray, w: np.ndarray, cfg: ConvConfig, *, truncate: int, atomic_c: int = 8,
-                semantics: str = "rtl", precision: int = PREC_INT8) -> tuple[np.ndarray, int]:  # fmt: skip
+                semantics: Semantics = "rtl", precision: int = PREC_INT8) -> tuple[np.ndarray, int]:  # fmt: skip
     """Convolution + CACC clip: (K, OH, OW) int32 values as int64, saturation count.
     ``precision`` INT16 selects the 48-bit saturating partial sums of both models."""
     if precision == PREC_INT16:

@@ -78,6 +78,7 @@ from ..base import InvalidLayer, MemoryPort, ModelOptions, RegisterView, UnitNot
 from ..ops import rnd, sx
 from ._common import I64, PREC_FP16, PREC_INT8, PREC_INT16, PREC_NAMES, reg_addr
 from .csc import ConvConfig
+from ....semantics import Semantics
 
 __all__ = ["ImageGeometry", "fetch_image", "image_conv_config", "image_geometry", "pixel_format", "pixel_convert",
            "post_weight_offsets", "post_weights"]
@@ -300,7 +301,7 @@ def convert_pixels(view: RegisterView, g: ImageGeometry, bits: np.ndarray) -> np
     return sx(np.asarray(out, dtype=I64), ebits)
 
 
-def _check_post(view: RegisterView, g: ImageGeometry, semantics: str, lanes: int = 64) -> None:
+def _check_post(view: RegisterView, g: ImageGeometry, semantics: Semantics, lanes: int = 64) -> None:
     """Refuse post-extension settings outside the rule of :func:`fetch_image` (``lanes`` = MAC atomic C,
     profile ``mac_atomic_c``; 64 on nv_full): each of the ``post`` lines of a MAC step has ``lanes/post``
     lanes, so the pre-extended kernel may have at most ``lanes/post`` channels (seed 000 "two-line (C<=32) or
