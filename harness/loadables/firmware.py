@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import hashlib
 import os
 import select
@@ -369,8 +370,8 @@ class _Bound:
 
     reg_read: Callable[[int], int] = lambda addr: 0
     reg_write: Callable[[int, int], None] = lambda addr, value: None
-    data_read: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -22
-    data_write: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -22
+    data_read: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -errno.EINVAL
+    data_write: Callable[[int, int, int, int], int] = lambda index, offset, size, buf: -errno.EINVAL
     dma_address: Callable[[int], int | None] = lambda index: None
     log: Callable[[int, str], None] = lambda level, msg: None
 
@@ -539,7 +540,7 @@ class Firmware:
             elif tag == TAG_DMA:
                 (index,) = child.take(DMA, budget)
                 a = cb.dma_address(index)
-                child.send(DMA_ANSWER.pack(-22, 0) if a is None else DMA_ANSWER.pack(0, int(a) & (1 << 64) - 1))
+                child.send(DMA_ANSWER.pack(-errno.EINVAL, 0) if a is None else DMA_ANSWER.pack(0, int(a) & (1 << 64) - 1))
             elif tag == TAG_END:
                 ret, flag = child.take(END, budget)
                 return ret, flag

@@ -23,6 +23,7 @@ and the Linux KMD (``kmd/port/linux``) do, in order:
 from __future__ import annotations
 
 import ctypes
+import errno
 import re
 import time
 from collections.abc import Callable
@@ -35,10 +36,11 @@ from ...drivers.transport import Transport
 from .descriptors import OP_CONTAINER, Cube, OpDesc, decode_network, decode_ops, is_legacy, upgrade_surfaces
 from .dimg import DimgMeta, meta_for_tensor, pack_dimg
 from .emulator import decode_emu_task, float_to_half_ties_away, run_emu_ops
-from .fbs import IFACE_DLA1, IFACE_EMU1, MEM_ALLOC, MEM_INPUT, MEM_OUTPUT, MEM_SET, Loadable, LoadableError, TensorDesc
+from .fbs import (IFACE_DLA1, IFACE_EMU1, MEM_ALLOC, MEM_INPUT, MEM_OUTPUT, MEM_SET, AddressEntry, Loadable, LoadableError,
+                  TaskEntry, TensorDesc)
 from .firmware import Firmware, FirmwareError
 
-__all__ = ["Placement", "place_memory", "loadable_config", "check_profile", "RunResult", "run_loadable",
+__all__ = ["Placement", "address_entry", "check_span", "place_memory", "loadable_config", "check_profile", "RunResult", "run_loadable",
            "dla_ops", "input_from_file", "OpSnapshot", "entry_bytes"]
 
 DRAM_BASE = 0x8000_0000
@@ -95,6 +97,22 @@ def task_version(ld: Loadable, task_index: int) -> tuple[int, int, int]:
 MAX_TOTAL_OPS = 1 << 16
 
 
+def address_entry(ld: Loadable, task: TaskEntry, index: int, who: str) -> AddressEntry:
+    """Address-list entry ``index`` of ``task``: the only way NVDLA's firmware and an EMU task
+    name memory (LoadableError naming ``who`` for an index outside the list)."""
+    if not 0 <= index < len(task.address_list):
+        raise LoadableError(f"{who}: address-list index {index} outside its {len(task.address_list)} entries")
+    return ld.addresses[task.address_list[index]]
+
+
+def check_span(who: str, access: str, index: int, offset: int, size: int, room: int) -> None:
+    """An access of ``size`` bytes at ``offset`` of address-list entry ``index`` stays within the
+    ``room`` bytes of its memory entry, or its first page (NVDLA's KMD maps whole pages)."""
+    if offset < 0 or size < 0 or offset + size > max(room, PAGE):
+        raise LoadableError(f"{who}: {access} of {size} bytes at {offset} of address-list entry {index} "
+                            f"beyond its {room} bytes")
+
+
 def dla_ops(ld: Loadable, task_index: int) -> tuple[list[OpDesc], int]:
     """The operations of a DLA1 task from its descriptor blobs, and its LUT count (decoded once
     per task; all tasks together at most :data:`MAX_TOTAL_OPS` operations)."""
@@ -105,9 +123,7 @@ def dla_ops(ld: Loadable, task_index: int) -> tuple[list[OpDesc], int]:
     legacy = is_legacy(task_version(ld, task_index))
 
     def entry(i: int) -> memoryview:
-        if i < 0 or i >= len(t.address_list):
-            raise LoadableError(f"task {t.id}: address-list index {i} outside its {len(t.address_list)} entries")
-        a = ld.addresses[t.address_list[i]]
+        a = address_entry(ld, t, i, f"task {t.id}")
         return memoryview(entry_bytes(ld, a.mem_id))[a.offset:]
 
     nd = decode_network(entry(0))
@@ -282,10 +298,7 @@ class _TaskDriver:
 
     def _entry(self, index: int) -> tuple[str, int, int, int]:
         """(port, base of the memory entry, address offset, entry size) of an address-list index."""
-        if index < 0 or index >= len(self.task.address_list):
-            raise LoadableError(f"task {self.task.id}: address-list index {index} outside its "
-                                f"{len(self.task.address_list)} entries")
-        a = self.ld.addresses[self.task.address_list[index]]
+        a = address_entry(self.ld, self.task, index, f"task {self.task.id}")
         port, base = self.placement.of(a.mem_id)
         return port, base, a.offset, self.ld.memory[a.mem_id].size
 
@@ -308,23 +321,19 @@ class _TaskDriver:
     def data_read(self, index: int, offset: int, size: int, buf: int) -> int:
         def go() -> int:
             port, base, _, msize = self._entry(index)
-            if offset + size > max(msize, PAGE):
-                raise LoadableError(f"firmware read of {size} bytes at {offset} of address-list entry {index} "
-                                    f"beyond its {msize}-byte memory entry")
+            check_span(f"task {self.task.id}", "firmware read", index, offset, size, msize)
             data = self.target.mem_read(base + offset, size, port=port)
             ctypes.memmove(buf, np.ascontiguousarray(data, dtype=np.uint8).ctypes.data, size)
             return 0
-        return self._guard(go, -14)
+        return self._guard(go, -errno.EFAULT)
 
     def data_write(self, index: int, offset: int, size: int, buf: int) -> int:
         def go() -> int:
             port, base, _, msize = self._entry(index)
-            if offset + size > max(msize, PAGE):
-                raise LoadableError(f"firmware write of {size} bytes at {offset} of address-list entry {index} "
-                                    f"beyond its {msize}-byte memory entry")
+            check_span(f"task {self.task.id}", "firmware write", index, offset, size, msize)
             self.target.mem_write(base + offset, ctypes.string_at(buf, size), port=port)
             return 0
-        return self._guard(go, -14)
+        return self._guard(go, -errno.EFAULT)
 
     def dma_address(self, index: int) -> int | None:
         try:
@@ -390,22 +399,18 @@ def _run_emu(ld: Loadable, tid: int, target: Transport, placement: Placement, sa
     t = ld.tasks[tid]
 
     def loc(index: int) -> tuple[str, int, int]:
-        if index < 0 or index >= len(t.address_list):
-            raise LoadableError(f"EMU task {t.id}: address-list index {index} outside its {len(t.address_list)} entries")
-        a = ld.addresses[t.address_list[index]]
+        a = address_entry(ld, t, index, f"EMU task {t.id}")
         port, base = placement.of(a.mem_id)
         return port, base + a.offset, ld.memory[a.mem_id].size - a.offset
 
     def read(index: int, offset: int, size: int) -> bytes:
         port, a, room = loc(index)
-        if offset + size > max(room, PAGE):
-            raise LoadableError(f"EMU task {t.id}: read of {size} bytes at {offset} of entry {index} beyond its {room} bytes")
+        check_span(f"EMU task {t.id}", "read", index, offset, size, room)
         return target.mem_read(a + offset, size, port=port).tobytes()
 
     def write(index: int, offset: int, data: bytes) -> None:
         port, a, room = loc(index)
-        if offset + len(data) > max(room, PAGE):
-            raise LoadableError(f"EMU task {t.id}: write of {len(data)} bytes at {offset} of entry {index} beyond its {room} bytes")
+        check_span(f"EMU task {t.id}", "write", index, offset, len(data), room)
         target.mem_write(a + offset, data, port=port)
 
     ops = decode_emu_task(read(0, 0, 6), lambda i: read(i, 0, loc(i)[2]))
