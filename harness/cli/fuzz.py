@@ -29,8 +29,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .options import add_target_options, target_spec
+from ..targets import checkout_problem
 from .exits import bad_input
+from .options import add_target_options, target_spec
 
 if TYPE_CHECKING:
     from ..analysis.rtl_coverage import RunCoverage
@@ -50,8 +51,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         c = load_constraints(args.unit, profile=args.profile, files=args.constraints or (), sets=args.set or ())
     except ConstraintError as e:
         return bad_input("fuzz", str(e))
-    if args.target in ("verilator", "cmod") and not args.nvdla_hw:
-        return bad_input("fuzz", f"--target {args.target} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
+    if problem := checkout_problem(args.target, args.nvdla_hw):
+        return bad_input("fuzz", problem)
     if args.keep and Path(args.keep).exists() and not Path(args.keep).is_dir():
         return bad_input("fuzz", f"--keep {args.keep}: not a folder")
     if args.target == "serial" and not (args.lab and args.board):

@@ -22,6 +22,7 @@ from typing import Any
 
 from ...drivers.errors import ResultsError, write_atomic
 from ..results.rundir import new_run_dir, point_latest
+from ..targets import checkout_problem
 from .exits import EXIT_BAD_INPUT, EXIT_INFRASTRUCTURE, EXIT_INTERNAL, EXIT_INTERRUPTED, BadInput
 from .options import add_target_options
 
@@ -93,11 +94,9 @@ def _check_regress(args: argparse.Namespace, suites: list[str]) -> str | None:
 
     from ..plugin.options import check_trace_source, check_vector_source
 
-    if args.target in ("verilator", "cmod"):
-        if not args.nvdla_hw:
-            raise BadInput(f"--target {args.target} needs an nvdla/hw checkout: pass --nvdla-hw PATH (or set NVDLA_HW)")
-        if not Path(args.nvdla_hw).is_dir():
-            raise BadInput(f"--nvdla-hw {args.nvdla_hw}: no such folder (the nvdla/hw checkout for --target {args.target})")
+    problem = checkout_problem(args.target, args.nvdla_hw)
+    if problem:
+        raise BadInput(problem)
     if args.model_bug and args.target != "model":
         raise BadInput("--model-bug injects a datapath bug into the model target only (--target model)")
     if args.target == "serial":

@@ -21,7 +21,7 @@ import pytest
 from ...drivers.profiles import HardwareProfile, load_profile
 from ...drivers.transport import Transport
 from ..analysis.coverage import Coverage
-from ..targets import TARGETS, TargetSpec, clock_gating_spec
+from ..targets import TARGETS, TargetSpec, checkout_problem, clock_gating_spec
 from .boards import configure_boards, labgrid_lab
 from .coverage import coverage_for_session, session_sink
 from .junit import set_junit_family
@@ -134,10 +134,9 @@ def _where_it_runs(config: pytest.Config, kind: str, opts: dict) -> tuple[list[s
     board = opts["board"] or os.environ.get("NVDLA_HIL_BOARD")
     hw = env_option(config, "--nvdla-hw", "NVDLA_HW")
     extra: dict = {}
-    if kind == "verilator" and not hw:
-        raise pytest.UsageError("--nvdla-target verilator needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)")
-    if kind == "verilator" and hw and not Path(hw).is_dir():
-        raise pytest.UsageError(f"--nvdla-hw {hw}: no such folder (the nvdla/hw checkout for --nvdla-target verilator)")
+    problem = checkout_problem(kind, hw, target_option="--nvdla-target")
+    if problem:
+        raise pytest.UsageError(problem)
     if kind == "serial":
         if not lab:
             lab, board = labgrid_lab(config, profiles[0], board)

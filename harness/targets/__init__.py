@@ -11,8 +11,9 @@ and a context manager that always releases its board, process or files.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...drivers.transport import Transport
@@ -22,9 +23,25 @@ from ...semantics import Semantics
 if TYPE_CHECKING:
     from .verilator import WarmSimulators
 
-__all__ = ["TargetSpec", "TARGETS", "clock_gating_spec", "firmware_spec", "open_target", "layer_timeout"]
+__all__ = ["TargetSpec", "TARGETS", "NEEDS_CHECKOUT", "checkout_problem", "clock_gating_spec", "firmware_spec",
+           "open_target", "layer_timeout"]
 
 TARGETS = ("model", "verilator", "serial", "cmod")
+#: the targets built from the user's nvdla/hw checkout: the RTL (master) or the C model (nvdlav1)
+NEEDS_CHECKOUT = ("verilator", "cmod")
+
+
+def checkout_problem(kind: str, nvdla_hw: str | None, *, target_option: str = "--target") -> str | None:
+    """Why a ``kind`` target cannot be opened with the checkout ``nvdla_hw`` (``--nvdla-hw`` or
+    NVDLA_HW), or None when it can: the CLI and the pytest plugin (``target_option``
+    ``--nvdla-target``) refuse a run with this message before anything starts."""
+    if kind not in NEEDS_CHECKOUT:
+        return None
+    if not nvdla_hw:
+        return f"{target_option} {kind} needs an nvdla/hw checkout: --nvdla-hw PATH (or NVDLA_HW)"
+    if not Path(nvdla_hw).expanduser().is_dir():
+        return f"--nvdla-hw {nvdla_hw}: no such folder (the nvdla/hw checkout for {target_option} {kind})"
+    return None
 
 
 @dataclass(frozen=True)
