@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from .options import add_target_options, target_spec
+from ..targets import checkout_problem
 from .exits import bad_input
 from ..analysis.triage import HINT_RUNS
 from ...semantics import Semantics, check_semantics
@@ -175,8 +176,8 @@ def _open(target: str, profile: str, opts: dict[str, Any], bugs: list[str] | Non
         return open_target(TargetSpec(kind="serial", profile=profile, lab=opts.get("lab"), board=opts.get("board")))
     if target == "verilator":
         hw = opts.get("hw") or os.environ.get("NVDLA_HW")
-        if not hw:
-            raise ValueError("--target verilator: no nvdla/hw checkout (NVDLA_HW)")
+        if problem := checkout_problem(target, hw):
+            raise ValueError(problem)
         return open_target(TargetSpec(kind="verilator", profile=profile, nvdla_hw=hw, waves=True,
                                       extra={"run_dir": str(waves_dir)}))
     raise ValueError(f"unknown target {target!r}")
