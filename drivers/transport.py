@@ -81,6 +81,17 @@ class Transport(ABC):
 
     #: profile name the target implements (``nv_small``, ``nv_small_256_full``, ``nv_full``)
     profile_name: str = "nv_small"
+    #: The pace of the device, which bounds how long a layer may take before it is called hung
+    #: (``harness/targets/workload.py``). Seconds one layer may take when nothing better is known:
+    suggested_layer_timeout: float = 30.0
+    #: NVDLA core cycles simulated per wall-clock second (a simulator; None: hardware, in-process);
+    cycles_per_second: float | None = None
+    #: cycles of layer work per second of a device that computes the datapath in software;
+    work_cycles_per_second: float | None = None
+    #: a layer may take max(floor, factor x its expected cycles / speed) seconds (None: the
+    #: harness's defaults).
+    layer_timeout_factor: float | None = None
+    layer_timeout_floor: float | None = None
 
     def __init__(self) -> None:
         self._is_open = False

@@ -363,8 +363,12 @@ def test_workload_estimate_scales_with_the_layer(trace_root):
     assert ws.cycles == 1 + LAYER_LATENCY_CYCLES
     assert "8x8x32 = 2048 elements at 1/cycle (cdp)" in wb.detail()
 
-    class Sim:  # a simulator that does not say its speed
-        suggested_layer_timeout = 600.0
+    from nvdla_hil.harness.targets.verilator import VerilatorTarget
+
+    class Sim:  # the pace a Verilator target declares (it does not measure its speed)
+        suggested_layer_timeout = VerilatorTarget.suggested_layer_timeout
+        cycles_per_second = VerilatorTarget.cycles_per_second
+        layer_timeout_factor = layer_timeout_floor = None
 
     b = layer_budget(wb, Sim())
     assert b.rate == 10_000 and b.seconds == 60.0  # the floor: far below the old flat 600 s

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...drivers.transport import Transport
 from .builds import BuildCache
+from .workload import layer_timeout
 from ...semantics import Semantics
 
 if TYPE_CHECKING:
@@ -139,9 +140,3 @@ def _create(spec: TargetSpec) -> Transport:
         raise ValueError("the serial target needs a lab file and a board name (--nvdla-lab lab.yaml --nvdla-board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
     return SerialTarget(spec.lab, spec.board, memory_book=spec.memory_book, **spec.extra)
-
-
-def layer_timeout(target: Transport) -> float:
-    """Seconds one layer may take on ``target``: 30 s unless the target says otherwise (a
-    Verilator simulation of a large layer needs minutes)."""
-    return float(getattr(target, "suggested_layer_timeout", 30.0))

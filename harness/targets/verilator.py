@@ -46,6 +46,7 @@ from .builds import BuildCache, resolve_build
 from .rtl_coverage import RtlCoverageFolder
 from .simproc import PORTS as _PORTS
 from .simproc import SimProcessTarget
+from .workload import SIM_CYCLES_PER_SECOND
 
 __all__ = ["SimulatorCrashed", "VerilatorTarget", "WarmSimulators", "WarmStats", "WarmTarget"]
 
@@ -103,6 +104,7 @@ class VerilatorTarget(SimProcessTarget):
     #: wall-clock seconds a layer may take here: the largest nv_small trace layer is ~1.2 M
     #: cycles (~30 s at ~40k cycles/s), so callers should not use a model-sized timeout
     suggested_layer_timeout: float = 600.0
+    cycles_per_second: float | None = SIM_CYCLES_PER_SECOND  # assumed, not measured
     sim_name = "simulator"
     crashed_error = SimulatorCrashed
     log_name = "sim.log"
@@ -556,6 +558,7 @@ class WarmTarget(Transport):
     (as a :class:`VerilatorTarget` would) and the pool never reuses that simulator."""
 
     suggested_layer_timeout: float = VerilatorTarget.suggested_layer_timeout
+    cycles_per_second: float | None = VerilatorTarget.cycles_per_second
 
     def __init__(self, pool: WarmSimulators, build: Callable[[], Any], kwargs: dict[str, Any], *,
                  config: str, rtl_coverage: RtlCoverageFolder | None = None) -> None:

@@ -22,25 +22,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...drivers.profiles import HardwareProfile
 from ...drivers.regmap import RegisterMapError
-from . import layer_timeout
+from ...drivers.transport import Transport
 
 __all__ = [
     "DEFAULT_FACTOR",
     "DEFAULT_FLOOR",
     "LAYER_LATENCY_CYCLES",
     "SIM_CYCLES_PER_SECOND",
+    "default_if_none",
     "LayerBudget",
     "Workload",
     "case_budget",
     "estimate_work",
     "explain_timeout",
     "layer_budget",
+    "layer_timeout",
     "trace_budget",
 ]
 
-#: a simulator's speed when the target does not say (README: nv_small runs ~36-43k cycles/s;
-#: a quarter of that leaves room for a loaded machine)
+#: the speed a Verilator target declares (``cycles_per_second``; it does not measure its own):
+#: nv_small simulates 150-200k cycles per CPU-second (README); far less leaves room for load
 SIM_CYCLES_PER_SECOND = 10_000.0
 #: how many times the estimate a layer may take before it counts as hung
 DEFAULT_FACTOR = 10.0
@@ -90,9 +93,9 @@ class _Regs:
         return (block, name) in self.values
 
 
-def _engine(w: Workload, block: str, regs: _Regs, profile: Any) -> None:
-    thr = dict(getattr(profile, "throughput", {}) or {})
-    atom = max(1, int(getattr(profile, "atom_bytes", 8)))
+def _engine(w: Workload, block: str, regs: _Regs, profile: HardwareProfile) -> None:
+    thr = profile.throughput
+    atom = max(1, profile.atom_bytes)
 
     def per_cycle(key: str) -> int:
         return max(1, int(thr.get(key, 1) or 1))
@@ -120,8 +123,8 @@ def _engine(w: Workload, block: str, regs: _Regs, profile: Any) -> None:
         kh = regs.get("CSC", "D_WEIGHT_SIZE_EXT_0", "WEIGHT_HEIGHT_EXT")
         kc = regs.get("CSC", "D_WEIGHT_SIZE_EXT_1", "WEIGHT_CHANNEL_EXT")
         macs = ow * oh * ok * kw * kh * kc
-        mac_c = max(1, int(getattr(profile, "mac_atomic_c", 8)))
-        mac_k = max(1, int(getattr(profile, "mac_atomic_k", 8)))
+        mac_c = max(1, profile.mac_atomic_c)
+        mac_k = max(1, profile.mac_atomic_k)
         iw = regs.get("CDMA", "D_DATAIN_SIZE_0", "DATAIN_WIDTH")
         ih = regs.get("CDMA", "D_DATAIN_SIZE_0", "DATAIN_HEIGHT")
         ic = regs.get("CDMA", "D_DATAIN_SIZE_1", "DATAIN_CHANNEL")
@@ -136,7 +139,7 @@ _DIMS = {"SDP": ("SDP", "D_DATA_CUBE_WIDTH"), "CDP": ("CDP_RDMA", "D_DATA_CUBE_W
          "PDP": ("PDP", "D_DATA_CUBE_IN_WIDTH"), "CACC": ("CACC", "D_DATAOUT_SIZE_0")}
 
 
-def estimate_work(writes: Iterable[tuple[Any, int]], profile: Any) -> Workload:
+def estimate_work(writes: Iterable[tuple[Any, int]], profile: HardwareProfile) -> Workload:
     """Expected cycles of the layers launched by ``writes`` (``(Register, value)`` in order).
 
     A layer is counted when its engine's ``D_OP_ENABLE`` is written with 1 (SDP, CDP, PDP, and
@@ -178,13 +181,11 @@ class LayerBudget:
         return f"{self.seconds:g} s, the target's layer timeout (expected work ~{self.cycles} cycles)"
 
 
-def layer_budget(work: Workload, target: Any, *, factor: float | None = None, floor: float | None = None) -> LayerBudget:
+def layer_budget(work: Workload, target: Transport, *, factor: float | None = None, floor: float | None = None) -> LayerBudget:
     """Seconds to wait for one interrupt of ``work`` on ``target``."""
-    factor = float(factor if factor is not None else getattr(target, "layer_timeout_factor", DEFAULT_FACTOR))
-    floor = float(floor if floor is not None else getattr(target, "layer_timeout_floor", DEFAULT_FLOOR))
-    rate = getattr(target, "cycles_per_second", None)
-    if rate is None and hasattr(target, "suggested_layer_timeout"):
-        rate = SIM_CYCLES_PER_SECOND  # a simulator that did not say how fast it is
+    factor = float(factor if factor is not None else default_if_none(target.layer_timeout_factor, DEFAULT_FACTOR))
+    floor = float(floor if floor is not None else default_if_none(target.layer_timeout_floor, DEFAULT_FLOOR))
+    rate = target.cycles_per_second
     if not rate:
         return LayerBudget(layer_timeout(target), work.cycles, work.detail(), factor, floor, None)
     rate = float(rate)
@@ -223,3 +224,14 @@ def explain_timeout(message: str | None, budget: LayerBudget) -> str | None:
         return None
     return (f"hung layer: waited {budget.seconds:.1f} s for the done interrupt; the bound is {budget.describe()}; "
             f"estimate: {budget.detail}")
+
+
+def default_if_none(value: float | None, default: float) -> float:
+    """``value``, or ``default`` when the target leaves it to the harness (None)."""
+    return default if value is None else value
+
+
+def layer_timeout(target: Transport) -> float:
+    """Seconds one layer may take on ``target``: 30 s unless the target says otherwise (a
+    Verilator simulation of a large layer needs minutes)."""
+    return float(target.suggested_layer_timeout)
