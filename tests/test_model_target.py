@@ -241,3 +241,20 @@ def test_semantics_other_than_rtl_or_cmod_is_refused(bad):
         ModelOptions(semantics=bad)
     with pytest.raises(ValueError, match="semantics must be 'rtl' or 'cmod'"):
         sdp_lut(np.zeros(1, dtype=np.int64), None, np.zeros(65), np.zeros(257), semantics=bad)
+
+
+def test_an_option_for_another_target_is_refused_by_name():
+    """``TargetSpec.extra`` carries a kind's own constructor options; one meant for another target
+    (or misspelt) is a ConfigError naming it (exit 2), not ignored by the model target nor a
+    TypeError from inside the simulator's constructor."""
+    from nvdla_hil.drivers.errors import ConfigError
+    from nvdla_hil.harness.targets import TargetSpec, open_target
+
+    with open_target(TargetSpec(kind="model", extra={"model_bugs": []})) as t:
+        assert t.read32(0x0) >= 0  # its own option is taken
+    with pytest.raises(ConfigError, match=r"^the model target has no option 'clock_gating' \(its options: model_bugs\)$"):
+        open_target(TargetSpec(kind="model", extra={"clock_gating": False}))
+    with pytest.raises(ConfigError, match=r"the verilator target has no option 'model_bugs', 'wave_fle' \(its options: .*wave_file"):
+        open_target(TargetSpec(kind="verilator", nvdla_hw="/nonexistent", extra={"wave_fle": "w.vcd", "model_bugs": []}))
+    with pytest.raises(ConfigError, match=r"the serial target has no option 'layer_timeout' \(its options: readback_ok, session_lock\)"):
+        open_target(TargetSpec(kind="serial", lab="lab.yaml", board="b0", extra={"layer_timeout": 5.0}))

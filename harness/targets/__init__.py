@@ -11,11 +11,13 @@ and a context manager that always releases its board, process or files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...drivers.errors import ConfigError
 from ...drivers.transport import Transport
 from .builds import BuildCache
 from .workload import layer_timeout
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
     from .verilator import WarmSimulators
 
 __all__ = ["TargetSpec", "TARGETS", "NEEDS_CHECKOUT", "checkout_problem", "clock_gating_spec", "firmware_spec",
-           "open_target", "layer_timeout"]
+           "check_extra", "open_target", "layer_timeout"]
 
 TARGETS = ("model", "verilator", "serial", "cmod")
 #: the targets built from the user's nvdla/hw checkout: the RTL (master) or the C model (nvdlav1)
@@ -120,18 +122,37 @@ def open_target(spec: TargetSpec, warm: WarmSimulators | None = None) -> Transpo
     return target
 
 
+def check_extra(spec: TargetSpec, options: Iterable[str]) -> None:
+    """``spec.extra`` holds only ``options`` of its kind of target: a key meant for another (a
+    verilator option on the model target) or misspelt is a ConfigError naming it, not silently
+    ignored nor a TypeError from deep inside a constructor."""
+    unknown = sorted(set(spec.extra) - set(options))
+    if unknown:
+        raise ConfigError(f"the {spec.kind} target has no option {', '.join(map(repr, unknown))} "
+                          f"(its options: {', '.join(sorted(options)) or 'none'})")
+
+
+def _options(cls: type, given: Iterable[str]) -> list[str]:
+    """The keyword-only arguments of ``cls``'s constructor that ``_create`` does not pass itself."""
+    return [n for n, p in inspect.signature(cls).parameters.items()
+            if p.kind is p.KEYWORD_ONLY and n not in set(given)]
+
+
 def _create(spec: TargetSpec) -> Transport:
     if spec.kind == "model":
         from .model import ModelTarget
 
+        check_extra(spec, ("model_bugs",))
         return ModelTarget(spec.profile, semantics=spec.semantics, bugs=spec.extra.get("model_bugs"), coverage=spec.coverage)
     if spec.kind == "cmod":
         from .cmod import CmodTarget
 
+        check_extra(spec, _options(CmodTarget, ("nvdla_hw", "config", "build_cache")))
         return CmodTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, build_cache=spec.build_cache, **spec.extra)
     if spec.kind == "verilator":
         from .verilator import VerilatorTarget
 
+        check_extra(spec, _options(VerilatorTarget, ("nvdla_hw", "config", "waves", "build_cache", "rtl_coverage")))
         return VerilatorTarget(nvdla_hw=spec.nvdla_hw, config=spec.profile, waves=spec.waves,
                                build_cache=spec.build_cache, rtl_coverage=spec.rtl_coverage, **spec.extra)
     from .serial import SerialTarget
@@ -139,4 +160,5 @@ def _create(spec: TargetSpec) -> Transport:
     if not spec.lab or not spec.board:
         raise ValueError("the serial target needs a lab file and a board name (--nvdla-lab lab.yaml --nvdla-board NAME, "
                          "or NVDLA_HIL_LAB / NVDLA_HIL_BOARD)")
+    check_extra(spec, _options(SerialTarget, ("memory_book",)))
     return SerialTarget(spec.lab, spec.board, memory_book=spec.memory_book, **spec.extra)
