@@ -63,8 +63,8 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
         # the golden of every case is the reference model's: the model as the DUT would agree by
         # construction and prove nothing (nor should --keep record the model's outputs as goldens)
         return bad_input("fuzz", "--target model (the default) would compare the reference model with itself, so every case "
-                    "would pass and prove nothing: choose a device under test with --target verilator|cmod|serial, or "
-                    "inject a fault with --model-bug SPEC to test the harness itself")
+                         "would pass and prove nothing: choose a device under test with --target verilator|cmod|serial, or "
+                         "inject a fault with --model-bug SPEC to test the harness itself")
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         return bad_input("fuzz", f"--out {args.out}: not a folder")
     spec = target_spec(args, c.profile.name, board_memory=False)
@@ -101,7 +101,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     if rep.cases and all(fc.status == "error" and "cannot open the target" in fc.line for fc in rep.cases):
         # nothing ran: the target itself is the problem (no simulator, no checkout, no board)
         return bad_input("fuzz", f"the {args.target} target could not be opened: "
-                    f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
+                         f"{rep.cases[0].line.split('cannot open the target: ', 1)[-1]}")
     return 1 if rep.failed else 0
 
 

@@ -38,7 +38,6 @@ from ...semantics import SEMANTICS
 __all__ = ["add_subcommands", "show_case", "diff_cases"]
 
 
-
 # ---- gen ---------------------------------------------------------------------------------------
 
 
@@ -55,7 +54,7 @@ def _cmd_gen(args: argparse.Namespace) -> int:
                 dest = Path(args.out) / case_name(str(p["suite"]), int(p["seed"]), int(p["index"]))
                 if dest.resolve() == src.folder.resolve():
                     return bad_input("vectors", f"--out {args.out}: would write {dest} over the case it regenerates from "
-                                f"({args.from_manifest}); choose another --out")
+                                     f"({args.from_manifest}); choose another --out")
                 if dest.exists() and not args.force:
                     return bad_input("vectors", f"--out {args.out}: case {dest} exists; pass --force to replace it")
             path = regenerate(args.from_manifest, args.out)

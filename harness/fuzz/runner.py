@@ -208,8 +208,7 @@ def case_time(case: Any, drv: Any, target: Any) -> Any:
     work's cycles (less the fixed per-layer latency, which costs it nothing) / its speed; any other
     target :func:`~..targets.workload.case_budget`'s."""
     from ...drivers.regmap import RegisterMapError
-    from ..targets.workload import (DEFAULT_FACTOR, DEFAULT_FLOOR, LAYER_LATENCY_CYCLES, LayerBudget, case_budget,
-                                    default_if_none, estimate_work)
+    from ..targets.workload import LAYER_LATENCY_CYCLES, LayerBudget, case_budget, estimate_work, timeout_terms
 
     rate = target.work_cycles_per_second
     if not rate:
@@ -220,8 +219,7 @@ def case_time(case: Any, drv: Any, target: Any) -> Any:
             writes.append((drv.register(r.name), r.value))
     work = estimate_work(writes, drv.profile)
     busy = max(work.cycles - LAYER_LATENCY_CYCLES * work.layers, 0)
-    f = default_if_none(target.layer_timeout_factor, DEFAULT_FACTOR)
-    floor = default_if_none(target.layer_timeout_floor, DEFAULT_FLOOR)
+    f, floor = timeout_terms(target)
     return LayerBudget(floor + f * busy / rate, work.cycles, work.detail(), f, floor, None,
                        source=f"the target's cost of the layer: floor {floor:g} s + factor {f:g} x {busy} work cycles "
                               f"/ {rate:g} per s")

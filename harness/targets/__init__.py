@@ -134,8 +134,8 @@ def check_extra(spec: TargetSpec, options: Iterable[str]) -> None:
 
 def _options(cls: type, given: Iterable[str]) -> list[str]:
     """The keyword-only arguments of ``cls``'s constructor that ``_create`` does not pass itself."""
-    return [n for n, p in inspect.signature(cls).parameters.items()
-            if p.kind is p.KEYWORD_ONLY and n not in set(given)]
+    taken = set(given)
+    return [n for n, p in inspect.signature(cls).parameters.items() if p.kind is p.KEYWORD_ONLY and n not in taken]
 
 
 def _create(spec: TargetSpec) -> Transport:

@@ -31,7 +31,6 @@ __all__ = [
     "DEFAULT_FLOOR",
     "LAYER_LATENCY_CYCLES",
     "SIM_CYCLES_PER_SECOND",
-    "default_if_none",
     "LayerBudget",
     "Workload",
     "case_budget",
@@ -39,6 +38,7 @@ __all__ = [
     "explain_timeout",
     "layer_budget",
     "layer_timeout",
+    "timeout_terms",
     "trace_budget",
 ]
 
@@ -183,8 +183,9 @@ class LayerBudget:
 
 def layer_budget(work: Workload, target: Transport, *, factor: float | None = None, floor: float | None = None) -> LayerBudget:
     """Seconds to wait for one interrupt of ``work`` on ``target``."""
-    factor = float(factor if factor is not None else default_if_none(target.layer_timeout_factor, DEFAULT_FACTOR))
-    floor = float(floor if floor is not None else default_if_none(target.layer_timeout_floor, DEFAULT_FLOOR))
+    own_factor, own_floor = timeout_terms(target)
+    factor = float(factor if factor is not None else own_factor)
+    floor = float(floor if floor is not None else own_floor)
     rate = target.cycles_per_second
     if not rate:
         return LayerBudget(layer_timeout(target), work.cycles, work.detail(), factor, floor, None)
@@ -226,9 +227,11 @@ def explain_timeout(message: str | None, budget: LayerBudget) -> str | None:
             f"estimate: {budget.detail}")
 
 
-def default_if_none(value: float | None, default: float) -> float:
-    """``value``, or ``default`` when the target leaves it to the harness (None)."""
-    return default if value is None else value
+def timeout_terms(target: Transport) -> tuple[float, float]:
+    """The factor and floor of ``target``'s layer budgets: its own, else :data:`DEFAULT_FACTOR`
+    and :data:`DEFAULT_FLOOR`."""
+    factor, floor = target.layer_timeout_factor, target.layer_timeout_floor
+    return (DEFAULT_FACTOR if factor is None else factor), (DEFAULT_FLOOR if floor is None else floor)
 
 
 def layer_timeout(target: Transport) -> float:
