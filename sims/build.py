@@ -360,22 +360,54 @@ def cache_key(*, name: str, config: str, toplevel: str, flags: Sequence[str], ke
     return f"{name}-{config}-{h.hexdigest()[:16]}{'-waves' if waves else ''}{cov}"
 
 
-def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_parts: list[str],
-             hashed: list[Path], hashed_base: Path | None, parameters: dict[str, int],
-             defines: Sequence[str], waves: bool, reset_wait_cycles: int, jobs: int | None,
-             force: bool, progress: Progress, cache: Path | None,
-             lookup_only: bool = False, threads: int = 1, coverage: Sequence[str] = (),
-             options: BuildOptions | None = None, profile: PgoProfile | None = None) -> SimBuild | None:
+@dataclass(frozen=True)
+class BuildRequest:
+    """One simulator build: the design (``name``, ``config``, top module, Verilator's source
+    arguments, the files whose content the key hashes, relative to ``hashed_base``), how Verilator
+    elaborates it, and the build's variant (waves, threads, RTL coverage, speed options, training
+    profile). The cache key is derived from all of it (:func:`_plan`)."""
+
+    name: str
+    config: str
+    toplevel: str
+    sources: tuple[str, ...]
+    hashed: tuple[Path, ...] = ()
+    hashed_base: Path | None = None
+    parameters: dict[str, int] = field(default_factory=dict)
+    defines: tuple[str, ...] = ()
+    reset_wait_cycles: int = 8192
+    waves: bool = False
+    threads: int = 1
+    coverage: tuple[str, ...] = ()
+    options: BuildOptions = field(default_factory=BuildOptions)
+    profile: PgoProfile | None = None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a :class:`BuildRequest` comes to on this machine: its key, Verilator flags, wave
+    format, make flags, and the Verilator and cocotb it is built with."""
+
+    key: str
+    flags: list[str]
+    wave_format: str
+    make_flags: tuple[str, ...]
+    vversion: str
+    cocotb_version: str
+    cocotb_libs: Path
+
+
+def _plan(req: BuildRequest, progress: Progress) -> _Plan:
     cocotb_libs, cocotb_version = _cocotb_paths()
     vversion = verilator_version()
-    options = options or BuildOptions()
-    if options.pgo == "use" and profile is None:
+    options = req.options
+    if options.pgo == "use" and req.profile is None:
         raise BuildError("a build that uses a profile (pgo='use') needs the profile: build it with build_pgo()")
-    flags = options.verilator_flags() + [f"-D{d}" for d in defines]
-    flags += [f"-G{k}={v}" for k, v in sorted(parameters.items())]
-    flags += thread_flags(threads)
+    flags = options.verilator_flags() + [f"-D{d}" for d in req.defines]
+    flags += [f"-G{k}={v}" for k, v in sorted(req.parameters.items())]
+    flags += thread_flags(req.threads)
     wave_format = ""
-    if waves:
+    if req.waves:
         wave_format = "fst" if have_fst_headers() else "vcd"
         if wave_format == "fst":
             flags += ["--trace-fst", "--trace-structs"]
@@ -383,81 +415,78 @@ def _compile(*, name: str, config: str, toplevel: str, sources: list[str], key_p
             progress("  note: FST needs the lz4 and zlib headers (Debian: liblz4-dev zlib1g-dev); "
                      "building with VCD waves instead")
             flags += ["--trace", "--trace-structs"]
-    coverage = coverage_kinds(coverage)
-    flags += [COVERAGE_FLAGS[k] for k in coverage]
+    flags += [COVERAGE_FLAGS[k] for k in req.coverage]
     own = _own_hdl(["nvdla_hil_mem.cpp", "nvdla_hil_axi_mem.h", "nvdla_hil_ports.svh", "public.vlt"])
-    if coverage:
+    if req.coverage:
         own += _own_hdl([COVERAGE_SOURCE])
-    own += [Path(s) for s in sources if Path(s).parent == HDL_DIR]
-    key_parts = [*key_parts, *options.key_parts()]
-    if options.pgo == "use" and profile is not None:
-        key_parts.append(f"pgo-trained-on={profile.training}")
-    mflags = options.make_flags()
-    key = cache_key(name=name, config=config, toplevel=toplevel, flags=flags, key_parts=key_parts,
-                    hashed=hashed, hashed_base=hashed_base, own=[*own, SIM_MAIN], waves=waves,
-                    vversion=vversion, cocotb_version=cocotb_version, coverage=coverage,
+    own += [Path(s) for s in req.sources if Path(s).parent == HDL_DIR]
+    key_parts = list(options.key_parts())
+    if options.pgo == "use" and req.profile is not None:
+        key_parts.append(f"pgo-trained-on={req.profile.training}")
+    mflags = tuple(options.make_flags())
+    key = cache_key(name=req.name, config=req.config, toplevel=req.toplevel, flags=flags, key_parts=key_parts,
+                    hashed=req.hashed, hashed_base=req.hashed_base, own=[*own, SIM_MAIN], waves=req.waves,
+                    vversion=vversion, cocotb_version=cocotb_version, coverage=req.coverage,
                     opt_fast=options.opt_fast, make_flags=mflags, cxx=options.cxx())
+    return _Plan(key, flags, wave_format, mflags, vversion, cocotb_version, cocotb_libs)
+
+
+def _lookup(req: BuildRequest, cache: Path | None) -> SimBuild | None:
+    """The cached build of ``req`` if there is a usable one (nothing is built)."""
+    key = _plan(req, lambda m: None).key
+    try:
+        return SimBuild.from_manifest(check_entry((cache or cache_root()) / key, key))
+    except CacheEntryError:
+        return None
+
+
+def _compile(req: BuildRequest, *, jobs: int | None, force: bool, progress: Progress, cache: Path | None) -> SimBuild:
+    """The build of ``req``: from the cache, or made now (and published there)."""
+    plan = _plan(req, progress)
     root = cache or cache_root()
-    if lookup_only:
-        try:
-            return SimBuild.from_manifest(check_entry(root / key, key))
-        except CacheEntryError:
-            return None
-
-    def build(tmp: Path) -> dict:
-        return _compile_into(tmp, root=root, name=name, config=config, toplevel=toplevel,
-                             sources=sources, flags=flags, key=key, vversion=vversion,
-                             cocotb_version=cocotb_version,
-                             cocotb_libs=cocotb_libs, parameters=parameters, waves=waves,
-                             wave_format=wave_format, reset_wait_cycles=reset_wait_cycles,
-                             jobs=jobs, progress=progress, coverage=coverage, make_flags=mflags,
-                             options=options, profile=profile)
-
-    data = get_or_build(root, key, build, force=force, progress=progress)
+    data = get_or_build(root, plan.key, lambda tmp: _compile_into(tmp, req, plan, root=root, jobs=jobs, progress=progress),
+                        force=force, progress=progress)
     return SimBuild.from_manifest(data)
 
 
-def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: str, sources: list[str],
-                  flags: list[str], key: str, vversion: str, cocotb_version: str,
-                  cocotb_libs: Path, parameters: dict[str, int], waves: bool,
-                  wave_format: str, reset_wait_cycles: int, jobs: int | None,
-                  progress: Progress, coverage: Sequence[str] = (), make_flags: Sequence[str] = MAKE_FLAGS,
-                  options: BuildOptions | None = None, profile: PgoProfile | None = None) -> dict:  # long: one build, step by step
+def _compile_into(tmp: Path, req: BuildRequest, plan: _Plan, *, root: Path, jobs: int | None,
+                  progress: Progress) -> dict:  # long: one build, step by step
     """Build into ``tmp`` (published as ``<root>/<key>`` when this returns). The log is written
     next to the entries while building, so a failed build leaves it for the user."""
     obj = tmp / "obj"
     obj.mkdir(parents=True)
-    cxx = (options or BuildOptions()).cxx()
+    cxx = req.options.cxx()
+    key, toplevel = plan.key, req.toplevel
     log_path = root / f"{key}.build.log"
     env = tool_env()
     vroot = verilator_root()
     # an instrumented build exports its symbols so tb_server.py reaches nvdla_hil_coverage_write
-    export = " -Wl,--export-dynamic" if coverage else ""
-    cov_source = [str(HDL_DIR / COVERAGE_SOURCE)] if coverage else []
+    export = " -Wl,--export-dynamic" if req.coverage else ""
+    cov_source = [str(HDL_DIR / COVERAGE_SOURCE)] if req.coverage else []
     cmd = [
         str(vroot / "bin" / "verilator"), "--cc", "--exe", "--vpi", "--Mdir", str(obj),
         "--top-module", toplevel, "--prefix", "Vtop", "-o", toplevel, f"-I{HDL_DIR}",
-        "-LDFLAGS", f"-Wl,-rpath,{cocotb_libs} -L{cocotb_libs} -lcocotbvpi_verilator{export}",
-        *flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), *cov_source, str(HDL_DIR / "public.vlt"),
-        *sources,
+        "-LDFLAGS", f"-Wl,-rpath,{plan.cocotb_libs} -L{plan.cocotb_libs} -lcocotbvpi_verilator{export}",
+        *plan.flags, str(SIM_MAIN), str(HDL_DIR / "nvdla_hil_mem.cpp"), *cov_source, str(HDL_DIR / "public.vlt"),
+        *req.sources,
     ]
     jobs = jobs or max(1, os.cpu_count() or 1)
     t0 = time.monotonic()
-    progress(f"sim build: {name} ({config}) -> {root / key}\n  log: {log_path}")
+    progress(f"sim build: {req.name} ({req.config}) -> {root / key}\n  log: {log_path}")
     with open(log_path, "w") as log:
-        log.write(f"nvdla-hil sim build {name} config={config} key={key}\n{vversion}\n"
-                  f"cocotb {cocotb_version}\n{compiler_identity(cxx)}\nmake flags: {' '.join(make_flags)}\n")
+        log.write(f"nvdla-hil sim build {req.name} config={req.config} key={key}\n{plan.vversion}\n"
+                  f"cocotb {plan.cocotb_version}\n{compiler_identity(cxx)}\nmake flags: {' '.join(plan.make_flags)}\n")
         progress("  verilating ...")
         rc = run_logged(cmd, log, tmp, env, "verilate", progress)
         if rc != 0:
             raise BuildError(f"Verilator failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
-        if profile is not None:
-            n = profile.install(obj)
-            progress(f"  profile: {n} training files (.gcda or .profraw) trained on {profile.training}")
-            log.write(f"\nprofile: {n} training files from {profile.directory}, trained on {profile.training}\n")
+        if req.profile is not None:
+            n = req.profile.install(obj)
+            progress(f"  profile: {n} training files (.gcda or .profraw) trained on {req.profile.training}")
+            log.write(f"\nprofile: {n} training files from {req.profile.directory}, trained on {req.profile.training}\n")
         progress(f"  compiling C++ with {jobs} jobs ...")
         make = ["make", "-j", str(jobs), "-C", str(obj), "-f", "Vtop.mk",
-                f"VM_TRACE={int(waves)}", *make_overrides(cxx, flags=make_flags)]
+                f"VM_TRACE={int(req.waves)}", *make_overrides(cxx, flags=plan.make_flags)]
         rc = run_logged(make, log, tmp, env, "c++", progress, count_dir=obj)
         if rc != 0:
             raise BuildError(f"C++ compile failed (exit {rc}); full log: {log_path}\n{log_tail(log_path)}")
@@ -468,10 +497,10 @@ def _compile_into(tmp: Path, *, root: Path, name: str, config: str, toplevel: st
     log_path.unlink()
     progress(f"sim build: done in {seconds:.0f} s (largest tool process {peak_mb} MiB) -> {root / key}")
     return {"directory": str(tmp), "executable": f"obj/{toplevel}", "toplevel": toplevel,
-            "config": config, "waves": waves, "verilator": vversion, "parameters": parameters,
-            "reset_wait_cycles": reset_wait_cycles, "build_seconds": round(seconds, 1),
-            "wave_format": wave_format, "peak_rss_mb": int(peak_mb), "coverage": list(coverage),
-            "options": (options or BuildOptions()).describe()}
+            "config": req.config, "waves": req.waves, "verilator": plan.vversion, "parameters": req.parameters,
+            "reset_wait_cycles": req.reset_wait_cycles, "build_seconds": round(seconds, 1),
+            "wave_format": plan.wave_format, "peak_rss_mb": int(peak_mb), "coverage": list(req.coverage),
+            "options": req.options.describe()}
 
 
 def coverage_kinds(kinds: Sequence[str] | str | None) -> list[str]:
@@ -494,6 +523,34 @@ def thread_flags(threads: int) -> list[str]:
     return [] if threads == 1 else ["--threads", str(threads)]
 
 
+def _checked_vmod(nvdla_hw: str | os.PathLike[str] | None, config: str) -> tuple[Path, str | None]:
+    """``<nvdla_hw>/outdir/<config>/vmod`` (BuildError saying how to make it when missing), and why
+    Verilator cannot simulate it (models or constructs it rejects, and how to fix them), or None."""
+    vmod = find_vmod(nvdla_hw, config)
+    rams = check_ram_models(vmod)
+    if rams:
+        return vmod, "\n".join(rams)
+    problems = check_known_rtl_issues(vmod)
+    if problems:
+        return vmod, ("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems)
+                      + f"\n`nvdla-hil sim setup --nvdla-hw {vmod.parents[2]} --config {config} "
+                        f"--apply-fixes` makes these changes for you (and shows the diff).")
+    return vmod, None
+
+
+def _nvdla_request(vmod: Path, config: str, *, waves: bool = False, threads: int = 1,
+                   coverage: Sequence[str] | str = (), options: BuildOptions | None = None,
+                   profile: PgoProfile | None = None) -> BuildRequest:
+    """The build of the generated RTL in ``vmod`` with our testbench."""
+    ss = collect_sources(vmod)
+    params, defines = wrapper_params(vmod)
+    return BuildRequest(name="nvdla", config=config, toplevel="nvdla_hil_top",
+                        sources=(*ss.args(), *(str(HDL_DIR / n) for n in TOP_HDL)), hashed=tuple(ss.hashed),
+                        hashed_base=vmod, parameters=params, defines=(*NVDLA_DEFINES, *defines),
+                        reset_wait_cycles=8192, waves=waves, threads=threads, coverage=tuple(coverage_kinds(coverage)),
+                        options=options or BuildOptions(), profile=profile)
+
+
 def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
                 waves: bool = False, jobs: int | None = None, force: bool = False,
                 progress: Progress = default_progress, cache: Path | None = None,
@@ -504,25 +561,12 @@ def build_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small
     instrument, :data:`COVERAGE_FLAGS`; ``options``: the speed options, default
     :class:`BuildOptions`; ``profile``: the training profile of a ``pgo="use"`` build, see
     :func:`build_pgo`; each a separate cache entry)."""
-    vmod = find_vmod(nvdla_hw, config)
-    rams = check_ram_models(vmod)
-    if rams:
-        raise BuildError("\n".join(rams))
-    problems = check_known_rtl_issues(vmod)
-    if problems:
-        raise BuildError("the generated RTL has constructs Verilator rejects:\n" + "\n".join(problems)
-                         + f"\n`nvdla-hil sim setup --nvdla-hw {vmod.parents[2]} --config {config} "
-                           f"--apply-fixes` makes these changes for you (and shows the diff).")
-    ss = collect_sources(vmod)
-    params, defines = wrapper_params(vmod)
-    sources = ss.args() + [str(HDL_DIR / n) for n in TOP_HDL]
-    simb = _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
-                    key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
-                    defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
-                    jobs=jobs, force=force, progress=progress, cache=cache, threads=threads,
-                    coverage=coverage_kinds(coverage), options=options, profile=profile)
-    assert simb is not None  # None only with lookup_only=True
-    return simb
+    vmod, problem = _checked_vmod(nvdla_hw, config)
+    if problem:
+        raise BuildError(problem)
+    req = _nvdla_request(vmod, config, waves=waves, threads=threads, coverage=coverage, options=options,
+                         profile=profile)
+    return _compile(req, jobs=jobs, force=force, progress=progress, cache=cache)
 
 
 def build_pgo(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_small", *,
@@ -566,18 +610,12 @@ def cached_nvdla(nvdla_hw: str | os.PathLike[str] | None, config: str = "nv_smal
                  training: str = "") -> SimBuild | None:
     """The cached simulator of ``<nvdla_hw>/outdir/<config>/vmod`` if there is a usable one
     (nothing is built; None otherwise; ``training``: what a ``pgo="use"`` build was trained on)."""
-    vmod = find_vmod(nvdla_hw, config)
-    if check_ram_models(vmod) or check_known_rtl_issues(vmod):
+    vmod, problem = _checked_vmod(nvdla_hw, config)
+    if problem:
         return None
-    ss = collect_sources(vmod)
-    params, defines = wrapper_params(vmod)
-    sources = ss.args() + [str(HDL_DIR / n) for n in TOP_HDL]
-    return _compile(name="nvdla", config=config, toplevel="nvdla_hil_top", sources=sources,
-                    key_parts=[], hashed=ss.hashed, hashed_base=vmod, parameters=params,
-                    defines=[*NVDLA_DEFINES, *defines], waves=waves, reset_wait_cycles=8192,
-                    jobs=None, force=False, progress=lambda m: None, cache=cache, lookup_only=True,
-                    coverage=coverage_kinds(coverage), options=options,
-                    profile=PgoProfile(Path(), training) if training else None)
+    req = _nvdla_request(vmod, config, waves=waves, coverage=coverage, options=options,
+                         profile=PgoProfile(Path(), training) if training else None)
+    return _lookup(req, cache)
 
 
 def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool = False,
@@ -585,14 +623,10 @@ def build_fixture(*, waves: bool = False, jobs: int | None = None, force: bool =
                   threads: int = 1, options: BuildOptions | None = None,
                   profile: PgoProfile | None = None) -> SimBuild:
     """Build the project's own CSB fixture (LUT register block + copy engine; no NVDLA RTL)."""
-    sources = [str(HDL_DIR / n) for n in FIXTURE_HDL]
-    simb = _compile(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
-                    sources=sources, key_parts=[], hashed=[], hashed_base=None,
-                    parameters={}, defines=[], waves=waves, reset_wait_cycles=16, jobs=jobs,
-                    force=force, progress=progress, cache=cache, threads=threads, options=options,
-                    profile=profile)
-    assert simb is not None  # None only with lookup_only=True
-    return simb
+    req = BuildRequest(name="fixture", config="fixture", toplevel="nvdla_hil_fixture_top",
+                       sources=tuple(str(HDL_DIR / n) for n in FIXTURE_HDL), reset_wait_cycles=16, waves=waves,
+                       threads=threads, options=options or BuildOptions(), profile=profile)
+    return _compile(req, jobs=jobs, force=force, progress=progress, cache=cache)
 
 
 # ---------------------------------------------------------------------------------------------
