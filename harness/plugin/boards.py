@@ -6,7 +6,9 @@ The controller process (the only process without xdist) takes a
 (``--nvdla-board pool:NAME`` or a comma list) one board per xdist worker, as many as the pool
 has free. Workers receive the lock files and the controller's PID (``workerinput``), check in
 their own ``pytest_configure`` that the controller holds them, and each test's target takes only
-a session board's ``.use`` lock (module docstring of :mod:`nvdla_hil.harness.plugin`). A labgrid
+a session board's ``.use`` lock: worker gwK's own board K first, so with as many boards as
+workers each worker has its board for the whole session; with fewer, tests take turns, waiting
+at most ``--nvdla-board-wait`` seconds. A board is never used by two tests at once. A labgrid
 place (``--nvdla-lg-place``/``--nvdla-lg-env``) is a one-board lab file
 (:func:`~nvdla_hil.harness.boards.labgrid_place.place_lab_file`).
 """

@@ -3,8 +3,8 @@ fallback, the deprecated unprefixed aliases (registered only where no other plug
 name), the checks of the trace and vector folders given, and whether a session is nvdla-hil's at
 all (installed, the plugin loads into every pytest session on the machine).
 
-The options and their environment variables are listed in the plugin's docstring
-(:mod:`nvdla_hil.harness.plugin`).
+Each option's help names its environment variable and default (``pytest --help``, group
+"nvdla-hil"): the one list of them.
 """
 
 from __future__ import annotations
