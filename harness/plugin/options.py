@@ -48,14 +48,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nvdla-target", choices=TARGETS, default=None, dest="nvdla_target",
                 help="where tests run (default: model, or NVDLA_HIL_TARGET)")
     g.addoption("--nvdla-config", default=None, help=f"hardware profile(s), comma-separated, or all (default: all on the model target, "
-                     f"{DEFAULT_PROFILES} elsewhere)")
-    g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES)")
+                     f"{DEFAULT_PROFILES} elsewhere; or NVDLA_HIL_CONFIG)")
+    g.addoption("--nvdla-traces", default=None, help="folder of NVDLA trace tests (or NVDLA_TRACES; default with --nvdla-hw: "
+                     "the checkout's verif/tests/trace_tests)")
     g.addoption("--nvdla-txn", default=None, help="folder of nv_full's traceplayer tests, input.txn (or NVDLA_TXN_TESTS)")
     g.addoption("--nvdla-loadables", default=None,
                 help="NVDLA's software regression folder: flatbufs/ and golden/ (or NVDLA_LOADABLES)")
     g.addoption("--nvdla-sw", default=None, help="nvdla/sw checkout whose kmd/firmware runs the loadables (or NVDLA_SW)")
-    g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (default: bundled suites)")
-    g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator target (or NVDLA_HW)")
+    g.addoption("--nvdla-vectors", default=None, help="folder of packed test vectors (or NVDLA_HIL_VECTORS; default: bundled suites)")
+    g.addoption("--nvdla-hw", default=None, help="nvdla/hw checkout for the verilator and cmod targets (or NVDLA_HW)")
     g.addoption("--nvdla-lab", default=None, dest="nvdla_lab", help="lab file for the serial target (or NVDLA_HIL_LAB)")
     g.addoption("--nvdla-board", default=None, dest="nvdla_board",
                 help="serial target: a board of the lab file, pool:NAME (or a pool's name) or a comma list of "
@@ -83,7 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--nvdla-model-bug", action="append", default=None, metavar="SPEC",
                 help="model target: inject a datapath bug into the target (never the reference), e.g. "
                      "SDP.D_CVT_OFFSET.CVT_OFFSET+1 (harness/targets/faults.py); repeatable")
-    g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end")
+    g.addoption("--nvdla-summary", action="store_true", help="print a per-test summary table at the end (or NVDLA_HIL_SUMMARY)")
     g.addoption("--nvdla-summary-file", default=None, help="also write the summary table to this file")
     g.addoption("--nvdla-cluster", default=None, metavar="ADDR", dest="nvdla_cluster",
                 help="run the tests on the Dask distributed cluster whose scheduler is ADDR (tcp://host:8786)")
