@@ -22,7 +22,6 @@ import numpy as np
 from nvdla_hil.harness.refmodel.lut import LutParams, lut_stats, sdp_lut
 from nvdla_hil.harness.refmodel.sdp import output_convert, run_sdp
 from nvdla_hil.harness.targets.model import ModelTarget
-from nvdla_hil.harness.targets.model_views import GroupView
 from nvdla_hil.harness.traces import run_trace
 
 TRACE = "sdp_1x8192x1_pass_through_int8_0"
@@ -56,7 +55,7 @@ def bench_trace(repeat: int) -> None:
             print(f"(trace {TRACE} did not pass on the model: {res.message}; skipped)")
             return
         _, group, layer = target.layers_run[-1]
-        view = GroupView(target, {}, group)
+        view = target.register_view({}, group)
         mem = target.memories["pri_mem"]
         opts = target.options
         n = layer.elements

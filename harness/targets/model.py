@@ -42,7 +42,7 @@ from ...drivers.transport import Transport, TransportError
 from .memory import RecordingMemory, SparseMemory
 from ..refmodel.base import DmaPorts, EventSink, InvalidLayer, LayerResult, ModelOptions, RegisterView, UnitNotModelled
 from .model_layers import Layer, LayerModel
-from .model_views import GroupView, RdmaIdleView, ram_type_fields
+from .model_views import GroupView, RdmaIdleView, RegisterSource, ram_type_fields
 from ...semantics import Semantics
 
 __all__ = ["ModelTarget", "UnitNotModelled", "LayerConfigError"]
@@ -151,6 +151,12 @@ class ModelTarget(Transport):
 
     def _reset(self) -> None:
         self._reset_state()
+
+    def register_view(self, groups: dict[str, int], default: int = 0) -> GroupView:
+        """The layer models' view of the registers: ``groups`` names the group each block executes
+        (the others: ``default``); it reads this target's register file as it is then."""
+        return GroupView(RegisterSource(self._regs, self._field_by_name, self._field_at, self._reg_by_name,
+                                        self._register, self._luts, self.profile), groups, default)
 
     def _register(self, block: str, reg: str) -> Register:
         """``regmap.register(block, reg)``, looked up once (a failed lookup raises every time)."""
@@ -446,7 +452,7 @@ class ModelTarget(Transport):
     def _run(self, layer: Layer, group: int) -> None:
         runner = self._runners.get(layer.runner) or self._runners.setdefault(layer.runner, layer.runner.load())
         gmap = layer.group_map(group)
-        view: RegisterView = GroupView(self, gmap, group)
+        view: RegisterView = self.register_view(gmap, group)
         if "SDP" in layer.blocks and "SDP_RDMA" not in layer.blocks and not self._field("SDP_RDMA", "D_OP_ENABLE", "OP_EN", gmap["SDP"]):
             view = RdmaIdleView(view)
         if self.bugs:
@@ -544,7 +550,7 @@ class ModelTarget(Transport):
         if r.name == "CFG_OP":
             if len(self._bdma_queue) >= QUEUE_DEPTH:
                 raise LayerConfigError(f"BDMA refused: CFG_OP with {QUEUE_DEPTH} commands already queued (the queue is full)")
-            self._bdma_queue.append(BdmaCommand.from_registers(GroupView(self, {})))
+            self._bdma_queue.append(BdmaCommand.from_registers(self.register_view({})))
             self._bdma_status()
             return
         g = int(r.name[-1])

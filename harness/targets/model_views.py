@@ -4,8 +4,8 @@ SDP_RDMA that fetches no operand while it is idle (:class:`RdmaIdleView`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -13,32 +13,33 @@ from ...drivers.profiles import HardwareProfile
 from ...drivers.regmap import Register
 from ..refmodel.base import RegisterView
 
-__all__ = ["GroupView", "RdmaIdleView", "ViewSource", "ram_type_fields"]
+__all__ = ["GroupView", "RdmaIdleView", "RegisterSource", "ram_type_fields"]
 
 
-class ViewSource(Protocol):
-    """What a view reads of the model target (:class:`.model.ModelTarget`): its register file,
-    lookups resolved once per target, LUT tables and profile."""
+@dataclass(frozen=True)
+class RegisterSource:
+    """What a view reads, handed over by the model target that owns it (:meth:`.model.ModelTarget.register_view`):
+    its register file (``(address, group) -> value``), its field and register lookups with their
+    caches (``field_slots``: ``(address, dual, lsb, mask)`` of each field looked up so far;
+    ``registers``: each register looked up so far), its LUT tables and profile."""
 
+    regs: dict[tuple[int, int], int]
+    field_slots: dict[tuple[str, str, str], tuple[int, bool, int, int]]
+    field_slot: Callable[[str, str, str], tuple[int, bool, int, int]]
+    registers: dict[tuple[str, str], Register]
+    register: Callable[[str, str], Register]
+    luts: dict[str, dict[str, np.ndarray]]
     profile: HardwareProfile
-    _regs: dict[tuple[int, int], int]
-    _field_by_name: dict[tuple[str, str, str], tuple[int, bool, int, int]]
-    _reg_by_name: dict[tuple[str, str], Register]
-    _luts: dict[str, dict[str, np.ndarray]]
-
-    def _field_at(self, block: str, reg: str, field: str) -> tuple[int, bool, int, int]: ...
-
-    def _register(self, block: str, reg: str) -> Register: ...
 
 
 class GroupView:
     """RegisterView of one unit's executing group for the layer models."""
 
-    def __init__(self, target: ViewSource, groups: dict[str, int], default: int = 0) -> None:
+    def __init__(self, source: RegisterSource, groups: dict[str, int], default: int = 0) -> None:
         """``groups``: the group each block executes; ``default``: the group of the others."""
-        self._t = target
-        cached, field_at, regs, group_of = target._field_by_name.get, target._field_at, target._regs, groups.get
-        reg_cached, register_of = target._reg_by_name.get, target._register
+        self._luts, self._profile = source.luts, source.profile
+        cached, field_at, regs, group_of = source.field_slots.get, source.field_slot, source.regs, groups.get
+        reg_cached, register_of = source.registers.get, source.register
 
         # a layer reads some 60 fields and 20 registers: closures, with few lookups per call
         def field(block: str, register: str, field: str) -> int:
@@ -52,10 +53,10 @@ class GroupView:
         self.field, self.reg = field, reg
 
     def lut(self, block: str, table: str) -> np.ndarray:
-        return self._t._luts[block][table.upper()].copy()
+        return self._luts[block][table.upper()].copy()
 
     def has(self, feature: str) -> bool:
-        return self._t.profile.has(feature)
+        return self._profile.has(feature)
 
 
 class RdmaIdleView:
