@@ -421,14 +421,14 @@ class WarmSimulators:
     @staticmethod
     def accepts(spec: Any) -> bool:
         """Whether ``spec`` (a :class:`~nvdla_hil.harness.targets.TargetSpec`) can be served warm."""
-        extra = getattr(spec, "extra", {}) or {}
+        extra = spec.extra
         # RTL coverage needs a fresh simulator per test: a warm reset leaves NVDLA's RAMs and
         # non-reset flops as the previous test left them, so what a test toggles would depend on
         # which test ran before it on that simulator (measured: 4 nv_small traces on 1 and on 2
         # workers differ by 0.3% of toggles when warm, not at all when fresh)
         return spec.kind == "verilator" and not spec.waves and not extra.get("wave_file") \
             and not extra.get("waves") and not extra.get("run_dir") and "build" not in extra \
-            and getattr(spec, "rtl_coverage", None) is None
+            and spec.rtl_coverage is None
 
     def lease(self, spec: Any) -> WarmTarget:
         """A :class:`WarmTarget` for ``spec``, not yet open (``open()``/``with`` takes a simulator)."""
@@ -436,8 +436,8 @@ class WarmSimulators:
             raise TransportError("the warm simulator pool is closed")
         if not self.accepts(spec):
             raise ValueError(f"a warm simulator cannot serve {spec!r} (verilator target without waves only)")
-        return WarmTarget(self, lambda: self._build_for(spec), dict(spec.extra or {}), config=spec.profile,
-                          rtl_coverage=getattr(spec, "rtl_coverage", None))
+        return WarmTarget(self, lambda: self._build_for(spec), dict(spec.extra), config=spec.profile,
+                          rtl_coverage=spec.rtl_coverage)
 
     def open(self, spec: Any) -> WarmTarget:
         """An open :class:`WarmTarget` for ``spec``, in the state of a fresh start."""
@@ -479,8 +479,8 @@ class WarmSimulators:
     # ---- used by WarmTarget ---------------------------------------------------------------------
     def _build_for(self, spec: Any) -> Any:
         """The simulator build of ``spec`` (content-checked once per pool, not once per test)."""
-        kinds = spec.rtl_coverage.kinds if getattr(spec, "rtl_coverage", None) is not None else ()
-        rtl_build = (spec.extra or {}).get("rtl_build", "plain")
+        kinds = spec.rtl_coverage.kinds if spec.rtl_coverage is not None else ()
+        rtl_build = spec.extra.get("rtl_build", "plain")
         bkey = (str(spec.nvdla_hw or os.environ.get("NVDLA_HW")), spec.profile, kinds, rtl_build)
         with self._lock:
             build = self._builds.get(bkey)
@@ -491,7 +491,7 @@ class WarmSimulators:
 
             try:
                 build = nvdla_build(spec.nvdla_hw, spec.profile, coverage=kinds, rtl_build=rtl_build,
-                                    train=(spec.extra or {}).get("pgo_train"))
+                                    train=spec.extra.get("pgo_train"))
             except BuildError as e:
                 raise TransportError(f"cannot build the {spec.profile} simulator: {e}") from e
             with self._lock:
