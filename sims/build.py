@@ -282,7 +282,7 @@ class SimBuild:
     wave_format: str = ""  # "fst", "vcd" or "" (no wave support)
     peak_rss_mb: int = 0  # largest resident size of a build tool process (verilator, cc1plus)
     coverage: list[str] = field(default_factory=list)  # RTL coverage kinds instrumented ("line", "toggle")
-    options: str = ""  # the speed options it was built with (BuildOptions.describe(); "" before issue 41)
+    options: str = ""  # the speed options it was built with (BuildOptions.describe(); "" in manifests older than the options)
 
     @classmethod
     def from_manifest(cls, data: dict) -> SimBuild:
