@@ -33,7 +33,7 @@ from .fp16_native import (
 
 __all__ = [
     "FP16_MAX", "FP16_MAX_BITS", "FP16_POS_INF", "FP16_NEG_INF", "FP16_QNAN", "FP32_MAX",
-    "INF_VALUES", "NanInfCounts",
+    "FP16_TO_FP32_TABLE", "INF_VALUES", "NanInfCounts",
     "as_bits", "to_float", "is_nan", "is_inf", "is_denormal", "is_zero",
     "nan_to_zero", "propagate_nan", "map_inf", "inf_value", "flush_denormals_fp32",
     "from_float", "round_to_fp16", "fp16_to_int", "int_to_fp16",
@@ -542,6 +542,8 @@ def _read_only(a: np.ndarray) -> np.ndarray:
 _ALL_FP16 = np.arange(1 << 16, dtype=np.uint16)
 _FP16_TO_FP32 = _read_only(_fp16_to_fp32_rule(_ALL_FP16).astype(_I64))
 _FP16_TO_FP17 = _read_only(_fp16_to_fp17_rule(_ALL_FP16).astype(_I64))
+#: :func:`fp16_to_fp32_bits` of every FP16 pattern, indexed by the pattern (read-only; for compiled loops)
+FP16_TO_FP32_TABLE = _FP16_TO_FP32
 
 
 def fp17_to_fp32_bits(x: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ rules), which halves the lanes of every vector instruction and would need a mask
 step to keep the hardware's 32-bit wrap. These emit the 32-bit LLVM instruction itself:
 ``add32(a, b)`` is ``(a + b) mod 2^32``; ``shr32(a, n)`` is a logical shift, defined for
 ``n < 32`` only (LLVM gives poison for more: callers clamp). ``sext64`` reads a ``uint32`` as
-a signed 32-bit value and widens it to int64; ``bit_length`` is LLVM's count of leading zeros
+a signed 32-bit value and widens it to int64; ``f32_from_bits`` reads a ``uint32`` as the
+float32 it encodes, ``f32_bits`` the other way; ``bit_length`` is LLVM's count of leading zeros
 (one vector instruction where the CPU has it), not a loop.
 
 Kernels are compiled on first use and cached on disk (numba's ``cache=True``: beside the module,
@@ -28,7 +29,8 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic
 
-__all__ = ["add32", "and32", "bit_length", "kernel", "mul32", "or32", "sext64", "shl32", "shr32", "sub32", "xor32"]
+__all__ = ["add32", "and32", "bit_length", "f32_bits", "f32_from_bits", "kernel", "mul32", "or32", "sext64", "shl32", "shr32", "sub32",
+           "xor32"]
 
 
 def kernel(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +67,28 @@ def _sext64(typingctx: Any, a: Any) -> Any:
 
 
 sext64: Any = intrinsic(_sext64)
+
+
+def _f32_from_bits(typingctx: Any, a: Any) -> Any:
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.FloatType())
+
+    return types.float32(types.uint32), codegen
+
+
+#: the float32 whose bit pattern is the ``uint32`` given (a reinterpretation, no conversion)
+f32_from_bits: Any = intrinsic(_f32_from_bits)
+
+
+def _f32_bits(typingctx: Any, a: Any) -> Any:
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: Any) -> Any:
+        return builder.bitcast(args[0], ir.IntType(32))
+
+    return types.uint32(types.float32), codegen
+
+
+#: the bit pattern of a float32, as ``uint32`` (the inverse of :data:`f32_from_bits`)
+f32_bits: Any = intrinsic(_f32_bits)
 
 
 def _ctlz64(typingctx: Any, a: Any) -> Any:
