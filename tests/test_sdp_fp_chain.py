@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nvdla_hil.harness.refmodel import fp16 as F
-from nvdla_hil.harness.refmodel.sdp_fp import _stage_on_patterns, fp_input
+from nvdla_hil.harness.refmodel.sdp_fp import stage_on_patterns, fp_input
 from nvdla_hil.harness.refmodel.sdp_fp_chain import (
     ALGO_EQL,
     ALGO_MAX,
@@ -78,7 +78,7 @@ def _by_patterns(raw: np.ndarray, stages: list[FpStage], n2z: bool, flying: bool
     else:
         x, counts = fp_input(raw, n2z)
     for st in stages:
-        x = _stage_on_patterns(x, st, n2z)
+        x = stage_on_patterns(x, st, n2z)
     return np.asarray(x, np.int64), counts
 
 

@@ -53,7 +53,6 @@ from .fp16 import FP16_MAX_BITS, int_to_fp16
 from .lut import LutStats, decode_sdp_lut_params, lut_stats, sdp_lut
 from .ops import lsat, rnd, sx
 from .sdp_dma import Cube, fetch_operands, read_main, reg_address, stage_operand, write_dst
-from .sdp_fp import fp_datapath, fp_finish
 from .sdp_stats import SdpDatapathOut, SdpLiveCounters, sdp_statistics
 from ...semantics import Semantics
 
@@ -379,6 +378,8 @@ def run_sdp(
         x = read_main(view, mem, w, h, c, group, proc_bpe)
 
     if proc == PREC_FP16:
+        from .sdp_fp import fp_datapath, fp_finish  # compiled loops: loaded with the first FP16 SDP layer only
+
         dp = fp_datapath(view, mem, x, cube, options, flying=flying)
         return fp_finish(view, mem, options, dp, cube, out_prec, live=live, to_pdp=to_pdp)
     dp = _datapath(view, mem, x, cube, options)

@@ -51,7 +51,7 @@ from .sdp_dma import Cube, fetch_operands, stage_operand, write_dst
 from .sdp_fp_chain import ALGO_EQL, ALGO_MAX, ALGO_SUM, FpOperand, FpStage, chain_values, fp16_of_values
 from .sdp_stats import SdpDatapathOut, SdpLiveCounters, sdp_statistics
 
-__all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input"]
+__all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input", "stage_on_patterns"]
 
 I64 = np.int64
 PREC_INT16, PREC_FP16 = 1, 2
@@ -124,7 +124,7 @@ def _pattern(op: FpOperand | None, n2z: bool) -> np.ndarray | int:
     return _op16(op.raw, n2z) if op.fp16 else op.raw
 
 
-def _stage_on_patterns(x: np.ndarray, st: FpStage, n2z: bool) -> np.ndarray:
+def stage_on_patterns(x: np.ndarray, st: FpStage, n2z: bool) -> np.ndarray:
     """One stage on fp32 patterns, field by field (every pattern; the ALU's EQL too)."""
     alu, mul = _pattern(st.alu, n2z), _pattern(st.mul, n2z)
     if st.name == "EW":
@@ -204,7 +204,7 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
         else:
             x, counts = fp_input(raw, n2z)
         for st in stages:
-            x = _stage_on_patterns(x, st, n2z)
+            x = stage_on_patterns(x, st, n2z)
     if lut:
         x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
                                         observer=options.coverage)
