@@ -1,5 +1,5 @@
 """SDP's compiled FP16 chain (refmodel/sdp_fp_chain.py) gives what the field-by-field rules give
-(refmodel/sdp_fp.py ``bs_bn_stage_fp``/``ew_stage_fp`` on fp32 patterns, fp16.py: the rules the
+(refmodel/sdp_fp.py ``chain_on_patterns``: ``bs_bn_stage_fp``/``ew_stage_fp`` on fp32 patterns, fp16.py: the rules the
 bundled suite testvectors/sdp_fp16 checks against NVDLA's C model), and runs whenever every
 pattern is normal or zero; its FP16 narrowing gives ``fp16.fp32_to_fp16_bits``'s patterns."""
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nvdla_hil.harness.refmodel import fp16 as F
-from nvdla_hil.harness.refmodel.sdp_fp import stage_on_patterns, fp_input
+from nvdla_hil.harness.refmodel.sdp_fp import chain_on_patterns
 from nvdla_hil.harness.refmodel.sdp_fp_chain import (
     ALGO_EQL,
     ALGO_MAX,
@@ -70,18 +70,6 @@ def _stages(rng: np.random.Generator, special: bool) -> list[FpStage]:
     return out
 
 
-def _by_patterns(raw: np.ndarray, stages: list[FpStage], n2z: bool, flying: bool) -> tuple[np.ndarray, F.NanInfCounts]:
-    if flying:
-        x, counts = raw & 0xFFFFFFFF, F.NanInfCounts()
-        if n2z:
-            x = np.where(F.fp32_is_nan(x), 0, x)
-    else:
-        x, counts = fp_input(raw, n2z)
-    for st in stages:
-        x = stage_on_patterns(x, st, n2z)
-    return np.asarray(x, np.int64), counts
-
-
 @pytest.mark.parametrize("special", [False, True], ids=["normal", "special"])
 def test_chain_matches_the_field_by_field_rules(special: bool):
     rng = np.random.default_rng(7 + special)
@@ -92,7 +80,7 @@ def test_chain_matches_the_field_by_field_rules(special: bool):
         raw = _fp16(rng, SHAPE, special)
         if flying:  # CACC's fp32 patterns: widened FP16 values, a few other exponents
             raw = F.fp16_to_fp32_bits(raw & 0xFFFF) ^ (rng.integers(0, 4, SHAPE) << 23)
-        want, counts = _by_patterns(raw, stages, n2z, flying)
+        want, counts = chain_on_patterns(raw, stages, n2z=n2z, flying=flying)
         got = chain_values(raw, stages, n2z=n2z, flying=flying)
         if got is None:
             continue

@@ -51,7 +51,8 @@ from .sdp_dma import Cube, fetch_operands, stage_operand, write_dst
 from .sdp_fp_chain import ALGO_EQL, ALGO_MAX, ALGO_SUM, FpOperand, FpStage, chain_values, fp16_of_values
 from .sdp_stats import SdpDatapathOut, SdpLiveCounters, sdp_statistics
 
-__all__ = ["bs_bn_stage_fp", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input", "stage_on_patterns"]
+__all__ = ["bs_bn_stage_fp", "chain_on_patterns", "ew_stage_fp", "fp_alu", "fp_datapath", "fp_finish", "fp_input",
+           "stage_on_patterns"]
 
 I64 = np.int64
 PREC_INT16, PREC_FP16 = 1, 2
@@ -134,6 +135,21 @@ def stage_on_patterns(x: np.ndarray, st: FpStage, n2z: bool) -> np.ndarray:
                           mul_prelu=st.mul_prelu, mul_op=mul, relu_bypass=not st.relu)
 
 
+def chain_on_patterns(raw: np.ndarray, stages: list[FpStage], *, n2z: bool, flying: bool,
+                      ) -> tuple[np.ndarray, F.NanInfCounts]:
+    """Input and stages field by field, on fp32 patterns (every pattern; what the compiled chain,
+    :func:`.sdp_fp_chain.chain_values`, leaves): the results and the input's NaN/INF counts."""
+    if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
+        x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
+        if n2z:
+            x = np.where(F.fp32_is_nan(x), 0, x)
+    else:
+        x, counts = fp_input(raw, n2z)
+    for st in stages:
+        x = stage_on_patterns(x, st, n2z)
+    return np.asarray(x, I64), counts
+
+
 def _bs_bn_stage(view: RegisterView, stage: str, dma: str, fetched: dict[str, np.ndarray]) -> FpStage:
     """The BS/BN stage's settings and FP16 operands."""
     cfg = f"D_DP_{stage}_CFG"
@@ -197,14 +213,7 @@ def fp_datapath(view: RegisterView, mem: MemoryPort, raw: np.ndarray, cube: Cube
         counts = F.NanInfCounts() if flying else F.NanInfCounts(nan=nan_in, inf=inf_in)
         x = values.view(np.uint32).astype(I64) if lut else values
     else:
-        if flying:  # CACC delivers fp32 patterns (cmod: the 32-bit CACC payload copied as is); no input counters
-            x, counts = np.asarray(raw, dtype=I64) & 0xFFFFFFFF, F.NanInfCounts()
-            if n2z:
-                x = np.where(F.fp32_is_nan(x), 0, x)
-        else:
-            x, counts = fp_input(raw, n2z)
-        for st in stages:
-            x = stage_on_patterns(x, st, n2z)
+        x, counts = chain_on_patterns(raw, stages, n2z=n2z, flying=flying)
     if lut:
         x, hle, hlo, kind = sdp_lut_fp(x, decode_sdp_lut_params(view), view.lut("SDP", "LE"), view.lut("SDP", "LO"),
                                         observer=options.coverage)
