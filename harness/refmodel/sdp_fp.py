@@ -70,6 +70,7 @@ def fp_alu(algo: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
 
 
 def _negative(x: np.ndarray) -> np.ndarray:
+    """The sign bit of fp32 patterns (what PReLU tests: -0 and a negative NaN too)."""
     return (np.asarray(x, I64) >> 31) & 1 != 0
 
 

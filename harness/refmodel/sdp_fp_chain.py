@@ -175,15 +175,15 @@ def _chain(x: np.ndarray, shape: np.ndarray, flying: bool, n2z: bool, cfg: np.nd
                         continue
                     a_val = m_val = np.float32(0.0)
                     if algo >= 0:
-                        q = ops[2 * s][c * cfg[s, 6] + h * cfg[s, 7] + w * cfg[s, 8]]
-                        q = table[q & 0xFFFF] if cfg[s, 5] else q & 0xFFFFFFFF
-                        a_val, ok = _operand_value(q, cfg[s, 5] != 0, n2z)
+                        q = ops[2 * s][c * cfg[s, _ALU_COLS + 1] + h * cfg[s, _ALU_COLS + 2] + w * cfg[s, _ALU_COLS + 3]]
+                        q = table[q & 0xFFFF] if cfg[s, _ALU_COLS] else q & 0xFFFFFFFF
+                        a_val, ok = _operand_value(q, cfg[s, _ALU_COLS] != 0, n2z)
                         if not ok:
                             return False, nan_in, inf_in
                     if mul_on:
-                        q = ops[2 * s + 1][c * cfg[s, 10] + h * cfg[s, 11] + w * cfg[s, 12]]
-                        q = table[q & 0xFFFF] if cfg[s, 9] else q & 0xFFFFFFFF
-                        m_val, ok = _operand_value(q, cfg[s, 9] != 0, n2z)
+                        q = ops[2 * s + 1][c * cfg[s, _MUL_COLS + 1] + h * cfg[s, _MUL_COLS + 2] + w * cfg[s, _MUL_COLS + 3]]
+                        q = table[q & 0xFFFF] if cfg[s, _MUL_COLS] else q & 0xFFFFFFFF
+                        m_val, ok = _operand_value(q, cfg[s, _MUL_COLS] != 0, n2z)
                         if not ok:
                             return False, nan_in, inf_in
                     if kind == _BS_BN and algo >= 0:  # the ALU first
