@@ -37,7 +37,7 @@ from contextlib import nullcontext
 
 import numpy as np
 
-__all__ = ["fp17_add_native", "fp17_mul_native",
+__all__ = ["MUL_FLUSH", "fp17_add_native", "fp17_mul_native",
            "fp32_add_native", "fp32_add_values", "fp32_mul_native", "fp32_mul_values", "fp32_values", "nan_operands",
            "native_fp32_operand"]
 
@@ -46,7 +46,7 @@ _SIGN32 = 0x80000000
 _F32_MAX_BITS = 0x7F7FFFFF
 _F17_MAX_MAG = (62 << 10) | 0x3FF
 #: below this the C model's 24-bit rounding of a product stays under 2^-126 (the tie rounds up, to even)
-_MUL_FLUSH = 2.0**-126 - 2.0**-151
+MUL_FLUSH = 2.0**-126 - 2.0**-151
 _NO_ERRSTATE = nullcontext()
 # numpy scalars of the constants below (an operand made once, not on every call)
 _U32_SIGN, _U32_MAX_BITS, _U32_EXP = np.uint32(_SIGN32), np.uint32(_F32_MAX_BITS), np.uint32(0x7F800000)
@@ -118,7 +118,7 @@ def fp32_mul_values(fa: np.ndarray, fb: np.ndarray, *, may_overflow: bool = True
     ap = np.abs(p)
     tiny = ap < 2.0**-126
     if np.count_nonzero(tiny):  # a zero operand, an underflow: a signed zero (r has p's sign)
-        flush = ap < _MUL_FLUSH
+        flush = ap < MUL_FLUSH
         band = tiny & ~flush  # flushed too when the exponent sum is below the bias
         if np.count_nonzero(band):
             ua, ub = np.asarray(fa, np.float32).view(np.uint32), np.asarray(fb, np.float32).view(np.uint32)

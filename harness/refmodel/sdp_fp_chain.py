@@ -28,6 +28,7 @@ import numpy as np
 from numba import njit
 
 from .fp16 import FP16_TO_FP32_TABLE
+from .fp16_native import MUL_FLUSH
 from .jit import f32_bits, f32_from_bits, kernel
 
 __all__ = ["ALGO_EQL", "ALGO_MAX", "ALGO_MIN", "ALGO_SUM", "FpOperand", "FpStage", "chain_values", "fp16_of_values"]
@@ -36,8 +37,6 @@ ALGO_MAX, ALGO_MIN, ALGO_SUM, ALGO_EQL = 0, 1, 2, 3
 _I64 = np.int64
 _F32_MAX = np.float32(np.finfo(np.float32).max)
 _F32_TINY = 2.0**-126
-#: below this the C model's 24-bit rounding of a product stays under 2^-126 (:mod:`.fp16_native`)
-_MUL_FLUSH = 2.0**-126 - 2.0**-151
 _NO_OPERAND = np.zeros(1, _I64)
 # a stage row of the kernel's table (:func:`_stage_rows`): kind, ALU algorithm (-1: bypassed), MUL on,
 # PReLU, ReLU, then the ALU operand's and the MUL operand's (FP16, channel, line, element strides)
@@ -111,7 +110,7 @@ def _mul(a: np.float32, b: np.float32) -> np.float32:
         r = _signed_max(r)
     ap = abs(p)
     if ap < _F32_TINY:  # flushed unless its rounding reaches 2^-126 with an exponent sum at the bias
-        flush = ap < _MUL_FLUSH
+        flush = ap < MUL_FLUSH
         if not flush:
             es = ((f32_bits(a) >> np.uint32(23)) & np.uint32(0xFF)) + ((f32_bits(b) >> np.uint32(23)) & np.uint32(0xFF))
             flush = es < 127
