@@ -1,6 +1,6 @@
 """Waiting for a lock another process holds: who holds it is said at once and then every
 ``remind`` seconds, and how long the wait lasted is measured and recorded apart from the work
-that follows (issue 39).
+that follows, so a run's timings never count a queue for a shared build or board as work.
 
 Every file lock of the tool (the build caches' ``<key>.lock``, :mod:`~nvdla_hil.sims.cache`; the
 C model's build lock; the board locks, :mod:`~nvdla_hil.harness.boards.locks`) goes through this
