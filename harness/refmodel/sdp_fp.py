@@ -243,13 +243,13 @@ def fp_finish(view: RegisterView, mem: MemoryPort, options: ModelOptions, dp: Sd
             nan_out = 0
         else:
             h = F.fp32_to_fp16_bits(x)
-            nan_out, saturated = int(np.count_nonzero(F.is_nan(h))), F.count_saturated_outputs(h)
+            nan_out, saturated = int(np.count_nonzero(F.is_nan(h))), None  # counted below if FP16 goes out
         if out_prec == PREC_INT16:
             y = F.fp16_to_int16_cmod(h)
             sat_count = 0
         else:
             y = h.astype(I64)
-            sat_count = saturated
+            sat_count = F.count_saturated_outputs(h) if saturated is None else saturated
         ocube = Cube(cube.width, cube.height, cube.channels, group)
         y = y[: ocube.cpad]
         if to_pdp:  # the 16-bit results (FP16 patterns / int16) go to PDP as they would to WDMA
