@@ -37,43 +37,32 @@ SUITES = {
 }
 
 
-def _default_loadables() -> str | None:
-    """NVDLA_LOADABLES, else ../shared/nvdla_sw (NVDLA's software regression) next to a source checkout."""
-    env = os.environ.get("NVDLA_LOADABLES")
-    if env:
-        return env
+def _default_source(env: str, shared: str, marker: str = ".") -> str | None:
+    """Where an outside-truth folder is found when no option names it: ``$env``, else
+    ``../shared/<shared>`` beside the working folder or beside this source checkout (the layout CI
+    and the README's clone use), if it holds ``marker``."""
+    if os.environ.get(env):
+        return os.environ[env]
     here = Path(__file__).resolve().parents[2]
-    for cand in (Path.cwd() / "../shared/nvdla_sw", here / "../shared/nvdla_sw"):
-        if (cand / "flatbufs").is_dir():
+    for cand in (Path.cwd() / "../shared" / shared, here / "../shared" / shared):
+        if (cand / marker).is_dir():
             return str(cand.resolve())
     return None
+
+
+def _default_loadables() -> str | None:
+    """NVDLA's software regression (flatbufs/ and golden/)."""
+    return _default_source("NVDLA_LOADABLES", "nvdla_sw", marker="flatbufs")
 
 
 def _default_traces() -> str | None:
-    """NVDLA_TRACES, else ../shared/nvdla/trace_tests/nv_small next to a source checkout."""
-    env = os.environ.get("NVDLA_TRACES")
-    if env:
-        return env
-    here = Path(__file__).resolve().parents[2]
-    for cand in (Path.cwd() / "../shared/nvdla/trace_tests/nv_small", here / "../shared/nvdla/trace_tests/nv_small"):
-        if cand.is_dir():
-            return str(cand.resolve())
-    return None
+    """NVDLA's nv_small trace tests."""
+    return _default_source("NVDLA_TRACES", "nvdla/trace_tests/nv_small")
 
 
 def _default_txn() -> str | None:
-    """NVDLA_TXN_TESTS, else ../shared/nvdla/traceplayer_v1 next to a source checkout."""
-    env = os.environ.get("NVDLA_TXN_TESTS")
-    if env:
-        return env
-    here = Path(__file__).resolve().parents[2]
-    for cand in (Path.cwd() / "../shared/nvdla/traceplayer_v1", here / "../shared/nvdla/traceplayer_v1"):
-        if cand.is_dir():
-            return str(cand.resolve())
-    return None
-
-
-# ---- checks before pytest starts ------------------------------------------------------------
+    """nv_full's traceplayer tests."""
+    return _default_source("NVDLA_TXN_TESTS", "nvdla/traceplayer_v1")
 
 
 def _check_nvdla_sw(path: str) -> None:
