@@ -223,7 +223,7 @@ class VerilatorTarget(SimProcessTarget):
         if self.waves:
             if not self.build.waves:
                 raise TransportError("waves requested but the simulator was built without --waves")
-            fmt = getattr(self.build, "wave_format", "") or "fst"
+            fmt = self.build.wave_format or "fst"
             wave = self.wave_file or self._in_run_dir(f"dump.{fmt}")
             self.wave_path = wave
             args += ["--trace", "--trace-file", str(wave)]
@@ -323,14 +323,14 @@ class VerilatorTarget(SimProcessTarget):
     # ---- extras --------------------------------------------------------------------------
     def zero_rtl_coverage(self) -> None:
         """Zero the RTL coverage counters (instrumented builds only)."""
-        if not getattr(self.build, "coverage", None):
+        if not self.build.coverage:
             raise TransportError("this simulator was not built with RTL coverage (sim build --coverage line,toggle)")
         self._request({"op": "coverage"})
 
     def write_rtl_coverage(self, path: str | os.PathLike[str]) -> None:
         """Write the RTL coverage counted since the last call (or the start) to ``path`` in
         Verilator's ``coverage.dat`` format and zero the counters (instrumented builds only)."""
-        if not getattr(self.build, "coverage", None):
+        if not self.build.coverage:
             raise TransportError("this simulator was not built with RTL coverage (sim build --coverage line,toggle)")
         self._request({"op": "coverage", "path": str(Path(path).resolve())})
 
