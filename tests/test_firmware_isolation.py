@@ -363,6 +363,14 @@ def test_regress_reports_the_crash_and_runs_the_rest(shared: Path, nvdla_sw: str
     run = tmp_path / "results" / "latest"
     junit = next(run.glob("*.xml")).read_text()
     assert 'failures="1"' in junit and "SIGSEGV" in junit and f"{GOOD}_stat" in junit
+    # and the rest ran: the two good loadables after the crash each passed
+    import xml.etree.ElementTree as ET
+
+    cases = {tc.get("name"): [c.tag for c in tc if c.tag in ("failure", "error", "skipped")]
+             for tc in ET.fromstring(junit).iter("testcase")}
+    assert len(cases) == 3, cases
+    assert [n for n, bad in cases.items() if bad] == [n for n in cases if f"{GOOD}_stat" in n], cases
+    assert sum(1 for n, bad in cases.items() if not bad) == 2, cases
     record = json.loads((run / "run.json").read_text())
     assert record["status"] == "finished" and record["exit_code"] == 1
 

@@ -7,6 +7,7 @@ files that are not loadables (a text file named like one, a DIMG, a README)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,11 @@ def test_every_shared_loadable_is_found_and_no_golden_is_taken_for_one(root: Pat
     names = sorted(p.name for p in root.glob("flatbufs/**/*_fbuf"))
     assert sorted(f.name for _, f, _ in found) == names and len(names) == 11
     assert all(g is not None for _, _, g in found)
+    # each its own: NVDLA's regression names a golden's folder <loadable>_<6 hex digits>, so the
+    # golden of CDP_L0_0 is not CDP_L0_0_small_4531af's though that name starts the same way
+    for name, _, g in found:
+        assert g is not None and re.fullmatch(rf"{re.escape(name)}_[0-9a-f]{{6}}", g.parents[1].name), (name, g)
+    assert len({g for _, _, g in found}) == len(found)
 
 
 def test_loadable_run_without_a_golden_says_so_not_pass(tree: Path, nvdla_sw: str) -> None:

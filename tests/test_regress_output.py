@@ -47,8 +47,9 @@ def test_triage_of_a_run_with_injected_bugs_says_so(tmp_path, capsys):
     assert code == 1, capsys.readouterr()
     capsys.readouterr()
     run = (tmp_path / "r" / "latest").resolve()
-    main(["triage", "test_vector[sdp_cvt/sdp_cvt-s1-000]", "--run", str(run)])
+    code = main(["triage", "test_vector[sdp_cvt/sdp_cvt-s1-000]", "--run", str(run)])
     out = capsys.readouterr().out
+    assert code == 0, out  # the clean rerun passed
     assert "injected model bugs" in out and f"--model-bug '{bug}'" in out, out
 
 

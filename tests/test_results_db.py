@@ -151,6 +151,7 @@ def test_import_of_the_run_directories_gives_the_same_rows(series: dict, tmp_pat
             assert got is not None
             for k in ("target", "model_bugs", "suite", "exit_code", "status", "n_passed", "n_failed", "semantics"):
                 assert got[k] == r[k], (k, got[k], r[k])
+        assert rec_tests and {(t["run_id"], t["test"]) for t in db.tests_of(recorded)} == set(rec_tests)
         for t in db.tests_of(recorded):
             mine = rec_tests[(t["run_id"], t["test"])]
             assert (t["outcome"], t["signature"], t["reason"]) == (mine["outcome"], mine["signature"], mine["reason"])

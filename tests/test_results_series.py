@@ -36,7 +36,7 @@ from pathlib import Path
 import pytest
 
 from nvdla_hil.harness.cli import main
-from nvdla_hil.harness.results.analysis import History, comparable_key, commit_of, is_fail, load_history
+from nvdla_hil.harness.results.analysis import History, commit_of, load_history
 from nvdla_hil.harness.results.db import ResultsDB
 
 pytestmark = pytest.mark.slow  # 14 real regressions build the database: `make test-slow`, CI's second step
@@ -169,19 +169,31 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "traces": traces}
 
 
+#: the outcomes that count as a failure (JUnit's failure and error); the oracle's own, not the analysis's
+FAILED = frozenset({"failed", "error"})
+
+
+def _series_of(run) -> tuple:  # noqa: ANN001
+    """The series a run is in, written here apart from the analysis under test: the same suite,
+    target, profile, semantics, injected bugs (in any order), seed and ``-k``; only the build differs."""
+    bugs = ",".join(sorted(b for b in (run["model_bugs"] or "").split(",") if b))
+    return (run["suite"] or "", run["target"] or "", run["profile"] or "", run["semantics"] or "", bugs,
+            str(run["seed"] or ""), run["selection"] or "")
+
+
 def _oracle_changes(h: History) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
     """(run id, test) of every cause change and every same-cause failure, from the stored signature ids of
     each run and the comparable run before it (the newest complete one)."""
     changed, same = set(), set()
     for r in h.runs:
-        before = [p for p in h.runs if comparable_key(p) == comparable_key(r) and p["started"] < r["started"]]
+        before = [p for p in h.runs if _series_of(p) == _series_of(r) and p["started"] < r["started"]]
         complete = [p for p in before if p["status"] == "complete"] or before
         if not complete:
             continue
         prev = max(complete, key=lambda p: p["started"])
         for test, row in h.tests[r["id"]].items():
             old = h.tests[prev["id"]].get(test)
-            if old is not None and is_fail(row["outcome"]) and is_fail(old["outcome"]):
+            if old is not None and row["outcome"] in FAILED and old["outcome"] in FAILED:
                 (same if old["signature"] == row["signature"] else changed).add((r["id"], test))
     return changed, same
 
@@ -210,7 +222,7 @@ def test_no_false_flaky_call(built: dict, capsys: pytest.CaptureFixture) -> None
     for r in sorted(h.runs, key=lambda r: r["started"]):
         if r["suite"] == "vectors":
             for test, row in h.tests[r["id"]].items():
-                seqs[test] = seqs.get(test, "") + ("F" if is_fail(row["outcome"]) else "P")
+                seqs[test] = seqs.get(test, "") + ("F" if row["outcome"] in FAILED else "P")
     naive = [t for t, s in seqs.items() if sum(a != b for a, b in zip(s, s[1:])) >= 2]
     assert len(naive) >= 5  # the trap this database sets: flips across bugs and builds are everywhere
     assert main(["history", "--results-dir", str(built["results"])]) == 0
@@ -230,7 +242,9 @@ def test_every_cause_change_is_marked(built: dict, capsys: pytest.CaptureFixture
     assert got_changed == changed and got_still == same
     # the run with the changed bug is not compared with the bug before it: another series
     stuck = [r for r in h.runs if r["model_bugs"] == STUCK]
-    assert h.compare(stuck[-1]).previous is None or h.compare(stuck[-1]).previous["model_bugs"] == STUCK
+    assert len(stuck) == 2  # h.runs is newest first: the oldest run with that bug starts its series
+    assert h.compare(stuck[-1]).previous is None
+    assert h.compare(stuck[0]).previous["id"] == stuck[1]["id"]
     # history marks each change of the newest run with a defect, with the cluster before and after
     run = max((r for r in h.runs if commit_of(r) == C and r["model_bugs"] == CVT), key=lambda r: r["started"])
     first = min((r for r in h.runs if commit_of(r) == C and r["model_bugs"] == CVT), key=lambda r: r["started"])
