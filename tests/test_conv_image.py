@@ -82,7 +82,7 @@ def test_pixel_convert_by_hand():
     # per-channel mean (MEAN_FORMAT): offsets broadcast over the last (component) axis
     x = np.array([[10, 20, 30, 40]])
     assert pixel_convert(x, offset=np.array([1, 2, 3, 4]), scale=1, truncate=0, proc=1).tolist() == [[9, 18, 27, 36]]
-    # INT16: the 17-bit intermediate clamps before the 16-bit saturation
+    # INT16: a result past the 16-bit range saturates to 32767
     assert pixel_convert(np.array([65535]), offset=-32768, scale=2, truncate=0, proc=1).tolist() == [32767]
 
 

@@ -591,21 +591,24 @@ def test_cdp_int16_convertors_sqsum_bypass_mul_bypass(xs, din_off, din_scale, di
 
 
 def test_cdp_int16_square_sum_window_is_exact():
-    # 9 taps of x17 = -65536 (the 17-bit minimum): 9 * 2^32 > 2^35 must not wrap. LE linear
-    # with START just below the sum and select 30 puts the sum at index 0 / hit.
+    # 9 taps of x17 = -65536 (the 17-bit minimum): 9 * 2^32 > 2^35 must not wrap. LE linear with
+    # START 2^30 + 5 below the sum and select 30 puts the sum at index 1 (LE[1] = 100); a sum that
+    # wrapped (9 * 2^32 mod 2^35 = 2^32) would underflow to LE[0] = 0 instead.
     from nvdla_hil.harness.refmodel.lut import LutParams
 
     n = 9 * (1 << 32)
-    lut = LutParams(le_function="linear", le_start=n - 5, le_end=n + (64 << 30), le_index_select=30,
+    lut = LutParams(le_function="linear", le_start=n - (1 << 30) - 5, le_end=n + (64 << 30), le_index_select=30,
                     lo_start=(1 << 37) - 1, lo_end=(1 << 37) - 1, hybrid_priority="LE")
     le = np.arange(65, dtype=np.uint16) * 100
     lo = np.zeros(257, dtype=np.uint16)
     cfg = CdpConfig(normalz_len=3, mul_bypass=True, datin_scale=2, bits=16)  # x17 = clamp(2x) = -65536
     x = np.full((1, 9), I16_MIN, dtype=np.int64)
     out, stats, _ = cdp_lrn(x, 9, cfg, le, lo, lut, "rtl")
-    # centre lane sees all 9 taps: d = 5 -> index 0, fraction 5/2^30 * 2^16 -> rounds to 0
-    assert int(out[0, 4]) == 0
-    assert stats.le_hit >= 1
+    # by hand: lane i sums lanes max(0, i-4)..min(8, i+4), so only the centre lane sees all 9 taps:
+    # d = 2^30 + 5 -> index 1, fraction 5/2^30 -> 0, LE[1] = 100; the other 8 lanes have at most
+    # 8 * 2^32 < START: underflow, LE[0] = 0
+    assert out[0].tolist() == [0, 0, 0, 0, 100, 0, 0, 0, 0]
+    assert (stats.le_hit, stats.uflow) == (1, 8)
 
 
 def test_cdp_int16_decode_lut_keeps_38_bit_start_in_rtl():

@@ -70,7 +70,7 @@ def test_missing_board_lists_known(tmp_path):
     [
         ("baud", "fast", "expected an integer"),
         ("profile", "nv_huge", "not one of"),
-        ("integrity", "maybe", "integrity"),
+        ("integrity", "maybe", "'maybe' is not one of plain, verify"),
         ("reset_command", "'reboot now'", "list of arguments"),
         ("colour", "red", "unknown field"),
         ("response_timeout", "-1", "positive number"),

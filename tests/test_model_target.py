@@ -250,8 +250,9 @@ def test_an_option_for_another_target_is_refused_by_name():
     from nvdla_hil.drivers.errors import ConfigError
     from nvdla_hil.harness.targets import TargetSpec, open_target
 
-    with open_target(TargetSpec(kind="model", extra={"model_bugs": []})) as t:
-        assert t.read32(0x0) >= 0  # its own option is taken
+    with open_target(TargetSpec(kind="model", extra={"model_bugs": ["SDP.D_CVT_OFFSET.CVT_OFFSET+1"]})) as t:
+        assert [b.spec for b in t.bugs] == ["SDP.D_CVT_OFFSET.CVT_OFFSET+1"]  # its own option is taken
+        assert t.read32(0x0) == 0x0001_0001  # and it runs: CFGROM_HW_VERSION (NVDLA's NV_NVDLA_CFGROM_rom.v)
     with pytest.raises(ConfigError, match=r"^the model target has no option 'clock_gating' \(its options: model_bugs\)$"):
         open_target(TargetSpec(kind="model", extra={"clock_gating": False}))
     with pytest.raises(ConfigError, match=r"the verilator target has no option 'model_bugs', 'wave_fle' \(its options: .*wave_file"):

@@ -171,8 +171,7 @@ def failing_run(tmp_path_factory) -> Path:
 
 
 def test_report_of_a_real_run_in_a_browser(failing_run: Path, tmp_path: Path) -> None:
-    exe = _chromium()
-    assert exe
+    _chromium()  # skips, saying so, without a browser
     assert cli("report", str(failing_run)) == 0
     page = failing_run / "report.html"
     text = page.read_text()
@@ -262,4 +261,5 @@ def test_triage_on_verilator_writes_waves(trace_sets_run: Path, tmp_path: Path) 
     j.write_text(j.read_text().replace('name="target" value="model"', 'name="target" value="verilator"'))
     code = cli("triage", "sdp_3x3x33_bs_int8_reg_0", "--run", str(run))
     b = run / "bundles" / "test_trace_sdp_3x3x33_bs_int8_reg_0"
-    assert code in (0, 1) and any(p.suffix in (".fst", ".vcd") for p in b.iterdir())
+    assert code == 0  # NVDLA's own nv_small trace passes on its RTL
+    assert any(p.suffix in (".fst", ".vcd") for p in b.iterdir())

@@ -237,7 +237,7 @@ def test_no_payload_runs_in_the_report_or_the_dashboard(hostile_results: tuple[P
     assert main(["report", str(run)]) == 0
     assert main(["report", str(results / "javascript:pwned('dir')")]) == 0
     assert main(["dashboard", "--results-db", str(results / "results.sqlite"), "--out", str(results)]) == 0
-    pages = [run / "report.html", results / "index.html"]
+    pages = [run / "report.html", results / "javascript:pwned('dir')" / "report.html", results / "index.html"]
     for page in pages:
         text = page.read_text(encoding="utf-8")
         assert "<script>pwned" not in text and "onerror=\"pwned" not in text and "<svg onload" not in text

@@ -384,7 +384,7 @@ def test_mutated_traces_are_clean_errors_or_valid(small_trace, tmp_path_factory,
         tr = parse_trace(d)
         with ModelTarget("nv_small") as t:
             res = run_trace(tr, t, timeout=0.2)
-        assert res.status in ("passed", "failed", "error", "skipped")
+        assert res.status in ("failed", "error", "skipped"), res.summary()  # no layer runs: never a pass
     except TraceError as e:
         assert str(f.parent) in str(e) or f.name in str(e)
     assert time.process_time() - cpu0 < MUT_CPU_SECONDS

@@ -193,7 +193,7 @@ def test_wrong_golden_reports_count_first_and_worst_with_nchw(tmp_path):
 
 
 def test_statistics_mismatch_fails_and_names_the_counter(tmp_path):
-    # scale 1000 with x in [-60, 59]: |x * 1000| >= 65536 for |x| >= 66 only -> none saturate 17 bits
+    # scale 1 with x in [-60, 59]: nothing saturates, so the true count is 0, not the case's 7
     folder = _identity_case(tmp_path, scale=1, stats={"out_saturation": 7})
     with ModelTarget("nv_small") as t:
         res = run_case(load_case(folder), t)
