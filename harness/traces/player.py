@@ -25,7 +25,7 @@ from ..targets.memory import KnownMemory, RecordingMemory, SparseMemory, close_r
 from .checks import CheckResult, Probes, TraceResult, region_crc
 from .lean import Footprint, lean_setup, union_spans
 from .limits import TraceError
-from .memory_setup import SetupPlan, SetupWriter, mem_fill, overlaps, plan_setup
+from .memory_setup import SetupPlan, SetupWriter, plan_setup
 from .needs import check_against_profile
 from .parse import Trace, parse_trace
 from ...semantics import Semantics
@@ -50,8 +50,8 @@ def run_trace(
     ``poison=True`` overwrites, after the memory set-up, every byte of each checked region
     that the layer writes with ``0xA5``, so only data the target really wrote can pass. The
     bytes the layer writes are found on the reference model (see :func:`_written_masks`);
-    when the model cannot run the trace the whole region is poisoned, except where it
-    overlaps a loaded *input* image (a ``mem_load`` whose file name lacks "output").
+    when the model cannot run the trace nothing is poisoned (gaps the layer leaves unwritten
+    would fail a correct run) and ``TraceResult.setup`` says so.
     Checks whose CRC already matches before the run are reported as ``vacuous``.
     A unit the target cannot run gives status ``skipped`` naming the unit.
 
@@ -176,7 +176,7 @@ def _set_up_memory(trace: Trace, transport: Transport, result: TraceResult, plan
         write = SetupWriter(transport, plan, trace.path)
         for port, addr, data in plan.merged:
             write(port, addr, data)
-        _prepare_checks(trace, transport, result, plan, poison, fill)
+        _prepare_checks(trace, transport, result, poison, fill)
         return _SetUp(None, probes, {})
     result.setup = "lean"
     write = SetupWriter(transport, plan, trace.path, known)
@@ -190,20 +190,20 @@ def _set_up_memory(trace: Trace, transport: Transport, result: TraceResult, plan
     return _SetUp(fp, probes, known)
 
 
-def _prepare_checks(trace: Trace, transport: Transport, result: TraceResult, plan: SetupPlan, poison: bool,
+def _prepare_checks(trace: Trace, transport: Transport, result: TraceResult, poison: bool,
                     fill: tuple[int, dict[int, np.ndarray]] | None) -> None:
     """After a full set-up: read each checked region once (vacuity), then poison it where the
-    layers write (``fill``: the footprint's own pre-fill of every byte the layers do not read)."""
+    layers write (``fill``: the footprint's own pre-fill of every byte the layers do not read).
+    Only the reference model can say which bytes those are: where it cannot run the trace, nothing
+    is poisoned (a layer leaves gaps between lines unwritten, and the check's CRC counts them, so
+    poisoning them would fail a correct run) and the set-up says so."""
     masks = _written_masks(trace, transport.profile_name) if poison else None
+    if poison and masks is None and fill is None:
+        result.setup += "; no region poisoned (only the model can say which bytes the layers write)"
     for ck in result.checks:
         if ck.kind != "crc":
             continue
         ck.vacuous = region_crc(transport, ck.port, ck.address, ck.size, where=(trace.path, ck.line)) == ck.expected
-        if not (poison or fill is not None):
-            continue
-        is_input = any(p == ck.port and overlaps(ck.address, ck.size, a, n) for p, a, n in plan.inputs)
-        if is_input and masks is None and fill is None:
-            continue  # never poison data a layer may read (the masks know exactly)
         if fill is not None:  # (value, bytes read per check line): fill all but those
             region = transport.mem_read(ck.address, ck.size, port=ck.port)
             region[~fill[1][ck.line]] = fill[0]
@@ -213,9 +213,6 @@ def _prepare_checks(trace: Trace, transport: Transport, result: TraceResult, pla
             region[masks[ck.line]] = POISON_BYTE
             transport.mem_write(ck.address, region, port=ck.port)
             ck.poisoned = bool(masks[ck.line].any())
-        else:
-            mem_fill(transport, ck.port, ck.address, ck.size, POISON_BYTE)
-            ck.poisoned = True
 
 
 def _program(trace: Trace, drv: NvdlaDriver, transport: Transport, result: TraceResult, timeout: float) -> None:
