@@ -34,8 +34,9 @@ def test_replaying_one_case_gives_the_campaigns_case(tmp_path: Path) -> None:
                         model_bugs=["SDP.D_CVT_OFFSET.CVT_OFFSET+1"], out=tmp_path / "one")
     name = fuzz.case_name("sdp-cvt", 5, 2)
     assert [c.name for c in one.cases] == [name]
-    if (tmp_path / "all" / name).exists():
-        assert _files(tmp_path / "all" / name) == _files(tmp_path / "one" / name)
+    # a campaign saves the cases that fail: with the bug, case 2 does, in both runs
+    assert (tmp_path / "all" / name).is_dir() and one.cases[0].saved
+    assert _files(tmp_path / "all" / name) == _files(tmp_path / "one" / name)
 
 
 def _write(tmp_path: Path, text: str) -> Path:

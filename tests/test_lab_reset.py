@@ -91,7 +91,9 @@ def test_vector_regression_passes_in_either_order(tmp_path, emu, known_state):
     assert fwd.returncode == 0, (fwd.stdout + fwd.stderr)[-3000:]
     assert rev.returncode == 0, (rev.stdout + rev.stderr)[-3000:]
     ran = [n for n in order_f if out_f[n] != "skipped"]
-    assert len(ran) >= (25 if SUBSET else 50) and "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
+    # the subset: pdp_flying_rtl 8 + pdp_rtl 10 + sdp_cvt 12 bundled cases, all nv_small, none skipped
+    assert len(ran) == 30 if SUBSET else len(ran) >= 50, order_f
+    assert "test_vector[pdp_flying_rtl/fuzz-sdp-pdp-s2-00001]" in ran
     assert order_r == list(reversed(order_f))  # really the other order
     assert out_f == out_r
     print(f"vector regression ({known_state.strip()}): {len(ran)} passed forwards and backwards")
@@ -115,6 +117,8 @@ def test_known_state_by_registers(emu):
         t.write32(regmap.register("GLB.S_INTR_SET").address, 0x1, posted=False)  # a pending interrupt
         consumers = restore_known_state(t, "nv_small")
         assert t.read32(regmap.register("GLB.S_INTR_STATUS").address) == 0
+        for unit in ("CDMA", "CSC", "CACC", "SDP", "PDP", "CDP"):  # both groups' STATUS fields 0: IDLE
+            assert t.read32(regmap.register(f"{unit}.S_STATUS").address) == 0, unit
         for g in (0, 1):
             t.write32(ptr.address, g, posted=False)
             assert t.read32(sdp.address) == sdp.reset

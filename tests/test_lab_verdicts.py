@@ -6,6 +6,7 @@ one line per failure naming board, URL and what was tried; never a source listin
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -30,8 +31,8 @@ CLI = [sys.executable, "-c", "import sys; from nvdla_hil.harness.cli import main
 def test_what_counts_as_infrastructure():
     assert infrastructure_reason(BoardDeadError("board 'a' (socket://h:1): no answer")) == \
         "BoardDeadError: board 'a' (socket://h:1): no answer"
-    assert infrastructure_reason(LinkIntegrityError("x")) is not None
-    assert infrastructure_reason(BoardBusyError("held by PID 1")) is not None
+    assert infrastructure_reason(LinkIntegrityError("x")) == "LinkIntegrityError: x"
+    assert infrastructure_reason(BoardBusyError("held by PID 1")) == "BoardBusyError: held by PID 1"
     assert infrastructure_reason(LayerTimeoutError("PDP group 1: no done interrupt")) is None  # the hardware's doing
     assert infrastructure_reason(AssertionError("MISMATCH")) is None
     assert infrastructure_reason(ValueError("x")) is None
@@ -81,7 +82,9 @@ def _check_infra_run(r: subprocess.CompletedProcess, run: Path, url: str) -> Non
         assert "'emu'" in msg and url in msg, msg
         assert not re.search(r"uartbone\w*\.py", el.text or ""), el.text
     meta = (run / "run.json").read_text()
-    assert '"exit_code": 4' in meta and '"infrastructure": ' in meta, meta
+    assert json.loads(meta)["exit_code"] == 4, meta
+    tests = json.loads(meta)["tests"]
+    assert tests["infrastructure"] >= len(infra) > 0 and tests["failed"] == 0, tests
 
 
 def test_board_that_hangs_mid_run_is_an_infrastructure_verdict(tmp_path):

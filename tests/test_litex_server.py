@@ -123,6 +123,7 @@ def test_traces_and_vectors_through_litex_server(tmp_path, trace_root):
             assert got.status == want.status == "passed", got.summary()
             assert [c.actual for c in got.checks] == [c.actual for c in want.checks]
         cases = [p for p in find_cases(bundled_root()) if p.parent.name in ("cdp_lut", "sdp_bsbn")][:2]
+        assert len(cases) == 2
         for path in cases:
             with open_target(spec) as t:
                 assert run_case(path, t).passed
