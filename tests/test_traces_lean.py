@@ -109,6 +109,7 @@ def test_lean_falls_back_to_full_when_the_model_cannot_run_it(trace_root: Path, 
     assert r.status == "passed", r.summary()
     assert r.setup.endswith("; no region poisoned (only the model can say which bytes the layers write)")
     assert [c.poisoned for c in r.checks] == [False]
+    assert "\n  memory set-up: full (the model cannot run this trace" in r.summary()  # said where a user reads it
 
 
 def test_auto_is_lean_only_on_a_slow_link(trace_root: Path) -> None:

@@ -64,9 +64,17 @@ class TraceResult:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    @property
+    def setup_note(self) -> str:
+        """The memory set-up when it is worth saying (a fallback, a rerun, nothing poisoned): "" for
+        a plain "full" or "lean"."""
+        return self.setup if "(" in self.setup else ""
+
     def summary(self) -> str:
         lines = [f"{self.name}: {self.status.upper()} ({self.duration:.2f} s)" + (f" - {self.message}" if self.message else "")]
         lines += ["  " + c.describe() for c in self.checks]
+        if self.setup_note:
+            lines.append(f"  memory set-up: {self.setup_note}")
         return "\n".join(lines)
 
 
