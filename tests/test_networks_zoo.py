@@ -71,7 +71,10 @@ def test_pooling_at_the_ceil_edge_and_with_padding_is_caffes() -> None:
     layers = [Layer("m", "Pooling", ("data",), "m", {"pool": "MAX", "kernel": 3, "stride": 2, "pad": 0}),
               Layer("a", "Pooling", ("data",), "a", {"pool": "AVE", "kernel": 3, "stride": 2, "pad": 0}),
               Layer("ap", "Pooling", ("data",), "ap", {"pool": "AVE", "kernel": 3, "stride": 1, "pad": 1}),
-              Layer("g", "Pooling", ("data",), "g", {"pool": "AVE", "kernel": 5, "stride": 1, "pad": 0, "global": True})]
+              Layer("g", "Pooling", ("data",), "g", {"pool": "AVE", "kernel": 5, "stride": 1, "pad": 0, "global": True}),
+              # kernel 2 stride 2 on 5: ceil(3 / 2) + 1 = 3 windows, the last cut to row/column 4
+              Layer("ac", "Pooling", ("data",), "ac", {"pool": "AVE", "kernel": 2, "stride": 2, "pad": 0}),
+              Layer("mc", "Pooling", ("data",), "mc", {"pool": "MAX", "kernel": 2, "stride": 2, "pad": 0})]
     b = forward(_net(layers, x))
     assert b["m"].shape == (1, 2, 2) and b["m"][0, 1, 1] == 24  # window rows/cols 2..4
     # Caffe's AVE without padding: the window is clipped to the input and divided by its clipped size
@@ -79,6 +82,11 @@ def test_pooling_at_the_ceil_edge_and_with_padding_is_caffes() -> None:
     # with padding the divisor counts the padded positions (inclusive padding): corner = 4 values / 9
     assert b["ap"][0, 0, 0] == pytest.approx(x[0, 0:2, 0:2].sum() / 9)
     assert b["g"].shape == (1, 1, 1) and b["g"][0, 0, 0] == pytest.approx(x.mean())
+    # at the ceil edge the window is clipped and divided by its clipped size (Caffe's pool_size):
+    # the corner window is x[4, 4] alone, the top-right one x[0:2, 4] (4 and 9)
+    assert b["ac"].shape == (1, 3, 3) and b["ac"][0, 2, 2] == 24 and b["ac"][0, 0, 2] == pytest.approx(6.5)
+    assert b["ac"][0, 2, 0] == pytest.approx((20 + 21) / 2)
+    assert b["mc"].shape == (1, 3, 3) and b["mc"][0, 2, 2] == 24 and b["mc"][0, 0, 2] == 9
 
 
 def test_lrn_sigmoid_tanh_eltwise_max_and_prod() -> None:

@@ -29,7 +29,8 @@ def _junit(tmp_path, *argv: str):
 def test_pyargs_module_from_another_folder_has_classnames_and_properties(tmp_path):
     root = _junit(tmp_path, "--pyargs", "nvdla_hil.harness.suites.test_vectors", "-k", "sdp_cvt", "-n", "2")
     cases = list(root.iter("testcase"))
-    assert len(cases) >= 10
+    # -k sdp_cvt: the 12 bundled sdp_cvt cases, every one in the report
+    assert sorted(c.get("name") for c in cases) == [f"test_vector[sdp_cvt/sdp_cvt-s1-{i:03d}]" for i in range(12)]
     for c in cases:
         assert c.get("classname") == "nvdla_hil.harness.suites.test_vectors", ET.tostring(c)
         props = {p.get("name"): p.get("value") for p in c.iter("property")}
