@@ -38,7 +38,15 @@ def test_a_reader_never_sees_a_half_made_schema(tmp_path: Path, monkeypatch) -> 
     def inspect(c):  # noqa: ANN001, ANN202
         got = real_inspect(c)
         if threading.current_thread() is threads.get("reader"):
-            reader_looked.set()
+            names = got.get_table_names
+
+            def get_table_names(*a, **k):  # noqa: ANN002, ANN003, ANN202
+                try:
+                    return names(*a, **k)
+                finally:  # the reader has read the file's tables: only now may the creator go on
+                    reader_looked.set()
+
+            got.get_table_names = get_table_names
         return got
 
     monkeypatch.setattr(dbmod, "insert", insert)
