@@ -79,4 +79,5 @@ def test_secondary_port_writes_of_the_c_model_land_where_the_surface_says(unit: 
 
     spec = TargetSpec(kind="cmod", profile="nv_full", semantics="cmod", nvdla_hw=_hw_v1())
     rep = fuzz.run_fuzz(unit, spec, count=20, seed=seed, profile="nv_full", semantics="cmod", sets=sets)
-    assert len(rep.cases) == 20 and not rep.failed, [c.line for c in rep.failed]
+    # every draw ran and agreed (a draw the C model refuses as a known limit would be "skipped")
+    assert [c.status for c in rep.cases] == ["passed"] * 20, [c.line for c in rep.cases if c.status != "passed"]

@@ -52,13 +52,15 @@ def test_uniform_draws_give_goldens_that_say_nothing_and_steered_ones_do_not(dra
 def test_a_redrawn_case_names_what_was_rejected_keeps_its_corners_and_replays(drawn, tmp_path: Path) -> None:
     uniform, steered = drawn
     c = load_constraints(UNIT, profile=PROFILE)
-    i = next(i for i, case in enumerate(steered) if case.provenance.get("draw"))
+    i = 16  # seed 1's one redrawn case whose first draw has corners (channels 40, cvt_shift 63)
     prov = steered[i].provenance
     assert 1 <= prov["draw"] < MAX_DRAWS
     assert prov["redrawn"].startswith("draw 0: dst: golden is one value")
     first = Sampler(c, rng_for(SEED, i))
-    kept = Sampler(c, rng_for(SEED, i, prov["draw"]), pinned={k: first.v[k] for k in first.corners})
-    assert all(kept.v[k] == first.v[k] for k in first.corners)  # the corners of the first draw are kept
+    assert first.corners == ["channels", "cvt_shift"]
+    # the corners of the first draw are kept in the case drawn again: its channels are the uniform draw's
+    regs = {k: {r.name: dict(r.fields) for r in case.registers} for k, case in (("s", steered[i]), ("u", uniform[i]))}
+    assert regs["s"]["SDP.D_DATA_CUBE_CHANNEL"] == regs["u"]["SDP.D_DATA_CUBE_CHANNEL"] == {"CHANNEL": 39}
     again = load_case(generate(c, SEED, i, tmp_path))  # the replay line of the provenance gives the same case
     assert again.manifest == steered[i].manifest
 
@@ -87,6 +89,9 @@ def test_fuzz_summary_counts_redrawn_cases_and_allow_degenerate_keeps_first_draw
     uniform = subprocess.run([*base, "--allow-degenerate"], capture_output=True, text=True, timeout=300, cwd=tmp_path,
                              env=env)
     line = next(ln for ln in steered.stdout.splitlines() if ln.startswith("informative:"))
-    assert "of 10 cases drawn again" in line and not line.startswith("informative: 0 of"), steered.stdout
+    # seed 1's first ten draws: 1, 3, 4, 7 and 9 compute one value (the summary counts them), and of
+    # the two that then pass on the faulty model neither is weak
+    assert line.startswith("informative: 5 of 10 cases drawn again") and line.endswith("; 0 of 2 passes weak"), \
+        steered.stdout
     line = next(ln for ln in uniform.stdout.splitlines() if ln.startswith("informative:"))
     assert line.startswith("informative: 0 of 10 cases drawn again") and "--allow-degenerate" in line, uniform.stdout
