@@ -205,12 +205,10 @@ def setup_image(merged: list[tuple[str, int, np.ndarray | Fill]], port: str, lo:
 @dataclass
 class SetupPlan:
     """A trace's memory set-up: ``pieces`` in file order (with each one's ``.cfg`` ``lines``),
-    ``merged`` into transport writes, and the loaded *input* images (``inputs``: port, address,
-    extent of each ``mem_load`` whose file name lacks "output")."""
+    ``merged`` into transport writes."""
 
     pieces: list[tuple[str, int, np.ndarray | Fill | DatImage]] = field(default_factory=list)
     lines: list[int] = field(default_factory=list)
-    inputs: list[tuple[str, int, int]] = field(default_factory=list)
     merged: list[tuple[str, int, np.ndarray | Fill]] = field(default_factory=list)
 
     def line_of(self, port: str, addr: int, n: int) -> int | None:
@@ -247,8 +245,6 @@ def plan_setup(trace: Trace, profile: HardwareProfile) -> SetupPlan:
                                                      f"addresses (ends at {addr + image.extent:#x})")
             plan.pieces.append((port, addr, image))
             set_up += image.extent
-            if "output" not in rel.lower():
-                plan.inputs.append((port, addr, image.extent))
         plan.lines.append(c.line)
         if set_up > MAX_TRACE_BYTES:
             raise TraceError(trace.path, c.line, f"the trace sets up more than {MAX_TRACE_BYTES:#x} bytes "
