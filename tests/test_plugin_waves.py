@@ -97,6 +97,8 @@ def test_failed_test_is_rerun_with_waves(tmp_path):
 def test_rerun_can_be_turned_off(tmp_path):
     r = _run(tmp_path, "--nvdla-failure-waves", "off", "--nvdla-waves-dir", str(tmp_path / "w"))
     assert r.returncode == 1, r.stdout + r.stderr
+    assert "1 failed, 1 passed" in r.stdout, r.stdout  # the tests ran (the fixture opened its simulator)
+    assert "WAVES False None" in r.stdout, r.stdout  # the failing test's own run, without waves
     assert not (tmp_path / "w").exists()
     assert "WAVES True" not in r.stdout
 
