@@ -362,6 +362,7 @@ def test_run_conv_end_to_end(dshape, kshape, stride, dil, pad, pv, truncate):
     v, mem, cfg, (oline, osurf) = _layer(
         d, w, stride=stride, dil=dil, pad=pad, pad_value=pv, truncate=truncate
     )
+    mem.write(0x200000, np.full(osurf * -(-w.shape[0] // 8), 0x5A, np.uint8))  # poison: every byte must be written
     res = run_conv(v, mem, ModelOptions())
     # expected: naive conv, rounding shift (ties away from zero), int8 clamp by the SDP
     a = naive_conv(d, w, cfg)
@@ -398,21 +399,24 @@ def test_run_conv_cdma_cvt_and_cacc_saturation():
 @pytest.mark.parametrize(
     "block,reg,field,value,needle",
     [
-        ("CDMA", "D_MISC_CFG", "CONV_MODE", 1, "Winograd"),
-        ("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT", 1, "pixel"),
-        ("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT", 1, "compressed"),
-        ("CACC", "D_MISC_CFG", "PROC_PRECISION", 1, "INT16"),
-        ("CDMA", "D_BATCH_NUMBER", "BATCHES", 1, "batch"),
+        ("CDMA", "D_MISC_CFG", "CONV_MODE", 1, "CSC.D_MISC_CFG.CONV_MODE is DIRECT while CDMA's is Winograd"),
+        ("CDMA", "D_DATAIN_FORMAT", "DATAIN_FORMAT", 1, "CDMA and CSC D_DATAIN_FORMAT.DATAIN_FORMAT differ (feature vs pixel)"),
+        ("CDMA", "D_WEIGHT_FORMAT", "WEIGHT_FORMAT", 1,
+         "CDMA and CSC D_WEIGHT_FORMAT.WEIGHT_FORMAT differ (uncompressed vs compressed)"),
+        ("CACC", "D_MISC_CFG", "PROC_PRECISION", 1, "CACC.D_MISC_CFG.PROC_PRECISION = INT16 differs from CDMA's INT8"),
+        ("CDMA", "D_BATCH_NUMBER", "BATCHES", 1, "batch counts differ between CDMA/CSC/CACC/SDP"),
     ],
 )
-def test_unmodelled_modes_name_unit_and_feature(block, reg, field, value, needle):
+def test_a_mode_one_unit_alone_is_programmed_for_is_refused_naming_both(block, reg, field, value, needle):
+    """Every mode here is modelled; one unit programmed for it while the next is not is refused,
+    naming the units and fields that disagree."""
     from nvdla_hil.harness.refmodel.base import UnitNotModelled
 
     d = np.ones((8, 1, 1), dtype=np.int64)
     w = np.ones((1, 8, 1, 1), dtype=np.int64)
     v, mem, _, _ = _layer(d, w)
     v.set_field(block, reg, field, value)
-    with pytest.raises(UnitNotModelled, match=needle):
+    with pytest.raises(UnitNotModelled, match=re.escape(needle)):
         run_conv(v, mem, ModelOptions())
 
 

@@ -73,8 +73,9 @@ def test_bs_alu_max_min_sum_with_saturating_operand_shift():
 
 
 def test_bs_mul_truncate_rounds_half_away_from_zero():
-    # (5 * 3) >> 1 = 7.5 -> 8 ; (-5 * 3) >> 1 = -7.5 -> -8 ; (-1*1)>>1 -> -0.5 -> -1
-    assert _bsbn([5, -5, -1], mul_bypass=False, mul_op=3, mul_shift=1)[:2] == [8, -8]
+    # (5 * 3) >> 1 = 7.5 -> 8 ; (-5 * 3) >> 1 = -7.5 -> -8 ; (-1 * 3) >> 1 = -1.5 -> -2
+    assert _bsbn([5, -5, -1], mul_bypass=False, mul_op=3, mul_shift=1) == [8, -8, -2]
+    # (-1 * 1) >> 1 = -0.5 -> -1
     assert _bsbn([-1], mul_bypass=False, mul_op=1, mul_shift=1) == [-1]
     # only bits [5:0] of the 8-bit shift field are used: 0x41 -> 1
     assert _bsbn([5], mul_bypass=False, mul_op=3, mul_shift=0x41) == [8]
