@@ -65,6 +65,9 @@ def _default_txn() -> str | None:
     return _default_source("NVDLA_TXN_TESTS", "nvdla/traceplayer_v1")
 
 
+# ---- checks before pytest starts ------------------------------------------------------------
+
+
 def _check_nvdla_sw(path: str) -> None:
     """A checkout named but not there would fail every loadable (exit 1, as if the hardware were
     wrong): bad input, said once, before the run."""
